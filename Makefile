@@ -1,0 +1,42 @@
+# kintfs build, test and benchmark targets.
+GO       ?= go
+BIN      ?= bin/kintfs
+MNT      ?= $(HOME)/kint
+FUZZTIME ?= 5s
+
+.PHONY: build test test-unit run bench fuzz vet contracts contracts-check clean
+
+build:
+	$(GO) build -o $(BIN) ./cmd/kintfs
+
+# The whole suite: vet, unit and mount tests with the race detector, the end-to-end
+# integration tests against a real dev chain and real FUSE mounts, then a short fuzz pass.
+test: vet
+	$(GO) test -race -count=1 -timeout 40m ./...
+	$(MAKE) fuzz
+
+test-unit:
+	$(GO) test -count=1 ./seal/... ./replica/... ./chain/...
+
+vet:
+	$(GO) vet ./...
+
+# Mount a vault on the embedded development chain (not Base) at $(MNT).
+run: build
+	mkdir -p $(MNT)
+	$(BIN) mount --dev $(MNT)
+
+fuzz:
+	@set -e; for t in $$(grep -rhoE '^func (Fuzz[A-Za-z0-9_]+)' --include='*_test.go' . | sed 's/func //' | sort -u); do \
+		pkg=$$(grep -rlE "^func $$t\(" --include='*_test.go' . | head -1 | xargs dirname); \
+		echo "fuzz $$t in $$pkg for $(FUZZTIME)"; \
+		$(GO) test -run='^$$' -fuzz="^$$t$$" -fuzztime=$(FUZZTIME) $$pkg; \
+	done
+
+bench: build
+	bash scripts/bench.sh
+
+clean:
+	rm -rf bin
+
+-include Makefile.contracts

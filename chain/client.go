@@ -1,0 +1,304 @@
+// Package chain reads and writes EpochAnchor over JSON-RPC: the head of a space, the
+// Epoch events (one exact-block log query per epoch, never a block range), the ciphertexts
+// carried in push calldata, and the push transactions themselves.
+//
+// Every RPC goes through one place that bounds it with a per-attempt timeout and retries
+// transport failures (never a JSON-RPC error such as a revert or "nonce too low") with
+// exponential backoff, and counts calls and retries for Stats.
+package chain
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/ethereum/go-ethereum"
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/ethereum/go-ethereum/ethclient"
+	"github.com/ethereum/go-ethereum/rpc"
+
+	"kintfs/contracts"
+)
+
+// Options tune the RPC behaviour. Zero values take the defaults.
+type Options struct {
+	CallTimeout  time.Duration // per attempt; default 15s
+	Retries      int           // extra attempts after a transport failure; default 4, negative for none
+	Backoff      time.Duration // first retry delay, doubled each time; default 200ms
+	PollInterval time.Duration // receipt and confirmation polling in WaitPush; default 500ms
+}
+
+const (
+	defaultCallTimeout  = 15 * time.Second
+	defaultRetries      = 4
+	defaultBackoff      = 200 * time.Millisecond
+	defaultPollInterval = 500 * time.Millisecond
+	maxBackoff          = 10 * time.Second
+	// blobBatchSize bounds one eth_getTransactionByHash batch (a push carries up to ~100 KB).
+	blobBatchSize = 16
+)
+
+func (o Options) withDefaults() Options {
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = defaultCallTimeout
+	}
+	if o.Retries == 0 {
+		o.Retries = defaultRetries
+	} else if o.Retries < 0 {
+		o.Retries = 0
+	}
+	if o.Backoff <= 0 {
+		o.Backoff = defaultBackoff
+	}
+	if o.PollInterval <= 0 {
+		o.PollInterval = defaultPollInterval
+	}
+	return o
+}
+
+// Stats counts the RPC traffic of a Client.
+type Stats struct {
+	Calls   uint64            // round trips asked for (a batch is one), retries not included
+	Retries uint64            // extra attempts after a transport failure or timeout
+	Methods map[string]uint64 // requests per JSON-RPC method; each element of a batch counts
+}
+
+type counters struct {
+	calls   atomic.Uint64
+	retries atomic.Uint64
+	mu      sync.Mutex
+	methods map[string]uint64
+}
+
+func (s *counters) record(methods ...string) {
+	s.calls.Add(1)
+	s.mu.Lock()
+	if s.methods == nil {
+		s.methods = make(map[string]uint64)
+	}
+	for _, m := range methods {
+		s.methods[m]++
+	}
+	s.mu.Unlock()
+}
+
+// Client talks to one EpochAnchor deployment on one chain. It is safe for concurrent use.
+type Client struct {
+	rpc      *rpc.Client
+	eth      *ethclient.Client
+	contract common.Address
+	chainID  uint64
+	signer   types.Signer
+	opt      Options
+	stats    counters
+}
+
+// anchorABI is EpochAnchor's ABI, parsed once.
+var (
+	anchor     = contracts.NewEpochAnchor()
+	anchorABI  = anchor.GetABI()
+	epochTopic = anchorABI.Events["Epoch"].ID
+)
+
+// Dial connects to rpcURL and reads the chain id (once; it is not read again).
+func Dial(ctx context.Context, rpcURL string, contract common.Address, opt Options) (*Client, error) {
+	rc, err := rpc.DialContext(ctx, rpcURL)
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", rpcURL, err)
+	}
+	c := &Client{
+		rpc:      rc,
+		eth:      ethclient.NewClient(rc),
+		contract: contract,
+		opt:      opt.withDefaults(),
+	}
+	var id *big.Int
+	err = c.do(ctx, func(ctx context.Context) (err error) {
+		id, err = c.eth.ChainID(ctx)
+		return err
+	}, "eth_chainId")
+	if err != nil {
+		rc.Close()
+		return nil, fmt.Errorf("read chain id from %s: %w", rpcURL, err)
+	}
+	if !id.IsUint64() {
+		rc.Close()
+		return nil, fmt.Errorf("chain id %s out of range", id)
+	}
+	c.chainID = id.Uint64()
+	c.signer = types.LatestSignerForChainID(id)
+	return c, nil
+}
+
+// Close closes the connection.
+func (c *Client) Close() { c.rpc.Close() }
+
+// ChainID is the chain id read at Dial.
+func (c *Client) ChainID() uint64 { return c.chainID }
+
+// Contract is the EpochAnchor address.
+func (c *Client) Contract() common.Address { return c.contract }
+
+// Stats returns a snapshot of the counters.
+func (c *Client) Stats() Stats {
+	c.stats.mu.Lock()
+	m := make(map[string]uint64, len(c.stats.methods))
+	for k, v := range c.stats.methods {
+		m[k] = v
+	}
+	c.stats.mu.Unlock()
+	return Stats{Calls: c.stats.calls.Load(), Retries: c.stats.retries.Load(), Methods: m}
+}
+
+// do runs one logical RPC round trip (fn) under a per-attempt timeout, retrying
+// transport failures with exponential backoff.
+func (c *Client) do(ctx context.Context, fn func(ctx context.Context) error, methods ...string) error {
+	c.stats.record(methods...)
+	delay := c.opt.Backoff
+	for attempt := 0; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, c.opt.CallTimeout)
+		err := fn(actx)
+		attemptTimedOut := actx.Err() != nil && ctx.Err() == nil
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil || attempt >= c.opt.Retries || !(attemptTimedOut || retryable(err)) {
+			return err
+		}
+		c.stats.retries.Add(1)
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		delay = min(2*delay, maxBackoff)
+	}
+}
+
+// retryable reports whether err is a transport failure: the request may not have reached
+// the node, or its answer was lost. A JSON-RPC error answer never is.
+func retryable(err error) bool {
+	var rpcErr rpc.Error
+	if errors.As(err, &rpcErr) {
+		return false
+	}
+	var httpErr rpc.HTTPError
+	if errors.As(err, &httpErr) {
+		return httpErr.StatusCode >= 500 || httpErr.StatusCode == http.StatusTooManyRequests
+	}
+	var netErr net.Error
+	switch {
+	case errors.As(err, &netErr),
+		errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, io.EOF),
+		errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.ECONNREFUSED),
+		errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.EPIPE):
+		return true
+	}
+	return false
+}
+
+// call runs one JSON-RPC method with retries.
+func (c *Client) call(ctx context.Context, result any, method string, args ...any) error {
+	return c.do(ctx, func(ctx context.Context) error {
+		return c.rpc.CallContext(ctx, result, method, args...)
+	}, method)
+}
+
+// batch sends elems as one JSON-RPC batch with retries. Per-element errors are left in
+// the elements.
+func (c *Client) batch(ctx context.Context, elems []rpc.BatchElem) error {
+	methods := make([]string, len(elems))
+	for i, e := range elems {
+		methods[i] = e.Method
+	}
+	return c.do(ctx, func(ctx context.Context) error {
+		for i := range elems {
+			elems[i].Error = nil
+		}
+		return c.rpc.BatchCallContext(ctx, elems)
+	}, methods...)
+}
+
+// BlockNumber returns the latest block number.
+func (c *Client) BlockNumber(ctx context.Context) (uint64, error) {
+	var n hexutil.Uint64
+	if err := c.call(ctx, &n, "eth_blockNumber"); err != nil {
+		return 0, fmt.Errorf("block number: %w", err)
+	}
+	return uint64(n), nil
+}
+
+// Balance returns the balance of addr at the latest block.
+func (c *Client) Balance(ctx context.Context, addr common.Address) (*big.Int, error) {
+	var b hexutil.Big
+	if err := c.call(ctx, &b, "eth_getBalance", addr, "latest"); err != nil {
+		return nil, fmt.Errorf("balance of %s: %w", addr, err)
+	}
+	return (*big.Int)(&b), nil
+}
+
+// TxStatus reports whether the node knows the transaction and, once it is mined, its
+// block (0 while it is pending).
+func (c *Client) TxStatus(ctx context.Context, hash common.Hash) (found bool, block uint64, err error) {
+	var raw json.RawMessage
+	if err := c.call(ctx, &raw, "eth_getTransactionByHash", hash); err != nil {
+		return false, 0, fmt.Errorf("transaction %s: %w", hash, err)
+	}
+	if isNull(raw) {
+		return false, 0, nil
+	}
+	var tx struct {
+		BlockNumber *hexutil.Uint64 `json:"blockNumber"`
+	}
+	if err := json.Unmarshal(raw, &tx); err != nil {
+		return false, 0, fmt.Errorf("transaction %s: %w", hash, err)
+	}
+	if tx.BlockNumber == nil {
+		return true, 0, nil
+	}
+	return true, uint64(*tx.BlockNumber), nil
+}
+
+func isNull(raw json.RawMessage) bool {
+	return len(raw) == 0 || string(raw) == "null"
+}
+
+// ethCall runs a view of the contract at the latest block.
+func (c *Client) ethCall(ctx context.Context, data []byte) ([]byte, error) {
+	var out []byte
+	err := c.do(ctx, func(ctx context.Context) (err error) {
+		out, err = c.eth.CallContract(ctx, ethereum.CallMsg{To: &c.contract, Data: data}, nil)
+		return err
+	}, "eth_call")
+	if err != nil {
+		if rev := revertFromError(err); rev != nil {
+			return nil, fmt.Errorf("eth_call: %w", rev)
+		}
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: %s on chain %d", ErrNoContract, c.contract, c.chainID)
+	}
+	return out, nil
+}
+
+func address(key *ecdsa.PrivateKey) common.Address { return crypto.PubkeyToAddress(key.PublicKey) }

@@ -1,0 +1,468 @@
+// Package devchain runs a real go-ethereum node in-process as a local development chain:
+// dev-mode genesis (every fork through Osaka, so EIP-7623's calldata floor applies), a
+// simulated beacon producing the blocks, JSON-RPC over HTTP on loopback only, a few
+// deterministic funded accounts and EpochAnchor deployed. Everything persists under
+// DataDir: a restart keeps the chain and the contract.
+//
+// Blocks: with Period > 0 a block is sealed every Period seconds, transactions or not.
+// With Period 0 (the default) a block is sealed as soon as a transaction arrives, then
+// Confirmations-1 empty blocks right after it, so that a push waiting for up to
+// Confirmations confirmations (default 3; kint's default is 2) is answered at once
+// instead of waiting for the next transaction. Commit seals an empty block on demand.
+package devchain
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/ethereum/go-ethereum/accounts/abi/bind/v2"
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/core"
+	"github.com/ethereum/go-ethereum/core/rawdb"
+	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/ethereum/go-ethereum/eth"
+	"github.com/ethereum/go-ethereum/eth/catalyst"
+	"github.com/ethereum/go-ethereum/eth/ethconfig"
+	"github.com/ethereum/go-ethereum/eth/filters"
+	"github.com/ethereum/go-ethereum/ethclient"
+	"github.com/ethereum/go-ethereum/node"
+	"github.com/ethereum/go-ethereum/p2p"
+	"github.com/ethereum/go-ethereum/params"
+	"github.com/ethereum/go-ethereum/rpc"
+
+	"kintfs/contracts"
+)
+
+// Config configures a dev chain.
+type Config struct {
+	DataDir  string // required; created 0700
+	HTTPAddr string // loopback host:port; "" or port 0 picks a free port
+	Period   uint64 // seconds between blocks; 0 = a block per burst of transactions
+	Accounts int    // funded dev accounts on first start; default 4 (a restart keeps the recorded number)
+	// Confirmations (Period 0 only) is how many confirmations a transaction has as soon
+	// as it is mined: its block plus Confirmations-1 empty ones. Default 3; 1 for none.
+	Confirmations int
+}
+
+// Account is a funded dev account. The keys are derived from a fixed seed and are
+// public: never send anything of value to them.
+type Account struct {
+	Address    string `json:"address"`
+	PrivateKey string `json:"private_key"`
+}
+
+// Info is what a client needs, written to DataDir/devchain.json.
+type Info struct {
+	RPC      string    `json:"rpc"`
+	ChainID  uint64    `json:"chain_id"`
+	Contract string    `json:"contract"`
+	Accounts []Account `json:"accounts"`
+}
+
+// InfoFile is the name of the file Start writes into DataDir.
+const InfoFile = "devchain.json"
+
+const (
+	defaultAccounts      = 4
+	defaultConfirmations = 3
+	// devGasLimit is fixed (not taken from go-ethereum's defaults) so the genesis, and so
+	// the chain, stays the same across go-ethereum upgrades.
+	devGasLimit = 60_000_000
+	// maxDrain bounds the blocks sealed for one burst of transactions.
+	maxDrain = 16
+	// deployTimeout bounds the wait for the contract deployment on first start.
+	deployTimeout = 60 * time.Second
+)
+
+// ErrClosed is returned by Commit after Close.
+var ErrClosed = errors.New("dev chain is closed")
+
+// DevChain is a running dev chain.
+type DevChain struct {
+	cfg    Config
+	stack  *node.Node
+	eth    *eth.Ethereum
+	beacon *catalyst.SimulatedBeacon
+	keys   []*ecdsa.PrivateKey
+	info   Info
+
+	quit      chan struct{}
+	wake      chan struct{}
+	commitReq chan chan struct{}
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// AccountKey returns the private key of dev account i: keccak256("kintfs-dev-account-<i>").
+func AccountKey(i int) *ecdsa.PrivateKey {
+	k, err := crypto.ToECDSA(crypto.Keccak256([]byte("kintfs-dev-account-" + strconv.Itoa(i))))
+	if err != nil {
+		panic(fmt.Sprintf("dev account %d: %v", i, err)) // a keccak output outside the curve order: never
+	}
+	return k
+}
+
+// Genesis returns the dev chain's genesis block with n funded accounts.
+func Genesis(n int) *core.Genesis {
+	g := core.DeveloperGenesisBlock(devGasLimit, nil)
+	g.Config = ChainConfig()
+	balance := new(big.Int).Mul(big.NewInt(1_000_000), big.NewInt(params.Ether))
+	for i := 0; i < n; i++ {
+		g.Alloc[crypto.PubkeyToAddress(AccountKey(i).PublicKey)] = types.Account{Balance: balance}
+	}
+	return g
+}
+
+// Start starts the node, deploys EpochAnchor on first start (or finds it again), writes
+// devchain.json and returns once the chain serves JSON-RPC.
+func Start(cfg Config) (*DevChain, error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("devchain: no data directory")
+	}
+	if cfg.Confirmations <= 0 {
+		cfg.Confirmations = defaultConfirmations
+	}
+	host, port, err := loopbackAddr(cfg.HTTPAddr)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("devchain: %w", err)
+	}
+	prev, err := readInfo(filepath.Join(cfg.DataDir, InfoFile))
+	if err != nil {
+		return nil, err
+	}
+	n := cfg.Accounts
+	if prev != nil && len(prev.Accounts) > 0 {
+		n = len(prev.Accounts) // the genesis funded these; it must not change
+	}
+	if n <= 0 {
+		n = defaultAccounts
+	}
+	cfg.Accounts = n
+
+	nodeConf := node.DefaultConfig
+	nodeConf.Name = "kintfs-devchain"
+	nodeConf.DataDir = cfg.DataDir
+	nodeConf.IPCPath = ""
+	nodeConf.HTTPHost = host
+	nodeConf.HTTPPort = port
+	nodeConf.HTTPModules = []string{"eth", "net", "web3"}
+	nodeConf.HTTPVirtualHosts = []string{"localhost"}
+	nodeConf.WSHost = ""
+	nodeConf.AuthPort = 0
+	nodeConf.P2P = p2p.Config{MaxPeers: 0, NoDiscovery: true, NoDial: true, ListenAddr: ""}
+	nodeConf.UseLightweightKDF = true
+	stack, err := node.New(&nodeConf)
+	if err != nil {
+		return nil, fmt.Errorf("devchain: %w", err)
+	}
+
+	ethConf := ethconfig.Defaults
+	ethConf.NetworkId = ChainID
+	ethConf.Genesis = Genesis(n)
+	ethConf.SyncMode = ethconfig.FullSync
+	ethConf.Miner.GasCeil = devGasLimit
+	// Archive on the hash scheme: every block's state is on disk as soon as it is sealed,
+	// so even a killed dev chain restarts where it was.
+	ethConf.StateScheme = rawdb.HashScheme
+	ethConf.NoPruning = true
+	ethConf.TransactionHistory = 0 // index every transaction: calldata is the store
+	ethConf.LogHistory = 0
+	ethConf.DatabaseCache = 64
+	ethConf.TrieCleanCache = 32
+	ethConf.TrieDirtyCache = 32
+	ethConf.SnapshotCache = 16
+
+	backend, err := eth.New(stack, &ethConf)
+	if err != nil {
+		stack.Close()
+		return nil, fmt.Errorf("devchain: %w", err)
+	}
+	fs := filters.NewFilterSystem(backend.APIBackend, filters.Config{})
+	stack.RegisterAPIs([]rpc.API{{Namespace: "eth", Service: filters.NewFilterAPI(fs)}})
+	if err := stack.Start(); err != nil {
+		stack.Close()
+		return nil, fmt.Errorf("devchain: %w", err)
+	}
+	beacon, err := catalyst.NewSimulatedBeacon(cfg.Period, common.Address{}, backend)
+	if err != nil {
+		stack.Close()
+		return nil, fmt.Errorf("devchain: %w", err)
+	}
+
+	d := &DevChain{
+		cfg:       cfg,
+		stack:     stack,
+		eth:       backend,
+		beacon:    beacon,
+		quit:      make(chan struct{}),
+		wake:      make(chan struct{}, 1),
+		commitReq: make(chan chan struct{}),
+	}
+	for i := 0; i < n; i++ {
+		d.keys = append(d.keys, AccountKey(i))
+	}
+	d.wg.Add(1)
+	go d.seal()
+	if cfg.Period == 0 {
+		d.wg.Add(1)
+		go d.watchTxs()
+	}
+
+	contract, err := d.ensureContract(prev)
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	d.info = Info{RPC: stack.HTTPEndpoint(), ChainID: ChainID, Contract: contract.Hex()}
+	for _, k := range d.keys {
+		d.info.Accounts = append(d.info.Accounts, Account{
+			Address:    crypto.PubkeyToAddress(k.PublicKey).Hex(),
+			PrivateKey: hexutil.Encode(crypto.FromECDSA(k)),
+		})
+	}
+	if err := writeInfo(filepath.Join(cfg.DataDir, InfoFile), &d.info); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// loopbackAddr parses host:port and refuses anything but a loopback host.
+func loopbackAddr(addr string) (string, int, error) {
+	if addr == "" {
+		return "127.0.0.1", 0, nil
+	}
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, fmt.Errorf("devchain: HTTP address %q: %w", addr, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("devchain: HTTP address %q: bad port", addr)
+	}
+	if host == "localhost" {
+		return "127.0.0.1", port, nil
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return "", 0, fmt.Errorf("devchain: HTTP address %q is not loopback: the dev chain serves on 127.0.0.1 or ::1 only", addr)
+	}
+	return host, port, nil
+}
+
+// ensureContract returns the EpochAnchor recorded in devchain.json when the chain has its
+// code, and deploys it from account 0 otherwise.
+func (d *DevChain) ensureContract(prev *Info) (common.Address, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), deployTimeout+time.Duration(d.cfg.Period)*time.Second)
+	defer cancel()
+	client := ethclient.NewClient(d.stack.Attach())
+	defer client.Close()
+
+	if prev != nil && common.IsHexAddress(prev.Contract) {
+		addr := common.HexToAddress(prev.Contract)
+		code, err := client.CodeAt(ctx, addr, nil)
+		if err != nil {
+			return common.Address{}, fmt.Errorf("devchain: check contract %s: %w", addr, err)
+		}
+		if len(code) > 0 {
+			return addr, nil
+		}
+	}
+	opts := bind.NewKeyedTransactor(d.keys[0], big.NewInt(ChainID))
+	opts.Context = ctx
+	addr, tx, err := contracts.DeployEpochAnchor(opts, client)
+	if err != nil {
+		return common.Address{}, fmt.Errorf("devchain: deploy EpochAnchor: %w", err)
+	}
+	if d.cfg.Period > 0 {
+		// Do not wait for the next period.
+		if err := d.Commit(); err != nil {
+			return common.Address{}, err
+		}
+	}
+	for {
+		r, err := client.TransactionReceipt(ctx, tx.Hash())
+		if err == nil {
+			if r.Status != types.ReceiptStatusSuccessful {
+				return common.Address{}, fmt.Errorf("devchain: deploy EpochAnchor: transaction %s failed", tx.Hash())
+			}
+			return addr, nil
+		}
+		select {
+		case <-ctx.Done():
+			return common.Address{}, fmt.Errorf("devchain: deploy EpochAnchor: %w", ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// Info describes the running chain (as written to devchain.json).
+func (d *DevChain) Info() Info {
+	info := d.info
+	info.Accounts = append([]Account(nil), d.info.Accounts...)
+	return info
+}
+
+// Keys returns the private keys of the dev accounts, account 0 first.
+func (d *DevChain) Keys() []*ecdsa.PrivateKey { return append([]*ecdsa.PrivateKey(nil), d.keys...) }
+
+// Contract is the EpochAnchor address.
+func (d *DevChain) Contract() common.Address { return common.HexToAddress(d.info.Contract) }
+
+// Commit seals one block now (empty unless transactions are pending) and returns once it
+// is the head.
+func (d *DevChain) Commit() error {
+	done := make(chan struct{})
+	select {
+	case d.commitReq <- done:
+	case <-d.quit:
+		return ErrClosed
+	}
+	select {
+	case <-done:
+		return nil
+	case <-d.quit:
+		return ErrClosed
+	}
+}
+
+// Close stops block production and the node. The chain stays in DataDir.
+func (d *DevChain) Close() error {
+	d.closeOnce.Do(func() {
+		close(d.quit)
+		d.wg.Wait()
+		d.beacon.Stop()
+		d.closeErr = d.stack.Close()
+	})
+	return d.closeErr
+}
+
+// seal is the only goroutine that seals blocks.
+func (d *DevChain) seal() {
+	defer d.wg.Done()
+	var tick <-chan time.Time
+	if d.cfg.Period > 0 {
+		t := time.NewTicker(time.Duration(d.cfg.Period) * time.Second)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-d.quit:
+			return
+		case <-d.wake:
+			d.sealPending()
+		case <-tick:
+			d.beacon.Commit()
+		case done := <-d.commitReq:
+			d.beacon.Commit()
+			close(done)
+		}
+	}
+}
+
+// sealPending seals blocks until no executable transaction is left, then the empty
+// blocks that give them their confirmations.
+func (d *DevChain) sealPending() {
+	pool := d.eth.TxPool()
+	sealed := false
+	for i := 0; i < maxDrain; i++ {
+		if err := pool.Sync(); err != nil {
+			return
+		}
+		if executable, _ := pool.Stats(); executable == 0 {
+			break
+		}
+		d.beacon.Commit()
+		sealed = true
+	}
+	if !sealed {
+		return
+	}
+	for i := 1; i < d.cfg.Confirmations; i++ {
+		select {
+		case <-d.quit:
+			return
+		default:
+		}
+		d.beacon.Commit()
+	}
+}
+
+// watchTxs turns new-transaction events into a wake-up of seal. It never blocks the pool.
+func (d *DevChain) watchTxs() {
+	defer d.wg.Done()
+	ch := make(chan core.NewTxsEvent, 64)
+	sub := d.eth.TxPool().SubscribeTransactions(ch, true)
+	defer sub.Unsubscribe()
+	for {
+		select {
+		case <-d.quit:
+			return
+		case <-sub.Err():
+			return
+		case <-ch:
+			select {
+			case d.wake <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+func readInfo(path string) (*Info, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("devchain: %w", err)
+	}
+	var info Info
+	if err := json.Unmarshal(b, &info); err != nil {
+		return nil, fmt.Errorf("devchain: %s: %w", path, err)
+	}
+	return &info, nil
+}
+
+// writeInfo replaces path atomically with a 0600 file.
+func writeInfo(path string, info *Info) error {
+	b, err := json.MarshalIndent(info, "", "  ")
+	if err != nil {
+		return fmt.Errorf("devchain: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".devchain-*.json")
+	if err != nil {
+		return fmt.Errorf("devchain: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(append(b, '\n'))
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		return fmt.Errorf("devchain: write %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,188 @@
+package chain
+
+import (
+	"context"
+	"fmt"
+	"math/big"
+
+	"github.com/ethereum/go-ethereum"
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/core/types"
+)
+
+// Head is the newest epoch of an (owner, space): the keccak256 of its ciphertext, its
+// sequence number (0 for a space nobody wrote to) and the block it landed in.
+type Head struct {
+	Digest common.Hash
+	Seq    uint64
+	Block  uint64
+}
+
+// EpochEvent is one Epoch event with where it was found.
+type EpochEvent struct {
+	Owner     common.Address
+	Space     common.Hash
+	Writer    common.Address
+	Seq       uint64
+	Prev      common.Hash
+	Digest    common.Hash
+	PrevBlock uint64
+	Block     uint64
+	TxHash    common.Hash
+}
+
+// Head reads head(owner, space) at the latest block.
+func (c *Client) Head(ctx context.Context, owner common.Address, space common.Hash) (Head, error) {
+	out, err := c.ethCall(ctx, anchor.PackHead(owner, space))
+	if err != nil {
+		return Head{}, fmt.Errorf("read head: %w", err)
+	}
+	h, err := anchor.UnpackHead(out)
+	if err != nil {
+		return Head{}, fmt.Errorf("read head: %w", err)
+	}
+	return Head{Digest: h.Digest, Seq: h.Seq, Block: h.BlockNumber}, nil
+}
+
+// epochLogs runs the one log query the package makes: eth_getLogs with fromBlock = toBlock
+// = block, filtered by the contract, the Epoch topic, owner and space. Logs that do not
+// decode or do not match the filter are refused, not skipped: the RPC is lying.
+func (c *Client) epochLogs(ctx context.Context, owner common.Address, space common.Hash, block uint64) ([]*EpochEvent, error) {
+	b := new(big.Int).SetUint64(block)
+	q := ethereum.FilterQuery{
+		FromBlock: b,
+		ToBlock:   b,
+		Addresses: []common.Address{c.contract},
+		Topics:    [][]common.Hash{{epochTopic}, {common.BytesToHash(owner.Bytes())}, {space}},
+	}
+	var logs []types.Log
+	err := c.do(ctx, func(ctx context.Context) (err error) {
+		logs, err = c.eth.FilterLogs(ctx, q)
+		return err
+	}, "eth_getLogs")
+	if err != nil {
+		return nil, fmt.Errorf("Epoch logs at block %d: %w", block, err)
+	}
+	evs := make([]*EpochEvent, 0, len(logs))
+	for i := range logs {
+		l := &logs[i]
+		if l.Removed {
+			continue
+		}
+		ev, err := c.decodeEpochLog(l)
+		if err != nil {
+			return nil, fmt.Errorf("Epoch logs at block %d: %w", block, err)
+		}
+		if ev.Owner != owner || ev.Space != space || ev.Block != block {
+			return nil, fmt.Errorf("Epoch logs at block %d: the RPC returned an event outside the filter (owner %s, space %s, block %d)",
+				block, ev.Owner, ev.Space.Hex(), ev.Block)
+		}
+		evs = append(evs, ev)
+	}
+	return evs, nil
+}
+
+func (c *Client) decodeEpochLog(l *types.Log) (*EpochEvent, error) {
+	if l.Address != c.contract {
+		return nil, fmt.Errorf("log from %s, not the contract %s", l.Address, c.contract)
+	}
+	e, err := anchor.UnpackEpochEvent(l)
+	if err != nil {
+		return nil, fmt.Errorf("decode Epoch event: %w", err)
+	}
+	return &EpochEvent{
+		Owner:     e.Owner,
+		Space:     e.Space,
+		Writer:    e.Writer,
+		Seq:       e.Seq,
+		Prev:      e.Prev,
+		Digest:    e.Digest,
+		PrevBlock: e.PrevBlock,
+		Block:     l.BlockNumber,
+		TxHash:    l.TxHash,
+	}, nil
+}
+
+// EpochAt returns the Epoch event of (owner, space) with the given seq in exactly block,
+// or a *NoEventError ("no Epoch event for seq N at block B").
+func (c *Client) EpochAt(ctx context.Context, owner common.Address, space common.Hash, block, seq uint64) (*EpochEvent, error) {
+	evs, err := c.epochLogs(ctx, owner, space, block)
+	if err != nil {
+		return nil, err
+	}
+	return pickSeq(evs, block, seq)
+}
+
+func pickSeq(evs []*EpochEvent, block, seq uint64) (*EpochEvent, error) {
+	var found *EpochEvent
+	for _, ev := range evs {
+		if ev.Seq != seq {
+			continue
+		}
+		if found != nil {
+			return nil, fmt.Errorf("two Epoch events for seq %d at block %d (tx %s and %s)", seq, block, found.TxHash, ev.TxHash)
+		}
+		found = ev
+	}
+	if found == nil {
+		return nil, &NoEventError{Seq: seq, Block: block}
+	}
+	return found, nil
+}
+
+// Walk follows the chain of epochs from head backwards, one exact-block log query per
+// epoch (to PrevBlock, seq-1), and returns the events newest first. It checks that each
+// epoch's Prev is the digest of the one before it, that the newest matches head, and that
+// the first (seq 1) builds on nothing.
+//
+// stop is asked about each event once its link to the newer one is checked; when it
+// returns true the walk ends there and that event is NOT included (it means "this epoch is
+// already applied here"). A nil stop walks down to seq 1. On error the events walked so
+// far are returned with it. Epochs that share a block (PrevBlock == Block) cost one query.
+func (c *Client) Walk(ctx context.Context, owner common.Address, space common.Hash, head Head, stop func(ev *EpochEvent) bool) ([]*EpochEvent, error) {
+	var (
+		out         []*EpochEvent
+		seq         = head.Seq
+		block       = head.Block
+		cached      []*EpochEvent // the logs of cachedBlock
+		cachedBlock uint64
+		haveCache   bool
+	)
+	for seq > 0 {
+		if !haveCache || cachedBlock != block {
+			evs, err := c.epochLogs(ctx, owner, space, block)
+			if err != nil {
+				return out, err
+			}
+			cached, cachedBlock, haveCache = evs, block, true
+		}
+		ev, err := pickSeq(cached, block, seq)
+		if err != nil {
+			return out, err
+		}
+		if len(out) == 0 {
+			if ev.Digest != head.Digest {
+				return out, fmt.Errorf("%w: the Epoch event for seq %d has digest %s, the head says %s",
+					ErrBrokenChain, seq, ev.Digest.Hex(), head.Digest.Hex())
+			}
+		} else if newer := out[len(out)-1]; newer.Prev != ev.Digest {
+			return out, fmt.Errorf("%w: epoch %d builds on %s but epoch %d has digest %s",
+				ErrBrokenChain, newer.Seq, newer.Prev.Hex(), ev.Seq, ev.Digest.Hex())
+		}
+		if stop != nil && stop(ev) {
+			return out, nil
+		}
+		out = append(out, ev)
+		if seq == 1 {
+			if ev.Prev != (common.Hash{}) || ev.PrevBlock != 0 {
+				return out, fmt.Errorf("%w: epoch 1 builds on %s at block %d", ErrBrokenChain, ev.Prev.Hex(), ev.PrevBlock)
+			}
+			break
+		}
+		if ev.PrevBlock == 0 || ev.PrevBlock > ev.Block {
+			return out, fmt.Errorf("%w: epoch %d at block %d points back to block %d", ErrBrokenChain, ev.Seq, ev.Block, ev.PrevBlock)
+		}
+		seq, block = seq-1, ev.PrevBlock
+	}
+	return out, nil
+}

@@ -1,0 +1,298 @@
+package chain
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"strings"
+	"time"
+
+	"github.com/ethereum/go-ethereum"
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/ethereum/go-ethereum/rpc"
+)
+
+// PreparedPush is a signed push transaction that has not been sent.
+type PreparedPush struct {
+	Tx     *types.Transaction
+	Hash   common.Hash
+	Digest common.Hash // keccak256(ct)
+	Nonce  uint64
+}
+
+// PushReceipt is what a landed push cost and produced.
+type PushReceipt struct {
+	TxHash            common.Hash
+	Block             uint64
+	Seq               uint64
+	Digest            common.Hash
+	GasUsed           uint64
+	EffectiveGasPrice *big.Int
+	L1Fee             *big.Int // the OP-stack receipt's l1Fee; nil when the receipt has none
+	Cost              *big.Int // GasUsed * EffectiveGasPrice + L1Fee
+	Event             *EpochEvent
+}
+
+// gasMargin is added to every gas estimate, in percent.
+const gasMargin = 10
+
+// PreparePush builds and signs push(owner, space, prev, ct) from key: the gas is estimated
+// first, so a push that would revert fails here with ErrWouldRevert and a *RevertError
+// ("transaction would revert: StaleHead(expected 0x.., got 0x..)"); then EIP-1559 fees
+// from the latest base fee and the suggested tip, and the pending nonce of key.
+func (c *Client) PreparePush(ctx context.Context, key *ecdsa.PrivateKey, owner common.Address, space, prev common.Hash, ct []byte) (*PreparedPush, error) {
+	tx, err := c.prepareTx(ctx, key, c.contract, EncodePushCalldata(owner, space, prev, ct), nil)
+	if errors.Is(err, ErrWouldRevert) {
+		return nil, err // already says what and why: "transaction would revert: ..."
+	}
+	if err != nil {
+		return nil, fmt.Errorf("prepare push: %w", err)
+	}
+	return &PreparedPush{Tx: tx, Hash: tx.Hash(), Digest: crypto.Keccak256Hash(ct), Nonce: tx.Nonce()}, nil
+}
+
+// prepareTx estimates, prices and signs a dynamic-fee transaction.
+func (c *Client) prepareTx(ctx context.Context, key *ecdsa.PrivateKey, to common.Address, data []byte, value *big.Int) (*types.Transaction, error) {
+	from := address(key)
+	msg := ethereum.CallMsg{From: from, To: &to, Data: data, Value: value}
+	var gas uint64
+	err := c.do(ctx, func(ctx context.Context) (err error) {
+		gas, err = c.eth.EstimateGas(ctx, msg)
+		return err
+	}, "eth_estimateGas")
+	if err != nil {
+		if rev := revertFromError(err); rev != nil {
+			return nil, fmt.Errorf("%w: %w", ErrWouldRevert, rev)
+		}
+		return nil, fmt.Errorf("estimate gas: %w", err)
+	}
+	gas += gas * gasMargin / 100
+
+	// Fees and nonce in one round trip.
+	var (
+		header *types.Header
+		tip    hexutil.Big
+		nonce  hexutil.Uint64
+	)
+	elems := []rpc.BatchElem{
+		{Method: "eth_getBlockByNumber", Args: []any{"latest", false}, Result: &header},
+		{Method: "eth_maxPriorityFeePerGas", Result: &tip},
+		{Method: "eth_getTransactionCount", Args: []any{from, "pending"}, Result: &nonce},
+	}
+	if err := c.batch(ctx, elems); err != nil {
+		return nil, fmt.Errorf("read fees and nonce: %w", err)
+	}
+	for _, el := range elems {
+		if el.Error != nil {
+			return nil, fmt.Errorf("%s: %w", el.Method, el.Error)
+		}
+	}
+	if header == nil || header.BaseFee == nil {
+		return nil, errors.New("latest block has no base fee: EIP-1559 is required")
+	}
+	tipCap := (*big.Int)(&tip)
+	feeCap := new(big.Int).Add(new(big.Int).Mul(header.BaseFee, big.NewInt(2)), tipCap)
+
+	tx := types.NewTx(&types.DynamicFeeTx{
+		ChainID:   new(big.Int).SetUint64(c.chainID),
+		Nonce:     uint64(nonce),
+		GasTipCap: tipCap,
+		GasFeeCap: feeCap,
+		Gas:       gas,
+		To:        &to,
+		Value:     value,
+		Data:      data,
+	})
+	signed, err := types.SignTx(tx, c.signer, key)
+	if err != nil {
+		return nil, fmt.Errorf("sign: %w", err)
+	}
+	return signed, nil
+}
+
+// Send broadcasts the prepared push. It is idempotent: a node that already has the
+// transaction ("already known"), or has mined it ("nonce too low" for this very hash),
+// counts as sent.
+func (c *Client) Send(ctx context.Context, p *PreparedPush) error {
+	if err := c.sendTx(ctx, p.Tx); err != nil {
+		return fmt.Errorf("send push %s: %w", p.Hash, err)
+	}
+	return nil
+}
+
+func (c *Client) sendTx(ctx context.Context, tx *types.Transaction) error {
+	err := c.do(ctx, func(ctx context.Context) error {
+		return c.eth.SendTransaction(ctx, tx)
+	}, "eth_sendRawTransaction")
+	if err == nil {
+		return nil
+	}
+	msg := strings.ToLower(err.Error())
+	if strings.Contains(msg, "already known") || strings.Contains(msg, "known transaction") {
+		return nil
+	}
+	if strings.Contains(msg, "nonce too low") {
+		if found, _, serr := c.TxStatus(ctx, tx.Hash()); serr == nil && found {
+			return nil
+		}
+	}
+	return err
+}
+
+// receipt fetches a receipt with the raw JSON kept for chain-specific fields; nil, nil
+// when the node has none (yet).
+func (c *Client) receipt(ctx context.Context, hash common.Hash) (*types.Receipt, *big.Int, error) {
+	var raw json.RawMessage
+	if err := c.call(ctx, &raw, "eth_getTransactionReceipt", hash); err != nil {
+		return nil, nil, fmt.Errorf("receipt of %s: %w", hash, err)
+	}
+	if isNull(raw) {
+		return nil, nil, nil
+	}
+	r := new(types.Receipt)
+	if err := json.Unmarshal(raw, r); err != nil {
+		return nil, nil, fmt.Errorf("receipt of %s: %w", hash, err)
+	}
+	var extra struct {
+		L1Fee *hexutil.Big `json:"l1Fee"`
+	}
+	if err := json.Unmarshal(raw, &extra); err != nil {
+		return nil, nil, fmt.Errorf("receipt of %s: %w", hash, err)
+	}
+	return r, (*big.Int)(extra.L1Fee), nil
+}
+
+// waitReceipt polls for the receipt of hash until it has the given number of
+// confirmations (its own block counts as one) and is still in the canonical chain.
+func (c *Client) waitReceipt(ctx context.Context, hash common.Hash, confirmations uint64) (*types.Receipt, *big.Int, error) {
+	if confirmations == 0 {
+		confirmations = 1
+	}
+	for {
+		r, l1Fee, err := c.receipt(ctx, hash)
+		if err != nil {
+			return nil, nil, err
+		}
+		if r != nil {
+			if r.Status != types.ReceiptStatusSuccessful {
+				return r, l1Fee, fmt.Errorf("%w: %s reverted in block %d", ErrTxFailed, hash, r.BlockNumber)
+			}
+			landed := r.BlockNumber.Uint64()
+			if confirmations == 1 {
+				return r, l1Fee, nil
+			}
+			head, err := c.BlockNumber(ctx)
+			if err != nil {
+				return nil, nil, err
+			}
+			if head+1 >= landed+confirmations {
+				// Confirmed, unless a reorg moved it meanwhile: look once more.
+				again, l1Fee, err := c.receipt(ctx, hash)
+				if err != nil {
+					return nil, nil, err
+				}
+				if again != nil && again.BlockHash == r.BlockHash {
+					return again, l1Fee, nil
+				}
+				continue
+			}
+		}
+		t := time.NewTimer(c.opt.PollInterval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			if r == nil {
+				return nil, nil, fmt.Errorf("wait for %s: %w", hash, ctx.Err())
+			}
+			return nil, nil, fmt.Errorf("wait for %d confirmations of %s (in block %d): %w", confirmations, hash, r.BlockNumber, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// WaitPush waits until the push is mined with the given number of confirmations (1 = its
+// own block), then reads its Epoch event back with an exact-block log query at the
+// receipt's block and checks it carries the digest that was sent.
+func (c *Client) WaitPush(ctx context.Context, p *PreparedPush, owner common.Address, space common.Hash, confirmations uint64) (*PushReceipt, error) {
+	r, l1Fee, err := c.waitReceipt(ctx, p.Hash, confirmations)
+	if err != nil {
+		return nil, fmt.Errorf("push %s: %w", p.Hash, err)
+	}
+	block := r.BlockNumber.Uint64()
+
+	// The receipt's own log tells the seq; the event is then read back from the chain.
+	var seq uint64
+	found := false
+	for _, l := range r.Logs {
+		if l.Address != c.contract || len(l.Topics) == 0 || l.Topics[0] != epochTopic {
+			continue
+		}
+		ev, err := c.decodeEpochLog(l)
+		if err == nil && ev.Owner == owner && ev.Space == space {
+			seq, found = ev.Seq, true
+			break
+		}
+	}
+	if !found {
+		return nil, fmt.Errorf("%w: push %s landed in block %d without an Epoch event for this owner and space", ErrEventMismatch, p.Hash, block)
+	}
+	ev, err := c.EpochAt(ctx, owner, space, block, seq)
+	if err != nil {
+		return nil, fmt.Errorf("read back epoch %d: %w", seq, err)
+	}
+	if ev.TxHash != p.Hash || ev.Digest != p.Digest {
+		return nil, fmt.Errorf("%w: epoch %d landed but the Epoch event digest does not match what was sent (event %s in tx %s, sent %s in tx %s)",
+			ErrEventMismatch, seq, ev.Digest.Hex(), ev.TxHash, p.Digest.Hex(), p.Hash)
+	}
+
+	price := r.EffectiveGasPrice
+	if price == nil {
+		price = new(big.Int)
+	}
+	cost := new(big.Int).Mul(new(big.Int).SetUint64(r.GasUsed), price)
+	if l1Fee != nil {
+		cost.Add(cost, l1Fee)
+	}
+	return &PushReceipt{
+		TxHash:            p.Hash,
+		Block:             block,
+		Seq:               seq,
+		Digest:            ev.Digest,
+		GasUsed:           r.GasUsed,
+		EffectiveGasPrice: price,
+		L1Fee:             l1Fee,
+		Cost:              cost,
+		Event:             ev,
+	}, nil
+}
+
+// SendRawBlob prepares, sends and waits for one push with a single confirmation.
+func (c *Client) SendRawBlob(ctx context.Context, key *ecdsa.PrivateKey, owner common.Address, space, prev common.Hash, ct []byte) (*PushReceipt, error) {
+	p, err := c.PreparePush(ctx, key, owner, space, prev, ct)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Send(ctx, p); err != nil {
+		return nil, err
+	}
+	return c.WaitPush(ctx, p, owner, space, 1)
+}
+
+// transact prepares, sends and waits (one confirmation) for a transaction from key.
+func (c *Client) transact(ctx context.Context, key *ecdsa.PrivateKey, to common.Address, data []byte, value *big.Int) (*types.Receipt, error) {
+	tx, err := c.prepareTx(ctx, key, to, data, value)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.sendTx(ctx, tx); err != nil {
+		return nil, fmt.Errorf("send %s: %w", tx.Hash(), err)
+	}
+	r, _, err := c.waitReceipt(ctx, tx.Hash(), 1)
+	return r, err
+}

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/pflag"
+
+	"kintfs/chain/devchain"
+	"kintfs/replica"
+)
+
+var devchainOpts struct {
+	datadir string
+	http    string
+	period  uint64
+}
+
+func init() {
+	register(&command{
+		name:  "devchain",
+		usage: "[--datadir DIR] [--http 127.0.0.1:8545] [--period N]",
+		short: "run a local development chain (not Base) with EpochAnchor deployed",
+		flags: func(fs *pflag.FlagSet) {
+			fs.StringVar(&devchainOpts.datadir, "datadir", "", "where the chain is kept (default KINT_HOME/devchain)")
+			fs.StringVar(&devchainOpts.http, "http", "127.0.0.1:8545", "JSON-RPC listen address (loopback only)")
+			fs.Uint64Var(&devchainOpts.period, "period", 0, "seconds between blocks (0: a block per transaction)")
+		},
+		run: runDevchain,
+	})
+}
+
+func defaultDevDir() (string, error) {
+	home, err := replica.DefaultHome()
+	if err != nil {
+		return "", err
+	}
+	return home.Ensure("devchain")
+}
+
+func runDevchain(ctx context.Context, args []string) error {
+	if len(args) > 0 {
+		return usagef("devchain takes no arguments")
+	}
+	dir := devchainOpts.datadir
+	if dir == "" {
+		var err error
+		if dir, err = defaultDevDir(); err != nil {
+			return err
+		}
+	}
+	dc, err := devchain.Start(devchain.Config{DataDir: dir, HTTPAddr: devchainOpts.http, Period: devchainOpts.period})
+	if err != nil {
+		return err
+	}
+	line, _ := json.Marshal(dc.Info())
+	fmt.Println(string(line))
+	fmt.Fprintln(os.Stderr, "kintfs devchain: a local development chain, not Base; stop it with Ctrl-C")
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	<-sig
+	return dc.Close()
+}

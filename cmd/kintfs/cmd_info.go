@@ -1,0 +1,248 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/pflag"
+
+	"kintfs/fs"
+	"kintfs/replica"
+	"kintfs/seal"
+)
+
+var infoOpts struct {
+	json     bool
+	category string
+	block    uint64
+}
+
+func init() {
+	register(&command{
+		name:  "status",
+		usage: "[--json]",
+		short: "show the vault, the chain head, the mirror and what is staged, held or in conflict",
+		flags: func(fs *pflag.FlagSet) { fs.BoolVar(&infoOpts.json, "json", false, "print JSON") },
+		run:   runStatus,
+	})
+	register(&command{
+		name:  "log",
+		short: "list the anchored epochs this machine holds",
+		run:   runLog,
+	})
+	register(&command{
+		name:  "history",
+		usage: "TIER KEY [--category C] [--block N]",
+		short: "list every anchored version of a row, or print the one at a block",
+		flags: func(fs *pflag.FlagSet) {
+			fs.StringVar(&infoOpts.category, "category", "", "the entity's category")
+			fs.Uint64Var(&infoOpts.block, "block", 0, "print the body as anchored at or before this block")
+		},
+		run: runHistory,
+	})
+	register(&command{
+		name:  "verify",
+		usage: "PATH...",
+		short: "prove each file of a mount against the anchored rows_root with its merkle path",
+		run:   runVerify,
+	})
+}
+
+func runStatus(ctx context.Context, args []string) error {
+	e, err := openVault(ctx, openOptions{})
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	if e.client != nil {
+		_ = e.rep.Control(ctx, "refresh") // best effort: status still answers offline
+	}
+	st, err := e.rep.Status()
+	if err != nil {
+		return err
+	}
+	if infoOpts.json {
+		printJSON(st)
+		return nil
+	}
+	fmt.Printf("owner %s, tenant %q, space %s\n", st.Owner, st.Tenant, st.Space[:18])
+	fmt.Printf("chain %d at %s, contract %s\n", st.Chain.ChainID, st.Chain.RPC, st.Chain.Contract)
+	fmt.Printf("head seq %d (block %d), mirror seq %d\n", st.Head.Seq, st.Head.Block, st.Mirror.Seq)
+	if st.Offline != "" {
+		fmt.Println(st.Offline)
+	}
+	fmt.Printf("staged: %d rows (%d bytes), %d deletions; oldest %.0fs\n", st.StagedRows, st.StagedBytes, st.StagedDels, st.OldestStaged)
+	for _, h := range st.Held {
+		fmt.Printf("held: %s: %s\n", heldName(h), h.Reason)
+	}
+	for _, c := range st.Conflicts {
+		fmt.Printf("conflict at seq %d: %s %s (your version: %s)\n", c.Seq, c.Tier, c.Key, c.Copy)
+	}
+	for _, g := range st.Gaps {
+		fmt.Printf("gap: epoch %d: %s\n", g.Seq, g.Reason)
+	}
+	return nil
+}
+
+func runLog(ctx context.Context, args []string) error {
+	e, err := openVault(ctx, openOptions{})
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	eps, err := e.rep.Epochs()
+	if err != nil {
+		return err
+	}
+	for _, ep := range eps {
+		kind := "diff"
+		if ep.Snapshot {
+			kind = "snapshot"
+		}
+		fmt.Printf("seq %-5d block %-9d %-8s rows %-5d deleted %-4d total %-6d bucket %-6d %s tx %s\n",
+			ep.Seq, ep.Block, kind, ep.Rows, ep.Deleted, ep.NRows, ep.Bucket, ep.CreatedAt, ep.Tx)
+	}
+	return nil
+}
+
+func rowKeyArgs(tier, key string) (replica.Key, error) {
+	k := replica.Key{Tier: tier, Key: key}
+	if infoOpts.category != "" {
+		if tier != seal.TierEntity {
+			return k, usagef("only entities have a category")
+		}
+		c := infoOpts.category
+		k.Category = &c
+	}
+	for _, t := range replica.Tiers {
+		if t == tier {
+			return k, nil
+		}
+	}
+	return k, usagef("unknown tier %q (entity, state, reference, journal)", tier)
+}
+
+func runHistory(ctx context.Context, args []string) error {
+	if len(args) != 2 {
+		return usagef("history TIER KEY [--category C] [--block N]")
+	}
+	k, err := rowKeyArgs(args[0], args[1])
+	if err != nil {
+		return err
+	}
+	e, err := openVault(ctx, openOptions{})
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	if infoOpts.block > 0 {
+		body, err := e.rep.At(infoOpts.block).Content(k)
+		if err != nil {
+			return fmt.Errorf("%s at block %d: %w", args[1], infoOpts.block, err)
+		}
+		os.Stdout.Write(body)
+		return nil
+	}
+	vs, err := e.rep.Versions(k)
+	if err != nil {
+		return err
+	}
+	if len(vs) == 0 {
+		return fmt.Errorf("%w: no anchored version of %s %s on this machine (kintfs pull --full fetches all history)", replica.ErrNotFound, args[0], args[1])
+	}
+	for _, v := range vs {
+		if v.Row == nil {
+			fmt.Printf("seq %d block %d tx %s: deleted\n", v.Anchor.Seq, v.Anchor.Block, v.Anchor.Tx)
+			continue
+		}
+		fmt.Printf("seq %d block %d tx %s: %d bytes, leaf %x\n", v.Anchor.Seq, v.Anchor.Block, v.Anchor.Tx, len(replica.RenderContent(v.Row)), seal.Leaf(v.Row))
+	}
+	return nil
+}
+
+// keyOfPath finds the mount a path lives in and the row key it names.
+func keyOfPath(path string) (replica.Key, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return replica.Key{}, err
+	}
+	dir := filepath.Dir(abs)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, ".kint", "status")); err == nil {
+			break
+		}
+		if dir == filepath.Dir(dir) {
+			return replica.Key{}, usagef("%s is not inside a kintfs mount", path)
+		}
+		dir = filepath.Dir(dir)
+	}
+	rel, _ := filepath.Rel(dir, abs)
+	parts := strings.Split(rel, string(filepath.Separator))
+	if len(parts) < 2 || len(parts) > 3 || (len(parts) == 3 && parts[0] != seal.TierEntity) {
+		return replica.Key{}, usagef("%s is not a row of the live tree (tier/key or entity/category/key)", path)
+	}
+	k := replica.Key{Tier: parts[0]}
+	name := parts[len(parts)-1]
+	if len(parts) == 3 {
+		c, err := fs.UnescapeName(parts[1])
+		if err != nil {
+			return k, usagef("%s: bad category name", path)
+		}
+		k.Category = &c
+	} else if parts[0] == seal.TierEntity && strings.HasSuffix(name, "%") && name != "%" {
+		name = strings.TrimSuffix(name, "%") // a null-category entity shadowed by a category
+	}
+	if fs.IsShortName(name) {
+		buf := make([]byte, 4096)
+		n, err := syscall.Getxattr(abs, "user.kint.key", buf)
+		if err != nil {
+			return k, fmt.Errorf("%s: read user.kint.key: %w", path, err)
+		}
+		k.Key = string(buf[:n])
+		return k, nil
+	}
+	key, err := fs.UnescapeName(name)
+	if err != nil {
+		return k, usagef("%s: bad file name", path)
+	}
+	k.Key = key
+	return k, nil
+}
+
+func runVerify(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return usagef("verify PATH...")
+	}
+	e, err := openVault(ctx, openOptions{})
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	failed := 0
+	for _, p := range args {
+		k, err := keyOfPath(p)
+		if err != nil {
+			return err
+		}
+		proof, err := e.rep.Prove(k)
+		if err != nil {
+			fmt.Printf("%s: FAILED: %v\n", p, err)
+			failed++
+			continue
+		}
+		note := ""
+		if proof.Staged {
+			note = " (the file has changes not yet anchored; the anchored version was proven)"
+		}
+		fmt.Printf("%s: ok: leaf %x in rows_root %x of epoch %d (block %d, tx %s), %d proof steps%s\n", p,
+			proof.Leaf[:8], proof.RowsRoot[:8], proof.Epoch.Seq, proof.Epoch.Block, proof.Epoch.Tx, len(proof.Steps), note)
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d files did not verify", failed, len(args))
+	}
+	return nil
+}

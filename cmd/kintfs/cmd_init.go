@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/spf13/pflag"
+
+	"kintfs/replica"
+	"kintfs/seal"
+)
+
+var initOpts struct {
+	owner, tenant, rpc, contract string
+	passStdin                    bool
+	passFile                     string
+	signature, signatureFile     string
+	saltFile                     string
+	recoveryStdin                bool
+}
+
+func init() {
+	register(&command{
+		name:  "init",
+		usage: "--owner 0x... --tenant NAME (--passphrase-stdin | --signature - | --signature-file F | --recovery-code-stdin)",
+		short: "connect this machine to a vault (adopting it from the chain, or creating it)",
+		flags: func(fs *pflag.FlagSet) {
+			fs.StringVar(&initOpts.owner, "owner", "", "the owner's address")
+			fs.StringVar(&initOpts.tenant, "tenant", os.Getenv("KINT_TENANT"), "the tenant (KINT_TENANT)")
+			fs.StringVar(&initOpts.rpc, "rpc", os.Getenv("KINT_RPC_URL"), "JSON-RPC URL (KINT_RPC_URL)")
+			fs.StringVar(&initOpts.contract, "contract", os.Getenv("KINT_CONTRACT"), "EpochAnchor address (KINT_CONTRACT)")
+			fs.BoolVar(&initOpts.passStdin, "passphrase-stdin", false, "read the vault passphrase from stdin")
+			fs.StringVar(&initOpts.passFile, "passphrase-file", "", "read the vault passphrase from a file")
+			fs.StringVar(&initOpts.signature, "signature", "", "read the owner's vault signature (hex) from - (stdin)")
+			fs.StringVar(&initOpts.signatureFile, "signature-file", "", "read the owner's vault signature (hex) from a file")
+			fs.StringVar(&initOpts.saltFile, "salt-passphrase-file", "", "a passphrase that salts the signature wrap, read from a file")
+			fs.BoolVar(&initOpts.recoveryStdin, "recovery-code-stdin", false, "read a recovery code from stdin")
+		},
+		run: runInit,
+	})
+	register(&command{
+		name:  "canonical-payload",
+		usage: "--owner 0x...",
+		short: "print the EIP-712 vault message to sign in the owner's wallet",
+		flags: func(fs *pflag.FlagSet) { fs.StringVar(&initOpts.owner, "owner", "", "the owner's address") },
+		run: func(ctx context.Context, args []string) error {
+			if !common.IsHexAddress(initOpts.owner) {
+				return usagef("--owner must be an address")
+			}
+			fmt.Println(seal.CanonicalPayload(common.HexToAddress(initOpts.owner)))
+			return nil
+		},
+	})
+}
+
+func runInit(ctx context.Context, args []string) error {
+	o := initOpts
+	if len(args) > 0 {
+		return usagef("init takes no arguments")
+	}
+	if !common.IsHexAddress(o.owner) {
+		return usagef("--owner must be an address")
+	}
+	if o.rpc == "" || !common.IsHexAddress(o.contract) {
+		return usagef("init needs --rpc (KINT_RPC_URL) and --contract (KINT_CONTRACT)")
+	}
+	home, err := replica.DefaultHome()
+	if err != nil {
+		return err
+	}
+	io := replica.InitOptions{Home: home, Owner: common.HexToAddress(o.owner), Tenant: o.tenant, RPC: o.rpc,
+		Contract: common.HexToAddress(o.contract)}
+	n := 0
+	for _, set := range []bool{o.passStdin, o.passFile != "", o.signature != "", o.signatureFile != "", o.recoveryStdin} {
+		if set {
+			n++
+		}
+	}
+	if n != 1 {
+		return usagef("give exactly one of --passphrase-stdin, --passphrase-file, --signature -, --signature-file, --recovery-code-stdin")
+	}
+	switch {
+	case o.passStdin || o.passFile != "":
+		src := "-"
+		if o.passFile != "" {
+			src = o.passFile
+		}
+		p, err := readSecret(src, false)
+		if err != nil {
+			return err
+		}
+		io.Passphrase = &p
+	case o.signature != "" || o.signatureFile != "":
+		if o.signature != "" && o.signature != "-" {
+			return usagef("--signature takes - (stdin); signatures never go on the command line")
+		}
+		src := o.signatureFile
+		if src == "" {
+			src = "-"
+		}
+		s, err := readSecret(src, false)
+		if err != nil {
+			return err
+		}
+		sig, err := hex.DecodeString(strings.TrimPrefix(strings.TrimSpace(s), "0x"))
+		if err != nil || len(sig) != 65 {
+			return usagef("the signature must be 65 bytes of hex")
+		}
+		io.Signature = sig
+		if o.saltFile != "" {
+			salt, err := readSecret(o.saltFile, false)
+			if err != nil {
+				return err
+			}
+			io.SaltPassphrase = &salt
+		}
+	case o.recoveryStdin:
+		code, err := readSecret("-", false)
+		if err != nil {
+			return err
+		}
+		io.RecoveryCode = &code
+	}
+	c, err := dialChain(ctx, o.rpc, io.Contract)
+	if err != nil {
+		return fmt.Errorf("%w: %v", replica.ErrOffline, err)
+	}
+	defer c.Close()
+	io.Client = c
+	res, err := replica.Init(ctx, io)
+	if err != nil {
+		return err
+	}
+	if res.Created {
+		fmt.Printf("created a new vault for %s, tenant %q (space %s) on chain %d\n", res.Vault.Owner.Hex(), res.Vault.Tenant, res.Vault.Space16(), res.Vault.ChainID)
+		fmt.Printf("the recovery code is in %s: keep it offline; it is the only way back if the passphrase is lost\n", res.RecoveryFile)
+	} else {
+		fmt.Printf("connected to the vault of %s, tenant %q (space %s): data key %s from epoch %d\n", res.Vault.Owner.Hex(), res.Vault.Tenant, res.Vault.Space16(), res.Vault.DekID, res.AdoptedAt)
+	}
+	return nil
+}

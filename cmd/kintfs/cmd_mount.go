@@ -1,0 +1,231 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"kintfs/fs"
+	"kintfs/replica"
+)
+
+var mountOpts struct {
+	dev           bool
+	poll          time.Duration
+	allowOther    bool
+	allowNonEmpty bool
+	readOnly      bool
+	xattrs        bool
+	daemon        bool
+	verbose       int
+	logFile       string
+	flushTimeout  time.Duration
+	debugFuse     bool
+}
+
+var errMountBusy = errors.New("the mount is busy")
+
+func init() {
+	register(&command{
+		name:  "mount",
+		usage: "[--dev] [options] MOUNTPOINT",
+		short: "mount the vault as a directory (--dev: on a local development chain)",
+		flags: func(fs *pflag.FlagSet) {
+			fs.BoolVar(&mountOpts.dev, "dev", false, "start or reuse the local development chain, create the vault and session key, then mount")
+			fs.DurationVar(&mountOpts.poll, "poll", 30*time.Second, "how often to read the chain head for other machines' epochs")
+			fs.BoolVar(&mountOpts.allowOther, "allow-other", false, "let other users use the mount (needs user_allow_other in /etc/fuse.conf)")
+			fs.BoolVar(&mountOpts.allowNonEmpty, "allow-non-empty", false, "mount over a directory that is not empty")
+			fs.BoolVar(&mountOpts.readOnly, "read-only", false, "mount with no way to change the vault")
+			fs.BoolVar(&mountOpts.xattrs, "xattrs", true, "serve user.kint.* extended attributes (off: ls -l is faster; use .kint/ and the CLI)")
+			fs.BoolVar(&mountOpts.daemon, "daemon", false, "run in the background; return once the mount answers")
+			fs.CountVarP(&mountOpts.verbose, "verbose", "v", "log more (-vv: every background step)")
+			fs.StringVar(&mountOpts.logFile, "log-file", "", "append the log to this file instead of stderr")
+			fs.DurationVar(&mountOpts.flushTimeout, "flush-timeout", 60*time.Second, "how long unmounting may spend anchoring what is staged")
+			fs.BoolVar(&mountOpts.debugFuse, "debug-fuse", false, "log every FUSE request")
+		},
+		run: runMount,
+	})
+}
+
+func runMount(ctx context.Context, args []string) error {
+	if len(args) != 1 {
+		return usagef("mount takes one mountpoint")
+	}
+	dir := args[0]
+	if mountOpts.daemon && os.Getenv(readyFDEnv) == "" {
+		return daemonize()
+	}
+	logger, closeLog, err := openLog()
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	say := func(format string, a ...any) { logger.Printf(format, a...) }
+	if err := clearStaleMount(dir, say); err != nil {
+		return reportReady(err)
+	}
+	home, err := replica.DefaultHome()
+	if err != nil {
+		return reportReady(err)
+	}
+	if _, err := home.Ensure(); err != nil {
+		return reportReady(err)
+	}
+	if mountOpts.dev {
+		dc, err := devSetup(ctx, home, say)
+		if err != nil {
+			return reportReady(err)
+		}
+		if dc != nil {
+			defer dc.Close()
+		}
+	}
+	e, err := openVault(ctx, openOptions{dek: true, logf: say})
+	if err != nil {
+		return reportReady(err)
+	}
+	defer e.Close()
+	if e.client == nil {
+		say("offline: cannot reach %s; serving the local replica, changes stay staged", e.vault.RPC)
+	}
+	e.rep.StartWorker(replica.WorkerOptions{
+		Quiet:       envDuration("KINT_QUIET_SECONDS", 300*time.Second),
+		SizeTrigger: envInt("KINT_SIZE_TRIGGER_BYTES", 32768),
+		Poll:        mountOpts.poll,
+	})
+	if e.client != nil {
+		go func() { // catch up with other machines without holding up the mount
+			if err := e.rep.Control(context.Background(), "refresh"); err != nil {
+				say("initial pull: %v", err)
+			}
+		}()
+	}
+	m, err := fs.Mount(dir, e.rep, fs.MountOptions{AllowOther: mountOpts.allowOther, ReadOnly: mountOpts.readOnly,
+		AllowNonEmpty: mountOpts.allowNonEmpty, Xattrs: mountOpts.xattrs, Logger: logger, Debug: mountOpts.debugFuse})
+	if err != nil {
+		_ = e.rep.StopWorker(context.Background())
+		return reportReady(err)
+	}
+	say("mounted %s (owner %s, tenant %q, chain %d)", dir, e.vault.Owner.Hex(), e.vault.Tenant, e.vault.ChainID)
+	_ = reportReady(nil)
+	sdNotify("READY=1")
+
+	unmounted := make(chan struct{})
+	go func() { m.Wait(); close(unmounted) }()
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	for done := false; !done; {
+		select {
+		case s := <-sig:
+			say("%v: flushing and unmounting", s)
+			sdNotify("STOPPING=1")
+			if err := m.Unmount(); err != nil {
+				say("unmount %s: %v%s", dir, err, holders(dir))
+				continue
+			}
+			<-unmounted
+			done = true
+		case <-unmounted:
+			say("%s was unmounted", dir)
+			done = true
+		}
+	}
+	fctx, cancel := context.WithTimeout(context.Background(), mountOpts.flushTimeout)
+	defer cancel()
+	ferr := e.rep.StopWorker(fctx)
+	if ferr != nil {
+		say("flush on unmount: %v", ferr)
+	}
+	if st, err := e.rep.Status(); err == nil {
+		if n := st.StagedRows + st.StagedDels; n > 0 {
+			say("pending: %d staged rows and deletions (%d held) stay in %s and will be anchored by the next mount or kintfs push", n, len(st.Held), home)
+		} else {
+			say("pending: nothing; every change is anchored")
+		}
+	}
+	return nil
+}
+
+func openLog() (*log.Logger, func(), error) {
+	var w io.Writer = os.Stderr
+	closeFn := func() {}
+	if mountOpts.logFile != "" {
+		f, err := os.OpenFile(mountOpts.logFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+		if err != nil {
+			return nil, nil, err
+		}
+		w, closeFn = f, func() { f.Close() }
+	}
+	return log.New(w, "kintfs: ", log.LstdFlags), closeFn, nil
+}
+
+// clearStaleMount detects a dead mount left on dir and clears it, or says how.
+func clearStaleMount(dir string, say func(string, ...any)) error {
+	_, err := os.Stat(dir)
+	if !errors.Is(err, syscall.ENOTCONN) {
+		return nil
+	}
+	say("%s is a dead mount (transport endpoint is not connected); clearing it", dir)
+	if out, err := exec.Command("fusermount3", "-uz", dir).CombinedOutput(); err != nil {
+		return fmt.Errorf("%s is a dead mount and could not be cleared (%s): run  fusermount3 -uz %s  (or  umount -l %s  as root)",
+			dir, strings.TrimSpace(string(out)), dir, dir)
+	}
+	return nil
+}
+
+// holders lists the processes with files open under dir, for an EBUSY unmount.
+func holders(dir string) string {
+	procs, _ := os.ReadDir("/proc")
+	var found []string
+	for _, p := range procs {
+		fds, err := os.ReadDir("/proc/" + p.Name() + "/fd")
+		if err != nil {
+			continue
+		}
+		cwd, _ := os.Readlink("/proc/" + p.Name() + "/cwd")
+		hit := strings.HasPrefix(cwd, dir)
+		for _, fd := range fds {
+			if t, err := os.Readlink("/proc/" + p.Name() + "/fd/" + fd.Name()); err == nil && strings.HasPrefix(t, dir) {
+				hit = true
+				break
+			}
+		}
+		if hit {
+			comm, _ := os.ReadFile("/proc/" + p.Name() + "/comm")
+			found = append(found, fmt.Sprintf("%s (pid %s)", strings.TrimSpace(string(comm)), p.Name()))
+		}
+	}
+	if len(found) == 0 {
+		return ""
+	}
+	return "; in use by " + strings.Join(found, ", ")
+}
+
+// sdNotify tells systemd (Type=notify) about the service's state.
+func sdNotify(state string) {
+	sock := os.Getenv("NOTIFY_SOCKET")
+	if sock == "" {
+		return
+	}
+	if strings.HasPrefix(sock, "@") {
+		sock = "\x00" + sock[1:]
+	}
+	conn, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: sock, Net: "unixgram"})
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	_, _ = conn.Write([]byte(state))
+}

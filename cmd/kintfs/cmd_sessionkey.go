@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"math/big"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/spf13/pflag"
+
+	"kintfs/chain"
+	"kintfs/replica"
+)
+
+var authOpts struct {
+	expiry      time.Duration
+	sigFile     string
+	deadline    int64
+	printDigest bool
+}
+
+func init() {
+	register(&command{
+		name:  "session-key",
+		usage: "create | show",
+		short: "create this machine's session key, or show it with its balance and authorization",
+		run:   runSessionKey,
+	})
+	register(&command{
+		name:  "authorize",
+		usage: "[--expiry 720h] [--print-digest | --signature-file F --deadline UNIX]",
+		short: "authorize this machine's session key to push (owner key from KINT_OWNER_KEY, or a signature made elsewhere)",
+		flags: func(fs *pflag.FlagSet) {
+			fs.DurationVar(&authOpts.expiry, "expiry", 30*24*time.Hour, "how long the authorization lasts")
+			fs.BoolVar(&authOpts.printDigest, "print-digest", false, "print the EIP-712 digest the owner must sign, and its deadline")
+			fs.StringVar(&authOpts.sigFile, "signature-file", "", "the owner's signature over that digest (hex), read from a file or - (stdin)")
+			fs.Int64Var(&authOpts.deadline, "deadline", 0, "the deadline the signature was made for (unix seconds)")
+		},
+		run: runAuthorize,
+	})
+}
+
+func runSessionKey(ctx context.Context, args []string) error {
+	if len(args) != 1 || (args[0] != "create" && args[0] != "show") {
+		return usagef("session-key create | show")
+	}
+	home, err := replica.DefaultHome()
+	if err != nil {
+		return err
+	}
+	if args[0] == "create" {
+		if key, err := loadSessionKey(home); err == nil {
+			return usagef("this machine already has a session key %s", crypto.PubkeyToAddress(key.PublicKey).Hex())
+		}
+		pass, err := sessionKeyPass(home)
+		if err != nil {
+			return err
+		}
+		if _, err := home.Ensure("session"); err != nil {
+			return err
+		}
+		addr, err := chain.CreateSessionKey(home.Path("session"), pass)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("session key %s created; fund it with a little ETH and run kintfs authorize\n", addr.Hex())
+		return nil
+	}
+	key, err := loadSessionKey(home)
+	if err != nil {
+		return fmt.Errorf("%w: no session key on this machine (kintfs session-key create)", replica.ErrNotAuthorized)
+	}
+	addr := crypto.PubkeyToAddress(key.PublicKey)
+	fmt.Printf("session key: %s\n", addr.Hex())
+	e, err := openVault(ctx, openOptions{chain: true})
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	bal, err := e.client.Balance(ctx, addr)
+	if err != nil {
+		return err
+	}
+	exp, err := e.client.SessionKeyExpiry(ctx, e.vault.Owner, addr)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("balance: %s wei\n", bal)
+	if exp == 0 {
+		fmt.Printf("authorized: no (kintfs authorize)\n")
+	} else {
+		fmt.Printf("authorized for %s until %s\n", e.vault.Owner.Hex(), time.Unix(int64(exp), 0).UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+func runAuthorize(ctx context.Context, args []string) error {
+	e, err := openVault(ctx, openOptions{chain: true})
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	key, err := loadSessionKey(e.home)
+	if err != nil {
+		return fmt.Errorf("%w: no session key on this machine (kintfs session-key create)", replica.ErrNotAuthorized)
+	}
+	addr := crypto.PubkeyToAddress(key.PublicKey)
+	expiry := uint64(time.Now().Add(authOpts.expiry).Unix())
+	switch {
+	case authOpts.printDigest:
+		deadline := big.NewInt(time.Now().Add(time.Hour).Unix())
+		d, nonce, err := e.client.AuthorizationDigest(ctx, e.vault.Owner, addr, expiry, deadline)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("sign this digest with the owner's key (no prefix), then run\n  kintfs authorize --signature-file FILE --deadline %s --expiry %s\n", deadline, authOpts.expiry)
+		fmt.Printf("digest: %s\nsession key: %s\nexpiry: %d\nnonce: %s\n", d.Hex(), addr.Hex(), expiry, nonce)
+		return nil
+	case authOpts.sigFile != "":
+		s, err := readSecret(authOpts.sigFile, false)
+		if err != nil {
+			return err
+		}
+		sig, err := hex.DecodeString(strings.TrimPrefix(strings.TrimSpace(s), "0x"))
+		if err != nil {
+			return usagef("the signature must be hex")
+		}
+		if authOpts.deadline == 0 {
+			return usagef("--deadline is the one the digest was printed with")
+		}
+		if _, err := e.client.SetSessionKeyBySig(ctx, key, e.vault.Owner, addr, expiry, big.NewInt(authOpts.deadline), sig); err != nil {
+			return err
+		}
+	default:
+		hexKey := os.Getenv("KINT_OWNER_KEY")
+		if hexKey == "" {
+			return usagef("set KINT_OWNER_KEY to the owner's private key, or use --print-digest and --signature-file")
+		}
+		owner, err := crypto.HexToECDSA(strings.TrimPrefix(hexKey, "0x"))
+		if err != nil {
+			return usagef("KINT_OWNER_KEY is not a private key")
+		}
+		if crypto.PubkeyToAddress(owner.PublicKey) != e.vault.Owner {
+			return usagef("KINT_OWNER_KEY is not the key of the vault's owner %s", e.vault.Owner.Hex())
+		}
+		if _, err := e.client.SetSessionKey(ctx, owner, addr, expiry); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("session key %s may push for %s until %s\n", addr.Hex(), e.vault.Owner.Hex(), time.Unix(int64(expiry), 0).UTC().Format(time.RFC3339))
+	return nil
+}

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/pflag"
+
+	"kintfs/replica"
+	"kintfs/seal"
+)
+
+var syncOpts struct {
+	dryRun, full, json bool
+	passStdin          bool
+}
+
+func init() {
+	register(&command{
+		name:  "push",
+		usage: "[--dry-run]",
+		short: "seal and anchor the staged rows now",
+		flags: func(fs *pflag.FlagSet) {
+			fs.BoolVar(&syncOpts.dryRun, "dry-run", false, "report what would be anchored and send nothing")
+			fs.BoolVar(&syncOpts.json, "json", false, "print the report as JSON")
+		},
+		run: func(ctx context.Context, args []string) error { return runPush(ctx, replica.PushOptions{DryRun: syncOpts.dryRun}) },
+	})
+	register(&command{
+		name:  "compact",
+		usage: "[--dry-run]",
+		short: "anchor one snapshot epoch of the whole state",
+		flags: func(fs *pflag.FlagSet) {
+			fs.BoolVar(&syncOpts.dryRun, "dry-run", false, "report what would be anchored and send nothing")
+			fs.BoolVar(&syncOpts.json, "json", false, "print the report as JSON")
+		},
+		run: func(ctx context.Context, args []string) error {
+			return runPush(ctx, replica.PushOptions{DryRun: syncOpts.dryRun, Snapshot: true})
+		},
+	})
+	register(&command{
+		name:  "pull",
+		usage: "[--full]",
+		short: "apply the epochs other machines anchored",
+		flags: func(fs *pflag.FlagSet) {
+			fs.BoolVar(&syncOpts.full, "full", false, "walk past snapshots to the first epoch and cache all history")
+			fs.BoolVar(&syncOpts.json, "json", false, "print the report as JSON")
+		},
+		run: runPull,
+	})
+	register(&command{
+		name:  "rekey",
+		usage: "--passphrase-stdin",
+		short: "rotate the data key: a new key, one snapshot under it, a new recovery code",
+		flags: func(fs *pflag.FlagSet) {
+			fs.BoolVar(&syncOpts.passStdin, "passphrase-stdin", false, "read the passphrase the new key is wrapped under from stdin")
+		},
+		run: runRekey,
+	})
+}
+
+func printJSON(v any) {
+	b, _ := json.MarshalIndent(v, "", "  ")
+	fmt.Println(string(b))
+}
+
+func runPush(ctx context.Context, opt replica.PushOptions) error {
+	e, err := openVault(ctx, openOptions{chain: !opt.DryRun, dek: true})
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	if !opt.DryRun {
+		// another machine may have pushed: rebase on it first, as the mount does
+		if err := e.rep.Control(ctx, "refresh"); err != nil {
+			return err
+		}
+	}
+	rep, err := e.rep.Push(ctx, opt)
+	if rep != nil && syncOpts.json {
+		printJSON(rep)
+	} else if rep != nil {
+		printPushReport(rep)
+	}
+	return err
+}
+
+func printPushReport(rep *replica.PushReport) {
+	for _, h := range rep.Held {
+		fmt.Fprintf(os.Stderr, "held: %s: %s\n", heldName(h), h.Reason)
+	}
+	if rep.DryRun {
+		fmt.Printf("would anchor %d rows and %d deletions in %d epoch(s); nothing sent\n", rep.Rows, rep.Deleted, rep.Chunks)
+		return
+	}
+	for _, ep := range rep.Epochs {
+		fmt.Printf("epoch %d: block %d, tx %s, %d rows, %d deleted, bucket %d, %d calldata bytes, gas %d, cost %s wei\n",
+			ep.Seq, ep.Block, ep.Tx, ep.Rows, ep.Deleted, ep.Bucket, ep.CalldataBytes, ep.GasUsed, ep.Cost)
+	}
+}
+
+func heldName(h replica.HeldRow) string {
+	if h.Category != nil {
+		return h.Tier + " " + *h.Category + "/" + h.Key
+	}
+	return h.Tier + " " + h.Key
+}
+
+func runPull(ctx context.Context, args []string) error {
+	e, err := openVault(ctx, openOptions{chain: true, dek: true})
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	rep, err := e.rep.Pull(ctx, syncOpts.full)
+	if rep != nil && syncOpts.json {
+		printJSON(rep)
+	} else if rep != nil {
+		for _, g := range rep.Skipped {
+			fmt.Fprintf(os.Stderr, "skipped epoch %d: %s (superseded by snapshot %d)\n", g.Seq, g.Reason, g.SupersededBy)
+		}
+		for _, c := range rep.Conflicts {
+			fmt.Fprintf(os.Stderr, "conflict: %s %s: the chain's version stays, yours is in %s\n", c.Tier, c.Key, c.Copy)
+		}
+		if err == nil {
+			fmt.Printf("mirror at seq %d (head %d): %d epochs applied, %d fetched, %d from cache, %d rows changed\n",
+				rep.Mirror.Seq, rep.Head.Seq, rep.Applied, rep.Fetched, rep.FromCache, rep.Changed)
+		}
+	}
+	return err
+}
+
+func runRekey(ctx context.Context, args []string) error {
+	if !syncOpts.passStdin {
+		return usagef("rekey needs --passphrase-stdin: the new data key is wrapped under that passphrase")
+	}
+	pass, err := readSecret("-", false)
+	if err != nil {
+		return err
+	}
+	e, err := openVault(ctx, openOptions{chain: true, dek: true})
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	kek, err := seal.KEKFromPassphrase(pass, e.vault.Owner, e.vault.Space)
+	if err != nil {
+		return err
+	}
+	if err := e.rep.Control(ctx, "refresh"); err != nil && !errors.Is(err, replica.ErrGapOpen) {
+		return err
+	}
+	_, rep, err := e.rep.Rekey(ctx, kek, seal.KindPassphrase)
+	if rep != nil {
+		printPushReport(rep)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Printf("rekeyed: data key %s; the new recovery code is in %s\n", e.vault.DekID,
+		e.home.Path("RECOVERY-"+e.vault.Space16()+".txt"))
+	return nil
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+)
+
+// readyFDEnv names the descriptor a daemonized child reports readiness on.
+const readyFDEnv = "KINTFS_READY_FD"
+
+// daemonize starts this command again in the background and returns once the child's mount
+// answers, or with the child's error.
+func daemonize() error {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	var args []string
+	for _, a := range os.Args[1:] {
+		if a != "--daemon" {
+			args = append(args, a)
+		}
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Env = append(os.Environ(), readyFDEnv+"=3")
+	cmd.ExtraFiles = []*os.File{w}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if mountOpts.logFile == "" {
+		devnull, _ := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+		cmd.Stdout, cmd.Stderr = devnull, devnull
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	w.Close()
+	line, err := bufio.NewReader(r).ReadString('\n')
+	line = strings.TrimSpace(line)
+	if err == nil && line == "ok" {
+		fmt.Printf("kintfs: mounted in the background (pid %d)\n", cmd.Process.Pid)
+		return nil
+	}
+	if line == "" {
+		werr := cmd.Wait()
+		return fmt.Errorf("the background mount exited before it was ready: %v", werr)
+	}
+	return errors.New(strings.TrimPrefix(line, "error: "))
+}
+
+// reportReady tells a waiting parent whether the mount came up, and passes err through.
+func reportReady(err error) error {
+	if os.Getenv(readyFDEnv) == "" {
+		return err
+	}
+	f := os.NewFile(3, "ready")
+	if f == nil {
+		return err
+	}
+	defer os.Unsetenv(readyFDEnv)
+	defer f.Close()
+	if err != nil {
+		fmt.Fprintf(f, "error: %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
+	} else {
+		fmt.Fprintln(f, "ok")
+	}
+	return err
+}

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/rand"
+	"encoding/base32"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/crypto"
+
+	"kintfs/chain"
+	"kintfs/chain/devchain"
+	"kintfs/replica"
+)
+
+// devSetup starts (or reuses) the development chain under KINT_HOME/devchain and connects this
+// home to a vault on it owned by the first dev account: the newcomer's whole set-up.
+func devSetup(ctx context.Context, home replica.Home, say func(string, ...any)) (*devchain.DevChain, error) {
+	dir, err := home.Ensure("devchain")
+	if err != nil {
+		return nil, err
+	}
+	say("using a local development chain kept in %s: this is NOT Base, and nothing here is real money", dir)
+	var info devchain.Info
+	dc, err := devchain.Start(devchain.Config{DataDir: dir, HTTPAddr: "127.0.0.1:0"})
+	if err == nil {
+		info = dc.Info()
+	} else {
+		// another kintfs process may be running this chain: use it
+		b, rerr := os.ReadFile(dir + "/devchain.json")
+		if rerr != nil || json.Unmarshal(b, &info) != nil {
+			return nil, fmt.Errorf("start the development chain: %w", err)
+		}
+		say("the development chain in %s is already running (%v); using it at %s", dir, err, info.RPC)
+	}
+	fail := func(err error) (*devchain.DevChain, error) {
+		if dc != nil {
+			dc.Close()
+		}
+		return nil, err
+	}
+	if len(info.Accounts) == 0 {
+		return fail(errors.New("the development chain has no dev accounts"))
+	}
+	ownerKey, err := crypto.HexToECDSA(strings.TrimPrefix(info.Accounts[0].PrivateKey, "0x"))
+	if err != nil {
+		return fail(err)
+	}
+	owner := crypto.PubkeyToAddress(ownerKey.PublicKey)
+	contract := common.HexToAddress(info.Contract)
+	c, err := dialChain(ctx, info.RPC, contract)
+	if err != nil {
+		return fail(err)
+	}
+	defer c.Close()
+	v, err := home.LoadVault()
+	if err == nil && (v.Contract != contract || v.ChainID != info.ChainID) {
+		return fail(fmt.Errorf("KINT_HOME %s is connected to another vault (chain %d, contract %s); use another KINT_HOME for --dev", home, v.ChainID, v.Contract.Hex()))
+	}
+	if err == nil {
+		v.RPC = info.RPC // the port may change between runs
+		if err := home.SaveVault(v); err != nil {
+			return fail(err)
+		}
+	}
+	if errors.Is(err, replica.ErrNoVault) {
+		pass, where, err := devPassphrase(home)
+		if err != nil {
+			return fail(err)
+		}
+		tenant := os.Getenv("KINT_TENANT")
+		if tenant == "" {
+			tenant = "dev"
+		}
+		res, err := replica.Init(ctx, replica.InitOptions{Home: home, Owner: owner, Tenant: tenant, RPC: info.RPC,
+			Contract: contract, Client: c, Passphrase: &pass})
+		if err != nil {
+			return fail(err)
+		}
+		if where != "" {
+			say("generated the vault passphrase and saved it in %s (mode 0600)", where)
+		}
+		if res.Created {
+			say("created vault %s for dev owner %s; recovery code in %s", res.Vault.Space16(), owner.Hex(), res.RecoveryFile)
+		}
+	} else if err != nil {
+		return fail(err)
+	}
+	if err := devSessionKey(ctx, home, c, ownerKey, say); err != nil {
+		return fail(err)
+	}
+	return dc, nil
+}
+
+// devPassphrase is KINT_PASSPHRASE, else the one saved under KINT_HOME, else a new one saved
+// there; where is set when it was generated.
+func devPassphrase(home replica.Home) (pass, where string, err error) {
+	if p := os.Getenv("KINT_PASSPHRASE"); p != "" {
+		return p, "", nil
+	}
+	path := home.Path("dev-passphrase")
+	if b, err := os.ReadFile(path); err == nil {
+		return strings.TrimSpace(string(b)), "", nil
+	}
+	raw := make([]byte, 20)
+	if _, err := rand.Read(raw); err != nil {
+		return "", "", err
+	}
+	pass = strings.ToLower(base32.StdEncoding.EncodeToString(raw))
+	if err := home.WriteFile([]byte(pass+"\n"), "dev-passphrase"); err != nil {
+		return "", "", err
+	}
+	return pass, path, nil
+}
+
+// devSessionKey creates, funds and authorizes this machine's session key on the dev chain.
+func devSessionKey(ctx context.Context, home replica.Home, c *chain.Client, ownerKey *ecdsa.PrivateKey, say func(string, ...any)) error {
+	key, err := loadSessionKey(home)
+	if err != nil {
+		pass, err := sessionKeyPass(home)
+		if err != nil {
+			return err
+		}
+		if _, err := home.Ensure("session"); err != nil {
+			return err
+		}
+		addr, err := chain.CreateSessionKey(home.Path("session"), pass)
+		if err != nil {
+			return err
+		}
+		say("created session key %s", addr.Hex())
+		if key, err = loadSessionKey(home); err != nil {
+			return err
+		}
+	}
+	addr := crypto.PubkeyToAddress(key.PublicKey)
+	bal, err := c.Balance(ctx, addr)
+	if err != nil {
+		return err
+	}
+	oneEth := new(big.Int).Exp(big.NewInt(10), big.NewInt(18), nil)
+	if bal.Cmp(oneEth) < 0 {
+		if err := c.Fund(ctx, ownerKey, addr, new(big.Int).Mul(oneEth, big.NewInt(10))); err != nil {
+			return fmt.Errorf("fund the session key: %w", err)
+		}
+	}
+	owner := crypto.PubkeyToAddress(ownerKey.PublicKey)
+	exp, err := c.SessionKeyExpiry(ctx, owner, addr)
+	if err != nil {
+		return err
+	}
+	if exp < uint64(time.Now().Add(24*time.Hour).Unix()) {
+		if _, err := c.SetSessionKey(ctx, ownerKey, addr, uint64(time.Now().Add(365*24*time.Hour).Unix())); err != nil {
+			return fmt.Errorf("authorize the session key: %w", err)
+		}
+		say("authorized session key %s to push for %s", addr.Hex(), owner.Hex())
+	}
+	return nil
+}

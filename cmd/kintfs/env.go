@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"golang.org/x/term"
+
+	"kintfs/chain"
+	"kintfs/replica"
+)
+
+// vaultEnv is what most commands open: the home, the vault, the chain and the replica.
+type vaultEnv struct {
+	home   replica.Home
+	vault  *replica.VaultConfig
+	client *chain.Client
+	rep    *replica.Replica
+}
+
+func (e *vaultEnv) Close() {
+	if e.rep != nil {
+		e.rep.Close()
+	}
+	if e.client != nil {
+		e.client.Close()
+	}
+}
+
+// openOptions say what a command needs.
+type openOptions struct {
+	chain   bool // fail when the RPC cannot be reached (else run offline)
+	dek     bool // the data key must be unlocked
+	logf    func(string, ...any)
+	verbose bool
+}
+
+// openVault opens the vault this KINT_HOME is connected to.
+func openVault(ctx context.Context, o openOptions) (*vaultEnv, error) {
+	home, err := replica.DefaultHome()
+	if err != nil {
+		return nil, err
+	}
+	v, err := home.LoadVault()
+	if err != nil {
+		return nil, err
+	}
+	applyEnvOverrides(v)
+	e := &vaultEnv{home: home, vault: v}
+	if c, err := dialChain(ctx, v.RPC, v.Contract); err == nil {
+		if c.ChainID() != v.ChainID {
+			c.Close()
+			return nil, fmt.Errorf("the RPC %s serves chain %d, but the vault lives on chain %d", v.RPC, c.ChainID(), v.ChainID)
+		}
+		e.client = c
+	} else if o.chain {
+		return nil, fmt.Errorf("%w: %v", replica.ErrOffline, err)
+	}
+	var dek [32]byte
+	if o.dek {
+		if dek, err = home.LoadDEK(v.Space); err != nil {
+			e.Close()
+			return nil, err
+		}
+	}
+	key, _ := loadSessionKey(home)
+	logf := o.logf
+	if logf == nil {
+		logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, "kintfs: "+format+"\n", args...) }
+	}
+	var progress io.Writer
+	if term.IsTerminal(int(os.Stderr.Fd())) {
+		progress = os.Stderr
+	}
+	e.rep, err = replica.Open(replica.Options{Home: home, Vault: v, DEK: dek, Client: e.client, SessionKey: key,
+		Confirmations: confirmations(), Logf: logf, Progress: progress})
+	if err != nil {
+		e.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+func applyEnvOverrides(v *replica.VaultConfig) {
+	if u := os.Getenv("KINT_RPC_URL"); u != "" {
+		v.RPC = u
+	}
+	if c := os.Getenv("KINT_CONTRACT"); common.IsHexAddress(c) {
+		v.Contract = common.HexToAddress(c)
+	}
+}
+
+func dialChain(ctx context.Context, rpc string, contract common.Address) (*chain.Client, error) {
+	if rpc == "" {
+		return nil, errors.New("no RPC URL (KINT_RPC_URL)")
+	}
+	dctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	return chain.Dial(dctx, rpc, contract, chain.Options{})
+}
+
+// sessionKeyPass is the keystore passphrase: derived from the local secret, never typed.
+func sessionKeyPass(home replica.Home) (string, error) {
+	k, err := home.LocalKey()
+	if err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(k), nil
+}
+
+func loadSessionKey(home replica.Home) (*ecdsa.PrivateKey, error) {
+	pass, err := sessionKeyPass(home)
+	if err != nil {
+		return nil, err
+	}
+	key, _, err := chain.LoadSessionKey(home.Path("session"), pass)
+	return key, err
+}
+
+func confirmations() uint64 {
+	if n, err := strconv.ParseUint(os.Getenv("KINT_CONFIRMATIONS"), 10, 64); err == nil && n > 0 {
+		return n
+	}
+	return 2
+}
+
+func envDuration(name string, def time.Duration) time.Duration {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	if f, err := strconv.ParseFloat(v, 64); err == nil && f >= 0 {
+		return time.Duration(f * float64(time.Second))
+	}
+	if d, err := time.ParseDuration(v); err == nil {
+		return d
+	}
+	return def
+}
+
+func envInt(name string, def int64) int64 {
+	if n, err := strconv.ParseInt(os.Getenv(name), 10, 64); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+// readSecret reads one secret from stdin or a file (removed after reading when asked),
+// trimming one trailing newline. Secrets never come from argv.
+func readSecret(path string, remove bool) (string, error) {
+	var b []byte
+	var err error
+	if path == "-" {
+		b, err = io.ReadAll(io.LimitReader(os.Stdin, 1<<16))
+	} else {
+		b, err = os.ReadFile(path)
+		if err == nil && remove {
+			err = os.Remove(path)
+		}
+	}
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r"), nil
+}

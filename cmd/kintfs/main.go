@@ -1,0 +1,150 @@
+// Command kintfs mounts a kint memory vault, anchored on Base, as a directory.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/pflag"
+
+	"kintfs/chain"
+	"kintfs/replica"
+	"kintfs/seal"
+)
+
+// Exit codes, kint's plus the mount's own.
+const (
+	exitOK        = 0
+	exitFailure   = 1 // an unexpected fault (I/O, a crashed dependency)
+	exitUsage     = 2 // usage or refusal
+	exitKey       = 3 // the data key or session key is missing or expired
+	exitMoved     = 4 // the chain moved, or a fork
+	exitRefused   = 5 // another push or pull refusal
+	exitStaleRPC  = 6 // a stale or lying RPC
+	exitMountBusy = 7 // the mount is busy and could not be unmounted
+)
+
+// command is one subcommand: its flags and what it runs.
+type command struct {
+	name  string
+	usage string // argument synopsis
+	short string
+	flags func(fs *pflag.FlagSet)
+	run   func(ctx context.Context, args []string) error
+}
+
+var commands = map[string]*command{}
+
+func register(c *command) { commands[c.name] = c }
+
+// usageError is a mistake in how a command was called.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+func main() {
+	if filepath.Base(os.Args[0]) == "mount.kintfs" {
+		os.Exit(runFstab(os.Args[1:]))
+	}
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(argv []string) int {
+	if len(argv) == 0 || argv[0] == "-h" || argv[0] == "--help" || argv[0] == "help" {
+		printUsage()
+		if len(argv) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	if argv[0] == "--version" || argv[0] == "version" {
+		fmt.Println("kintfs " + version)
+		return exitOK
+	}
+	c := commands[argv[0]]
+	if c == nil {
+		fmt.Fprintf(os.Stderr, "kintfs: unknown command %q (kintfs --help lists them)\n", argv[0])
+		return exitUsage
+	}
+	fl := pflag.NewFlagSet("kintfs "+c.name, pflag.ContinueOnError)
+	fl.SortFlags = false
+	if c.flags != nil {
+		c.flags(fl)
+	}
+	fl.Usage = func() {
+		fmt.Fprintf(os.Stderr, "usage: kintfs %s %s\n\n%s\n", c.name, c.usage, c.short)
+		if fl.HasFlags() {
+			fmt.Fprintf(os.Stderr, "\noptions:\n%s", fl.FlagUsages())
+		}
+	}
+	if err := fl.Parse(argv[1:]); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return exitOK
+		}
+		fmt.Fprintf(os.Stderr, "kintfs %s: %v\n", c.name, err)
+		return exitUsage
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if c.name == "mount" || c.name == "devchain" {
+		stop() // these handle signals themselves
+		ctx = context.Background()
+	}
+	err := c.run(ctx, fl.Args())
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintf(os.Stderr, "kintfs %s: %v\n", c.name, err)
+	return exitCode(err)
+}
+
+// exitCode maps an error to kint's exit codes, in this one place.
+func exitCode(err error) int {
+	var ue usageError
+	switch {
+	case errors.As(err, &ue):
+		return exitUsage
+	case errors.Is(err, replica.ErrKeyMissing), errors.Is(err, replica.ErrKeyExpired), errors.Is(err, replica.ErrNotAuthorized),
+		errors.Is(err, chain.ErrNotAuthorized):
+		return exitKey
+	case errors.Is(err, replica.ErrChainMoved), errors.Is(err, replica.ErrFork), errors.Is(err, chain.ErrStaleHead):
+		return exitMoved
+	case errors.Is(err, replica.ErrStaleRPC):
+		return exitStaleRPC
+	case errors.Is(err, replica.ErrNothingToPush), errors.Is(err, replica.ErrNoVault), errors.Is(err, seal.ErrEmptyPassphrase),
+		errors.Is(err, seal.ErrRecoveryChecksum), errors.Is(err, seal.ErrSignatureOwner), errors.Is(err, seal.ErrDekIDMismatch):
+		return exitUsage
+	case errors.Is(err, replica.ErrGapOpen), errors.Is(err, replica.ErrOffline), errors.Is(err, chain.ErrWouldRevert),
+		errors.As(err, new(*seal.RowTooLargeError)):
+		return exitRefused
+	case errors.Is(err, errMountBusy):
+		return exitMountBusy
+	}
+	return exitFailure
+}
+
+func printUsage() {
+	var names []string
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	b.WriteString("kintfs: an encrypted, chain-anchored memory vault, mounted as a directory\n\nusage: kintfs COMMAND [options]\n\ncommands:\n")
+	for _, n := range names {
+		fmt.Fprintf(&b, "  %-18s %s\n", n, commands[n].short)
+	}
+	b.WriteString("\nkintfs COMMAND --help shows a command's options. Secrets are read from stdin, a file or\nthe environment, never from the command line.\n")
+	fmt.Fprint(os.Stderr, b.String())
+}
+
+const version = "0.1.0"

@@ -1,0 +1,44 @@
+// Package contracts holds the EpochAnchor contract (Solidity source, compiled artifacts and
+// abigen v2 bindings) and TestWallet, a minimal ERC-1271 account used by tests.
+//
+// Rebuild with `make contracts`; `make contracts-check` fails when the committed artifacts
+// differ from a fresh compile.
+package contracts
+
+import (
+	_ "embed"
+	"strings"
+
+	"github.com/ethereum/go-ethereum/accounts/abi/bind/v2"
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/core/types"
+)
+
+var (
+	//go:embed build/EpochAnchor.abi.json
+	epochAnchorABI []byte
+	//go:embed build/EpochAnchor.bin
+	epochAnchorBin string
+	//go:embed build/TestWallet.bin
+	testWalletBin string
+)
+
+// EpochAnchorABIJSON returns the compiled ABI of EpochAnchor, byte-identical to the
+// specification's EpochAnchor.abi.json.
+func EpochAnchorABIJSON() []byte { return append([]byte(nil), epochAnchorABI...) }
+
+// EpochAnchorBytecode returns the init code of EpochAnchor (no constructor arguments).
+func EpochAnchorBytecode() []byte { return common.FromHex(strings.TrimSpace(epochAnchorBin)) }
+
+// TestWalletBytecode returns the init code of TestWallet without its constructor argument.
+func TestWalletBytecode() []byte { return common.FromHex(strings.TrimSpace(testWalletBin)) }
+
+// DeployEpochAnchor sends the creation transaction of a new EpochAnchor.
+func DeployEpochAnchor(opts *bind.TransactOpts, backend bind.ContractBackend) (common.Address, *types.Transaction, error) {
+	return bind.DeployContract(opts, EpochAnchorBytecode(), backend, nil)
+}
+
+// DeployTestWallet sends the creation transaction of a TestWallet whose signer is signer.
+func DeployTestWallet(opts *bind.TransactOpts, backend bind.ContractBackend, signer common.Address) (common.Address, *types.Transaction, error) {
+	return bind.DeployContract(opts, TestWalletBytecode(), backend, NewTestWallet().PackConstructor(signer))
+}

@@ -1,0 +1,46 @@
+package fs
+
+import (
+	"context"
+	"time"
+
+	"kintfs/replica"
+)
+
+// Backend is all the mount needs from the replica. Every method is local: none of them
+// waits on the chain, except Control, which is the ctl file's blocking command.
+type Backend interface {
+	TreeReader
+
+	// Write replaces the content of the row (creating it), stages it durably and returns the
+	// new version. For the journal tier content must be a JSON object of the five event
+	// fields; the event is stored under its content key, which the returned version names.
+	Write(k replica.Key, content []byte, mtime time.Time) (*replica.Version, error)
+	// Remove stages the deletion of a row, or deletes a local file.
+	Remove(k replica.Key) error
+	// Rename moves a row within its tier (across categories for entities), replacing the
+	// target; replica.ErrCrossTier across tiers.
+	Rename(from, to replica.Key) error
+	// Mkdir and Rmdir manage entity categories; Rmdir refuses with replica.ErrNotEmpty.
+	Mkdir(category string) error
+	Rmdir(category string) error
+	// SetAttr sets "status" or "meta" (nil value = null); meta must be JSON (replica.ErrInvalid).
+	SetAttr(k replica.Key, name string, value *string) error
+
+	// At is the read-only tree as anchored at or before block.
+	At(block uint64) TreeReader
+
+	// Control runs one ctl command (flush, pull, pull full, compact, refresh) and returns when
+	// it is done.
+	Control(ctx context.Context, cmd string) error
+	// StatusJSON and BlocksText are the contents of .kint/status and .kint/blocks.
+	StatusJSON() []byte
+	BlocksText() []byte
+	// Subscribe registers fn to be called, from the replica's own goroutine, with the keys a
+	// pull changed.
+	Subscribe(fn func(changed []replica.Key))
+}
+
+// TreeReader reads one tree: the live one or a history view. It is defined by the replica
+// so that its history views can be returned through Backend.At.
+type TreeReader = replica.TreeReader

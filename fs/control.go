@@ -1,0 +1,202 @@
+package fs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"syscall"
+
+	fusefs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// .kint/ is the mount's control directory: never listed, mode 0700, its files 0600.
+//
+//	ctl     write a command; the write returns when it is done, or fails with its errno.
+//	        Reading it lists the commands.
+//	status  the replica's status as JSON.
+//	blocks  one line per anchored epoch this machine holds.
+
+// ctlCommands are the commands ctl takes, one per line.
+var ctlCommands = []string{"flush", "pull", "pull full", "compact", "refresh"}
+
+var errUnknownCommand = errors.New("unknown command")
+
+// maxCtlWrite bounds one write to ctl; commands are a few bytes.
+const maxCtlWrite = 4096
+
+// parseCtl reads the commands of one write to ctl: one per line, words separated by any
+// blanks. Nothing runs unless every line is a known command.
+func parseCtl(data []byte) ([]string, error) {
+	if len(data) > maxCtlWrite {
+		return nil, fmt.Errorf("%w: %d bytes", errUnknownCommand, len(data))
+	}
+	var cmds []string
+	for _, line := range strings.Split(string(data), "\n") {
+		cmd := strings.Join(strings.Fields(line), " ")
+		if cmd == "" {
+			continue
+		}
+		known := false
+		for _, c := range ctlCommands {
+			known = known || c == cmd
+		}
+		if !known {
+			return nil, fmt.Errorf("%w %q (try one of: %s)", errUnknownCommand, cmd, strings.Join(ctlCommands, ", "))
+		}
+		cmds = append(cmds, cmd)
+	}
+	if len(cmds) == 0 {
+		return nil, fmt.Errorf("%w: empty", errUnknownCommand)
+	}
+	return cmds, nil
+}
+
+type kintDir struct {
+	node
+}
+
+var (
+	_ = (fusefs.NodeLookuper)((*kintDir)(nil))
+	_ = (fusefs.NodeReaddirer)((*kintDir)(nil))
+	_ = (fusefs.NodeGetattrer)((*kintDir)(nil))
+	_ = (fusefs.NodeCreater)((*kintDir)(nil))
+	_ = (fusefs.NodeMkdirer)((*kintDir)(nil))
+	_ = (fusefs.NodeUnlinker)((*kintDir)(nil))
+	_ = (fusefs.NodeRmdirer)((*kintDir)(nil))
+	_ = (fusefs.NodeRenamer)((*kintDir)(nil))
+)
+
+func newKintDir(ctx context.Context, parent *node, out *fuse.EntryOut) *fusefs.Inode {
+	d := &kintDir{node: node{fs: parent.fs}}
+	parent.fs.dirAttr(&out.Attr, inoKint, 2, 0700)
+	return parent.NewInode(ctx, d, fusefs.StableAttr{Mode: syscall.S_IFDIR, Ino: inoKint})
+}
+
+func (d *kintDir) Getattr(ctx context.Context, f fusefs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	d.fs.dirAttr(&out.Attr, inoKint, 2, 0700)
+	return 0
+}
+
+// ctlFiles maps the control files to their inode numbers.
+var ctlFiles = map[string]uint64{"blocks": inoBlocks, "ctl": inoCtl, "status": inoStatus}
+
+func (d *kintDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
+	ino, ok := ctlFiles[name]
+	if !ok {
+		return nil, syscall.ENOENT
+	}
+	c := &ctlFile{node: node{fs: d.fs}, name: name}
+	c.attr(&out.Attr)
+	return d.NewInode(ctx, c, fusefs.StableAttr{Mode: syscall.S_IFREG, Ino: ino}), 0
+}
+
+func (d *kintDir) Readdir(ctx context.Context) (fusefs.DirStream, syscall.Errno) {
+	return fusefs.NewListDirStream([]fuse.DirEntry{
+		{Name: ".", Mode: syscall.S_IFDIR, Ino: inoKint},
+		{Name: "..", Mode: syscall.S_IFDIR, Ino: inoRoot},
+		{Name: "blocks", Mode: syscall.S_IFREG, Ino: inoBlocks},
+		{Name: "ctl", Mode: syscall.S_IFREG, Ino: inoCtl},
+		{Name: "status", Mode: syscall.S_IFREG, Ino: inoStatus},
+	}), 0
+}
+
+func (d *kintDir) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fusefs.Inode, fusefs.FileHandle, uint32, syscall.Errno) {
+	return nil, nil, 0, syscall.EPERM
+}
+
+func (d *kintDir) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
+	return nil, syscall.EPERM
+}
+
+func (d *kintDir) Unlink(ctx context.Context, name string) syscall.Errno { return syscall.EPERM }
+
+func (d *kintDir) Rmdir(ctx context.Context, name string) syscall.Errno { return syscall.EPERM }
+
+func (d *kintDir) Rename(ctx context.Context, name string, newParent fusefs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	return syscall.EPERM
+}
+
+// ctlFile is ctl, status or blocks. Its content is made when it is opened, and read with
+// direct I/O, so the kernel never serves an old copy or trusts an old size.
+type ctlFile struct {
+	node
+	name string
+}
+
+var (
+	_ = (fusefs.NodeGetattrer)((*ctlFile)(nil))
+	_ = (fusefs.NodeSetattrer)((*ctlFile)(nil))
+	_ = (fusefs.NodeOpener)((*ctlFile)(nil))
+)
+
+func (c *ctlFile) content() []byte {
+	switch c.name {
+	case "status":
+		return c.fs.b.StatusJSON()
+	case "blocks":
+		return c.fs.b.BlocksText()
+	}
+	return []byte(strings.Join(ctlCommands, "\n") + "\n")
+}
+
+func (c *ctlFile) attr(out *fuse.Attr) {
+	c.fs.fileAttr(out, ctlFiles[c.name], int64(len(c.content())), c.fs.started, 0600)
+}
+
+func (c *ctlFile) Getattr(ctx context.Context, f fusefs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	c.attr(&out.Attr)
+	return 0
+}
+
+// Setattr accepts the truncation that comes with `echo flush > ctl`.
+func (c *ctlFile) Setattr(ctx context.Context, f fusefs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if c.name != "ctl" {
+		return syscall.EACCES
+	}
+	return c.Getattr(ctx, f, out)
+}
+
+func (c *ctlFile) Open(ctx context.Context, flags uint32) (fusefs.FileHandle, uint32, syscall.Errno) {
+	write := flags&syscall.O_ACCMODE != syscall.O_RDONLY || flags&syscall.O_TRUNC != 0
+	if write && c.name != "ctl" {
+		return nil, 0, syscall.EACCES
+	}
+	return &ctlHandle{c: c, data: c.content()}, fuse.FOPEN_DIRECT_IO, 0
+}
+
+// ctlHandle is one open control file with the content it was opened with.
+type ctlHandle struct {
+	c    *ctlFile
+	data []byte
+}
+
+var (
+	_ = (fusefs.FileReader)((*ctlHandle)(nil))
+	_ = (fusefs.FileWriter)((*ctlHandle)(nil))
+)
+
+func (h *ctlHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	if off >= int64(len(h.data)) {
+		return fuse.ReadResultData(nil), 0
+	}
+	return fuse.ReadResultData(h.data[off:min(int64(len(h.data)), off+int64(len(dest)))]), 0
+}
+
+// Write runs the commands written, one after the other, and returns when the last is done. They
+// run under the mount's context, not the request's: the kernel cancels a request on any signal
+// the writer gets, even one it ignores.
+func (h *ctlHandle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	f := h.c.fs
+	cmds, err := parseCtl(data)
+	if err != nil {
+		return 0, f.fail("ctl", "/.kint/ctl", err)
+	}
+	for _, cmd := range cmds {
+		if err := f.b.Control(f.ctx, cmd); err != nil {
+			return 0, f.fail("ctl "+cmd, "/.kint/ctl", err)
+		}
+	}
+	return uint32(len(data)), 0
+}

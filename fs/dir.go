@@ -1,0 +1,359 @@
+package fs
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"syscall"
+	"time"
+
+	fusefs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"kintfs/replica"
+	"kintfs/seal"
+)
+
+// rowDir is what a tier directory and an entity category share: a directory of rows, live or
+// under @<block>. Names map to keys through EscapeName; names starting with '.' are local files.
+type rowDir struct {
+	node
+	v        *view
+	tier     string
+	category *string // the category this directory is; nil for a tier directory
+	ino      uint64
+
+	// journal/ only: created names whose files are still open (see journal.go).
+	pmu     sync.Mutex
+	pending map[string]*fileNode
+}
+
+var (
+	_ = (fusefs.NodeLookuper)((*rowDir)(nil))
+	_ = (fusefs.NodeGetattrer)((*rowDir)(nil))
+	_ = (fusefs.NodeSetattrer)((*rowDir)(nil))
+	_ = (fusefs.NodeOpendirHandler)((*rowDir)(nil))
+	_ = (fusefs.NodeCreater)((*rowDir)(nil))
+	_ = (fusefs.NodeUnlinker)((*rowDir)(nil))
+	_ = (fusefs.NodeRenamer)((*rowDir)(nil))
+	_ = (fusefs.NodeMkdirer)((*rowDir)(nil))
+	_ = (fusefs.NodeRmdirer)((*rowDir)(nil))
+)
+
+// entityRoot reports whether d is entity/ itself, the one directory holding categories.
+func (d *rowDir) entityRoot() bool { return d.tier == seal.TierEntity && d.category == nil }
+
+// resolved is what a name in a row directory stands for.
+type resolved struct {
+	key   replica.Key
+	isCat bool
+	cat   string
+	v     *replica.Version // the row as it stands; nil when it does not exist yet
+}
+
+// parseName reads a name literally, without asking whether the row exists.
+func (d *rowDir) parseName(name string) (resolved, error) {
+	if isLocalName(name) {
+		return resolved{key: replica.Key{Tier: d.tier, Category: d.category, Key: name, Local: true}}, nil
+	}
+	s, collided := name, false
+	if d.entityRoot() {
+		if base, ok := splitCollided(name); ok {
+			s, collided = base, true
+		}
+	}
+	k, err := UnescapeName(s)
+	if err != nil {
+		return resolved{}, err
+	}
+	if d.entityRoot() && !collided && d.v.tree.HasCategory(k) {
+		return resolved{isCat: true, cat: k}, nil
+	}
+	return resolved{key: replica.Key{Tier: d.tier, Category: d.category, Key: k}}, nil
+}
+
+// resolve finds what name stands for. With existing, a missing row is ErrNotFound, and a
+// shortened name is looked for in the listing; without, a missing row is a name to create.
+func (d *rowDir) resolve(name string, existing bool) (resolved, error) {
+	r, err := d.parseName(name)
+	if err != nil || r.isCat {
+		return r, err
+	}
+	v, err := d.v.tree.Get(r.key)
+	if err == nil {
+		r.v = v
+		return r, nil
+	}
+	if !errors.Is(err, replica.ErrNotFound) {
+		return r, err
+	}
+	if existing && IsShortName(name) {
+		if sr, ok, err := d.findShort(name); err != nil || ok {
+			return sr, err
+		}
+	}
+	if existing {
+		return r, err
+	}
+	return r, nil
+}
+
+// findShort finds the entry whose shortened name is name.
+func (d *rowDir) findShort(name string) (resolved, bool, error) {
+	list, err := d.entries()
+	if err != nil {
+		return resolved{}, false, err
+	}
+	for _, e := range list {
+		if e.name != name {
+			continue
+		}
+		if e.d.Dir {
+			return resolved{isCat: true, cat: e.d.Name}, true, nil
+		}
+		r := resolved{key: replica.Key{Tier: d.tier, Category: d.category, Key: e.d.Name, Local: e.d.Local}}
+		r.v, err = d.v.tree.Get(r.key)
+		return r, err == nil, err
+	}
+	return resolved{}, false, nil
+}
+
+// dirEntry is one listed entry: the name shown and the replica's entry.
+type dirEntry struct {
+	name string
+	d    replica.Dirent
+}
+
+// entries lists d with the names the mount shows, sorted by name. In entity/, a null-category
+// entity whose name a category has taken is shown with a trailing '%'.
+func (d *rowDir) entries() ([]dirEntry, error) {
+	list, err := d.v.tree.List(d.tier, d.category)
+	if err != nil {
+		return nil, err
+	}
+	cats := map[string]bool{}
+	if d.entityRoot() {
+		for _, e := range list {
+			if e.Dir {
+				cats[EscapeName(e.Name)] = true
+			}
+		}
+	}
+	out := make([]dirEntry, 0, len(list))
+	for _, e := range list {
+		var name string
+		switch {
+		case e.Local:
+			name = e.Name
+		case !e.Dir && cats[EscapeName(e.Name)]:
+			name = collidedName(e.Name)
+		default:
+			name = EscapeName(e.Name)
+		}
+		out = append(out, dirEntry{name: name, d: e})
+	}
+	sortEntries(out)
+	return out, nil
+}
+
+func (d *rowDir) Getattr(ctx context.Context, f fusefs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	nlink := uint32(2)
+	if d.entityRoot() {
+		list, err := d.v.tree.List(d.tier, nil)
+		if err != nil {
+			return d.fs.fail("getattr", d.where(""), err)
+		}
+		for _, e := range list {
+			if e.Dir {
+				nlink++
+			}
+		}
+	}
+	d.fs.dirAttr(&out.Attr, d.ino, nlink, 0755)
+	attrTimeout(d.v, out)
+	return 0
+}
+
+// Setattr accepts touch and chmod on a directory and changes nothing: a directory has no row.
+func (d *rowDir) Setattr(ctx context.Context, f fusefs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if d.fs.readOnly(d.v) {
+		return syscall.EROFS
+	}
+	return d.Getattr(ctx, f, out)
+}
+
+func (d *rowDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
+	if p := d.pendingFile(name); p != nil {
+		if errno := p.attr(&out.Attr); errno != 0 {
+			return nil, errno
+		}
+		return p.EmbeddedInode(), 0
+	}
+	r, err := d.resolve(name, true)
+	if err != nil {
+		return nil, d.fs.fail("lookup", d.where(name), err)
+	}
+	return d.child(ctx, name, r, out)
+}
+
+// child is the node for a resolved name: the one the kernel already has when it still stands
+// for the same row, else a new one.
+func (d *rowDir) child(ctx context.Context, name string, r resolved, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
+	entryTimeouts(d.v, out)
+	if r.isCat {
+		return newCatDir(ctx, d, r.cat, out), 0
+	}
+	if fn := d.childFile(name, r.key); fn != nil {
+		if errno := fn.attr(&out.Attr); errno != 0 {
+			return nil, errno
+		}
+		return fn.EmbeddedInode(), 0
+	}
+	fn := newFileNode(d.fs, d.v, r.key)
+	fn.versionAttr(&out.Attr, r.v)
+	return d.NewInode(ctx, fn, d.fs.stable(syscall.S_IFREG, r.v.Ino)), 0
+}
+
+// childFile is the file node the tree holds under name when it still stands for key.
+func (d *rowDir) childFile(name string, key replica.Key) *fileNode {
+	ch := d.GetChild(name)
+	if ch == nil {
+		return nil
+	}
+	fn, ok := ch.Operations().(*fileNode)
+	if !ok || !fn.is(key) {
+		return nil
+	}
+	return fn
+}
+
+func (d *rowDir) OpendirHandle(ctx context.Context, flags uint32) (fusefs.FileHandle, uint32, syscall.Errno) {
+	h := &dirHandle{d: d}
+	if err := h.load(); err != nil {
+		return nil, 0, d.fs.fail("opendir", d.where(""), err)
+	}
+	return h, 0, 0
+}
+
+func (d *rowDir) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fusefs.Inode, fusefs.FileHandle, uint32, syscall.Errno) {
+	if d.fs.readOnly(d.v) {
+		return nil, nil, 0, syscall.EROFS
+	}
+	if d.tier == seal.TierJournal && !isLocalName(name) {
+		return d.createPending(ctx, name, flags, out)
+	}
+	r, err := d.resolve(name, false)
+	if err != nil {
+		return nil, nil, 0, d.fs.fail("create", d.where(name), err)
+	}
+	if r.isCat {
+		return nil, nil, 0, syscall.EISDIR
+	}
+	fn := (*fileNode)(nil)
+	if r.v != nil {
+		if flags&syscall.O_EXCL != 0 {
+			return nil, nil, 0, syscall.EEXIST
+		}
+		fn = d.childFile(name, r.key)
+	} else {
+		// Written at once, empty: the file exists, listed and durable, from create on.
+		v, err := d.fs.b.Write(r.key, nil, time.Now())
+		if err != nil {
+			return nil, nil, 0, d.fs.fail("create", d.where(name), err)
+		}
+		r.v = v
+	}
+	var ch *fusefs.Inode
+	if fn != nil {
+		ch = fn.EmbeddedInode()
+	} else {
+		fn = newFileNode(d.fs, d.v, r.key)
+		ch = d.NewInode(ctx, fn, d.fs.stable(syscall.S_IFREG, r.v.Ino))
+	}
+	fh, fflags, errno := fn.open(flags, r.v)
+	if errno != 0 {
+		return nil, nil, 0, errno
+	}
+	if errno := fn.attr(&out.Attr); errno != 0 {
+		return nil, nil, 0, errno
+	}
+	return ch, fh, fflags, 0
+}
+
+func (d *rowDir) Unlink(ctx context.Context, name string) syscall.Errno {
+	if d.fs.readOnly(d.v) {
+		return syscall.EROFS
+	}
+	if d.dropPendingName(name) {
+		return 0
+	}
+	r, err := d.resolve(name, true)
+	if err != nil {
+		return d.fs.fail("unlink", d.where(name), err)
+	}
+	if r.isCat {
+		return syscall.EISDIR
+	}
+	if err := d.fs.b.Remove(r.key); err != nil {
+		return d.fs.fail("unlink", d.where(name), err)
+	}
+	// A node still open on the old row writes nowhere, and the number makes fresh nodes.
+	if fn := d.childFile(name, r.key); fn != nil {
+		fn.detach()
+	}
+	d.fs.retire(r.v.Ino)
+	return 0
+}
+
+func (d *rowDir) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
+	if d.fs.readOnly(d.v) {
+		return nil, syscall.EROFS
+	}
+	if !d.entityRoot() || isLocalName(name) {
+		// Categories are the only directories, and they live in entity/.
+		return nil, syscall.EPERM
+	}
+	cat, err := UnescapeName(name)
+	if err == nil {
+		err = d.fs.b.Mkdir(cat)
+	}
+	if err != nil {
+		return nil, d.fs.fail("mkdir", d.where(name), err)
+	}
+	entryTimeouts(d.v, out)
+	return newCatDir(ctx, d, cat, out), 0
+}
+
+func (d *rowDir) Rmdir(ctx context.Context, name string) syscall.Errno {
+	if d.fs.readOnly(d.v) {
+		return syscall.EROFS
+	}
+	if !d.entityRoot() {
+		return syscall.ENOTDIR
+	}
+	r, err := d.resolve(name, true)
+	if err != nil {
+		return d.fs.fail("rmdir", d.where(name), err)
+	}
+	if !r.isCat {
+		return syscall.ENOTDIR
+	}
+	if err := d.fs.b.Rmdir(r.cat); err != nil {
+		return d.fs.fail("rmdir", d.where(name), err)
+	}
+	d.fs.retire(d.v.tree.DirIno(seal.TierEntity, &r.cat))
+	return 0
+}
+
+// asRowDir is the row directory behind a node, or nil for the root, .kint and history roots.
+func asRowDir(n fusefs.InodeEmbedder) *rowDir {
+	switch t := n.(type) {
+	case *tierDir:
+		return &t.rowDir
+	case *catDir:
+		return &t.rowDir
+	case *rowDir:
+		return t
+	}
+	return nil
+}

@@ -1,0 +1,65 @@
+package fs
+
+import (
+	"context"
+	"errors"
+	"syscall"
+
+	"kintfs/replica"
+)
+
+// toErrno is the one place an error becomes an errno. It unwraps (go-fuse's own ToErrno does
+// not, and would turn a wrapped replica error into ENOSYS). It reports whether the error is
+// unexpected, which callers log: EIO is only ever a real fault.
+func toErrno(err error) (errno syscall.Errno, unexpected bool) {
+	var en syscall.Errno
+	switch {
+	case err == nil:
+		return 0, false
+	case errors.Is(err, replica.ErrNotFound):
+		return syscall.ENOENT, false
+	case errors.Is(err, replica.ErrExists):
+		return syscall.EEXIST, false
+	case errors.Is(err, replica.ErrNotEmpty):
+		return syscall.ENOTEMPTY, false
+	case errors.Is(err, replica.ErrReadOnly):
+		return syscall.EROFS, false
+	case errors.Is(err, replica.ErrInvalid):
+		return syscall.EINVAL, false
+	case errors.Is(err, replica.ErrStagingFull):
+		return syscall.ENOSPC, false
+	case errors.Is(err, replica.ErrCrossTier):
+		return syscall.EXDEV, false
+	case errors.Is(err, replica.ErrOffline):
+		// No chain connection: a ctl command can be tried again later; not a fault.
+		return syscall.EAGAIN, false
+	case errors.Is(err, errBadName), errors.Is(err, errUnknownCommand):
+		return syscall.EINVAL, false
+	case errors.Is(err, errNameTooLong):
+		return syscall.ENAMETOOLONG, false
+	case errors.Is(err, context.Canceled):
+		// Only the mount's own context is ever canceled: the mount is going away.
+		return syscall.ECANCELED, false
+	case errors.Is(err, context.DeadlineExceeded):
+		return syscall.ETIMEDOUT, false
+	case errors.As(err, &en) && en != 0:
+		return en, false
+	default:
+		return syscall.EIO, true
+	}
+}
+
+// fail maps err for the operation op on path and logs it once when it is a real fault.
+func (f *mountFS) fail(op, path string, err error) syscall.Errno {
+	errno, unexpected := toErrno(err)
+	if unexpected {
+		f.logf("%s %s: %v", op, path, err)
+	}
+	return errno
+}
+
+func (f *mountFS) logf(format string, args ...any) {
+	if f.log != nil {
+		f.log.Printf("kintfs: "+format, args...)
+	}
+}

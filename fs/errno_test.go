@@ -1,0 +1,69 @@
+package fs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"strings"
+	"syscall"
+	"testing"
+
+	"kintfs/replica"
+)
+
+func TestToErrno(t *testing.T) {
+	wrap := func(err error) error { return fmt.Errorf("write entity/x: %w", err) }
+	for _, c := range []struct {
+		err        error
+		want       syscall.Errno
+		unexpected bool
+	}{
+		{nil, 0, false},
+		{replica.ErrNotFound, syscall.ENOENT, false},
+		{wrap(replica.ErrNotFound), syscall.ENOENT, false},
+		{wrap(replica.ErrExists), syscall.EEXIST, false},
+		{wrap(replica.ErrNotEmpty), syscall.ENOTEMPTY, false},
+		{wrap(replica.ErrReadOnly), syscall.EROFS, false},
+		{wrap(replica.ErrInvalid), syscall.EINVAL, false},
+		{wrap(replica.ErrStagingFull), syscall.ENOSPC, false},
+		{wrap(replica.ErrCrossTier), syscall.EXDEV, false},
+		{wrap(errBadName), syscall.EINVAL, false},
+		{errNameTooLong, syscall.ENAMETOOLONG, false},
+		{wrap(errUnknownCommand), syscall.EINVAL, false},
+		{wrap(context.Canceled), syscall.ECANCELED, false},
+		{wrap(replica.ErrOffline), syscall.EAGAIN, false},
+		{syscall.EACCES, syscall.EACCES, false},
+		{errors.New("badger: disk on fire"), syscall.EIO, true},
+		{wrap(errors.New("gcm: message authentication failed")), syscall.EIO, true},
+	} {
+		got, unexpected := toErrno(c.err)
+		if got != c.want || unexpected != c.unexpected {
+			t.Errorf("toErrno(%v) = %v, %v; want %v, %v", c.err, got, unexpected, c.want, c.unexpected)
+		}
+	}
+}
+
+func TestFailLogsOnlyRealFaults(t *testing.T) {
+	var buf bytes.Buffer
+	f := &mountFS{log: log.New(&buf, "", 0)}
+	if errno := f.fail("lookup", "/state/x", replica.ErrNotFound); errno != syscall.ENOENT {
+		t.Fatalf("got %v", errno)
+	}
+	if buf.Len() != 0 {
+		t.Fatalf("ENOENT was logged: %q", buf.String())
+	}
+	if errno := f.fail("write", "/state/x", errors.New("badger: disk on fire")); errno != syscall.EIO {
+		t.Fatalf("got %v", errno)
+	}
+	line := buf.String()
+	for _, want := range []string{"write", "/state/x", "disk on fire"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("log line %q lacks %q", line, want)
+		}
+	}
+	if strings.Count(line, "\n") != 1 {
+		t.Errorf("logged %d lines, want 1: %q", strings.Count(line, "\n"), line)
+	}
+}

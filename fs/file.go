@@ -1,0 +1,309 @@
+package fs
+
+import (
+	"bytes"
+	"context"
+	"sync"
+	"syscall"
+	"time"
+
+	fusefs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"kintfs/replica"
+	"kintfs/seal"
+)
+
+// maxFileSize bounds what one open file buffers in memory; a row this big could never be
+// anchored anyway (an epoch carries at most 90 KB compressed).
+const maxFileSize = 64 << 20
+
+// fileNode is one row (or local file) of a tree. While the file is open its content lives in
+// one buffer shared by all handles; Flush, Fsync, Rename and Release hand a changed buffer to
+// Backend.Write, after which the change is durable.
+type fileNode struct {
+	node
+	v *view
+
+	mu          sync.Mutex
+	key         replica.Key
+	pendingIn   *rowDir // a journal event being written: the directory of its created name
+	pendingName string
+	detached    bool // unlinked or replaced: its content no longer goes anywhere
+	opens       int
+	loaded      bool
+	stale       bool // a pull changed the row under a clean buffer: reload before use
+	buf         []byte
+	dirty       bool
+	mtime       time.Time
+	leaf        [32]byte // the leaf the kernel's page cache holds, for FOPEN_KEEP_CACHE
+	leafOK      bool
+}
+
+var (
+	_ = (fusefs.NodeGetattrer)((*fileNode)(nil))
+	_ = (fusefs.NodeSetattrer)((*fileNode)(nil))
+	_ = (fusefs.NodeOpener)((*fileNode)(nil))
+)
+
+func newFileNode(f *mountFS, v *view, k replica.Key) *fileNode {
+	return &fileNode{node: node{fs: f}, v: v, key: k}
+}
+
+// is reports whether n still stands for key k.
+func (n *fileNode) is(k replica.Key) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return !n.detached && n.pendingIn == nil && sameKey(n.key, k)
+}
+
+func (n *fileNode) currentKey() replica.Key {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.key
+}
+
+func (n *fileNode) setKey(k replica.Key) {
+	n.mu.Lock()
+	n.key = k
+	n.mu.Unlock()
+}
+
+func (n *fileNode) detach() {
+	n.mu.Lock()
+	n.detached = true
+	n.mu.Unlock()
+}
+
+// invalidate marks a clean buffer out of date after a pull changed the row.
+func (n *fileNode) invalidate() {
+	n.mu.Lock()
+	if n.loaded && !n.dirty {
+		n.stale = true
+	}
+	n.mu.Unlock()
+}
+
+// journalEvent reports whether n is an anchored-or-staged journal event, which never changes.
+func (n *fileNode) journalEventLocked() bool {
+	return n.key.Tier == seal.TierJournal && !n.key.Local && n.pendingIn == nil
+}
+
+func (n *fileNode) permLocked() uint32 {
+	if n.v.history || n.journalEventLocked() {
+		return 0444
+	}
+	return 0644
+}
+
+// versionAttr fills attributes from a version fetched by the caller.
+func (n *fileNode) versionAttr(out *fuse.Attr, v *replica.Version) {
+	n.mu.Lock()
+	perm := n.permLocked()
+	n.mu.Unlock()
+	n.fs.fileAttr(out, v.Ino, v.Size, v.Mtime, perm)
+}
+
+// attr fills attributes: from the open buffer when there is one (the kernel must not see a
+// size older than what was written through it), else from the backend.
+func (n *fileNode) attr(out *fuse.Attr) syscall.Errno {
+	n.mu.Lock()
+	if n.loaded {
+		n.fs.fileAttr(out, n.StableAttr().Ino, int64(len(n.buf)), n.mtime, n.permLocked())
+		n.mu.Unlock()
+		return 0
+	}
+	k := n.key
+	n.mu.Unlock()
+	v, err := n.v.tree.Get(k)
+	if err != nil {
+		return n.fs.fail("getattr", n.where(""), err)
+	}
+	n.versionAttr(out, v)
+	out.Ino = n.StableAttr().Ino
+	return 0
+}
+
+func (n *fileNode) Getattr(ctx context.Context, f fusefs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	attrTimeout(n.v, out)
+	return n.attr(&out.Attr)
+}
+
+// Setattr truncates; times, mode and owner are accepted and left alone (cp -p, touch and
+// sed -i set them, and a flush must never change a file's mtime).
+func (n *fileNode) Setattr(ctx context.Context, f fusefs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if n.fs.readOnly(n.v) {
+		return syscall.EROFS
+	}
+	if size, ok := in.GetSize(); ok {
+		_, viaHandle := f.(*fileHandle)
+		if errno := n.truncate(int64(size), viaHandle); errno != 0 {
+			return errno
+		}
+	}
+	return n.Getattr(ctx, f, out)
+}
+
+func (n *fileNode) truncate(size int64, viaHandle bool) syscall.Errno {
+	if size > maxFileSize {
+		return syscall.EFBIG
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.journalEventLocked() {
+		return syscall.EACCES
+	}
+	if !n.loaded {
+		if n.detached {
+			return syscall.ENOENT
+		}
+		// A closed file: read, cut, write back at once.
+		content, err := n.v.tree.Content(n.key)
+		if err != nil {
+			return n.fs.fail("truncate", n.where(""), err)
+		}
+		v, err := n.fs.b.Write(n.key, resize(content, size), time.Now())
+		if err != nil {
+			return n.fs.fail("truncate", n.where(""), err)
+		}
+		n.leaf, n.leafOK = v.Leaf, false
+		return 0
+	}
+	n.buf = resize(n.buf, size)
+	n.dirty, n.stale, n.mtime = true, false, time.Now()
+	if viaHandle || n.pendingIn != nil {
+		return 0
+	}
+	return n.flushLocked("truncate")
+}
+
+// resize cuts b to size or extends it with zeros.
+func resize(b []byte, size int64) []byte {
+	if int64(len(b)) >= size {
+		return b[:size]
+	}
+	return append(b, make([]byte, size-int64(len(b)))...)
+}
+
+func (n *fileNode) Open(ctx context.Context, flags uint32) (fusefs.FileHandle, uint32, syscall.Errno) {
+	return n.open(flags, nil)
+}
+
+// open opens a handle; v is the current version when the caller has it.
+func (n *fileNode) open(flags uint32, v *replica.Version) (fusefs.FileHandle, uint32, syscall.Errno) {
+	write := flags&syscall.O_ACCMODE != syscall.O_RDONLY
+	trunc := flags&syscall.O_TRUNC != 0
+	if (write || trunc) && n.fs.readOnly(n.v) {
+		return nil, 0, syscall.EROFS
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if (write || trunc) && n.journalEventLocked() {
+		return nil, 0, syscall.EACCES
+	}
+	keep := n.v.history
+	if n.pendingIn == nil && !n.detached && !n.v.history {
+		if v == nil {
+			var err error
+			if v, err = n.v.tree.Get(n.key); err != nil {
+				return nil, 0, n.fs.fail("open", n.where(""), err)
+			}
+		}
+		// The kernel may keep its pages when the row is the one they were read from.
+		keep = n.leafOK && v.Leaf == n.leaf && !n.dirty && !n.stale
+		n.leaf, n.leafOK = v.Leaf, true
+	}
+	switch {
+	case trunc:
+		n.buf, n.loaded, n.dirty, n.stale, n.mtime = n.buf[:0], true, true, false, time.Now()
+		keep = false
+	case !n.loaded || n.stale:
+		if n.detached && !n.loaded {
+			return nil, 0, syscall.ENOENT
+		}
+		if errno := n.loadLocked(v); errno != 0 {
+			return nil, 0, errno
+		}
+	}
+	n.opens++
+	var fflags uint32
+	if keep {
+		fflags |= fuse.FOPEN_KEEP_CACHE
+	}
+	return &fileHandle{n: n, write: write}, fflags, 0
+}
+
+// loadLocked reads the row into the buffer. A stale buffer whose row has gone keeps its
+// content: an open file reads on after the row disappears, as on any file system.
+func (n *fileNode) loadLocked(v *replica.Version) syscall.Errno {
+	content, err := n.v.tree.Content(n.key)
+	if err != nil {
+		if n.stale {
+			n.stale = false
+			return 0
+		}
+		return n.fs.fail("open", n.where(""), err)
+	}
+	if v == nil {
+		if v, err = n.v.tree.Get(n.key); err != nil {
+			return n.fs.fail("open", n.where(""), err)
+		}
+	}
+	n.buf, n.loaded, n.dirty, n.stale, n.mtime = content, true, false, false, v.Mtime
+	return 0
+}
+
+// flush hands a changed buffer to the backend; after it returns the change is durable.
+func (n *fileNode) flush(op string) syscall.Errno {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.flushLocked(op)
+}
+
+func (n *fileNode) flushLocked(op string) syscall.Errno {
+	if !n.dirty || n.detached {
+		return 0
+	}
+	v, err := n.fs.b.Write(n.key, bytes.Clone(n.buf), n.mtime)
+	if err != nil {
+		return n.fs.fail(op, n.where(""), err)
+	}
+	n.dirty = false
+	n.leaf, n.leafOK = v.Leaf, true
+	if n.pendingIn != nil {
+		// The event now lives under its content key.
+		n.key = v.Key
+	}
+	return 0
+}
+
+// release drops a handle; the last one writes what Flush could not and frees the buffer.
+func (n *fileNode) release() {
+	n.mu.Lock()
+	n.opens--
+	if n.opens > 0 {
+		n.mu.Unlock()
+		return
+	}
+	if errno := n.flushLocked("release"); errno != 0 {
+		n.fs.logf("release %s: unsaved changes dropped: %v", n.where(""), errno)
+	}
+	n.buf, n.loaded, n.dirty, n.stale = nil, false, false, false
+	dir, name := n.pendingIn, n.pendingName
+	n.pendingIn = nil
+	n.mu.Unlock()
+	if dir != nil {
+		dir.releasePending(name, n)
+	}
+}
+
+// sameKey compares keys by value (Category is a pointer).
+func sameKey(a, b replica.Key) bool {
+	if a.Tier != b.Tier || a.Key != b.Key || a.Local != b.Local {
+		return false
+	}
+	if a.Category == nil || b.Category == nil {
+		return a.Category == b.Category
+	}
+	return *a.Category == *b.Category
+}

@@ -1,0 +1,75 @@
+package fs
+
+import (
+	"context"
+	"syscall"
+
+	fusefs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// histRoot is @<block>/: the tree as anchored at or before a block, read-only. Any decimal
+// block number is accepted, not only those of epochs; the root lists none of them. Nothing
+// under it ever changes, so the kernel may cache it for long, and every change is EROFS.
+type histRoot struct {
+	node
+	v *view
+}
+
+var (
+	_ = (fusefs.NodeLookuper)((*histRoot)(nil))
+	_ = (fusefs.NodeReaddirer)((*histRoot)(nil))
+	_ = (fusefs.NodeGetattrer)((*histRoot)(nil))
+	_ = (fusefs.NodeSetattrer)((*histRoot)(nil))
+	_ = (fusefs.NodeCreater)((*histRoot)(nil))
+	_ = (fusefs.NodeMkdirer)((*histRoot)(nil))
+	_ = (fusefs.NodeUnlinker)((*histRoot)(nil))
+	_ = (fusefs.NodeRmdirer)((*histRoot)(nil))
+	_ = (fusefs.NodeRenamer)((*histRoot)(nil))
+)
+
+func newHistRoot(ctx context.Context, parent *node, block uint64, out *fuse.EntryOut) *fusefs.Inode {
+	f := parent.fs
+	h := &histRoot{node: node{fs: f}, v: &view{tree: f.b.At(block), history: true, block: block}}
+	f.dirAttr(&out.Attr, inoHistory, tierNlink, 0755)
+	entryTimeouts(h.v, out)
+	// One inode number for all history roots; the block tells them apart.
+	return parent.NewInode(ctx, h, fusefs.StableAttr{Mode: syscall.S_IFDIR, Ino: inoHistory, Gen: block})
+}
+
+func (h *histRoot) Getattr(ctx context.Context, f fusefs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	h.fs.dirAttr(&out.Attr, inoHistory, tierNlink, 0755)
+	attrTimeout(h.v, out)
+	return 0
+}
+
+func (h *histRoot) Setattr(ctx context.Context, f fusefs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	return syscall.EROFS
+}
+
+func (h *histRoot) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
+	if !isTier(name) {
+		return nil, syscall.ENOENT
+	}
+	return newTierDir(ctx, &h.node, h.v, name, out)
+}
+
+func (h *histRoot) Readdir(ctx context.Context) (fusefs.DirStream, syscall.Errno) {
+	return fusefs.NewListDirStream(tierEntries(h.v, inoHistory)), 0
+}
+
+func (h *histRoot) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fusefs.Inode, fusefs.FileHandle, uint32, syscall.Errno) {
+	return nil, nil, 0, syscall.EROFS
+}
+
+func (h *histRoot) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
+	return nil, syscall.EROFS
+}
+
+func (h *histRoot) Unlink(ctx context.Context, name string) syscall.Errno { return syscall.EROFS }
+
+func (h *histRoot) Rmdir(ctx context.Context, name string) syscall.Errno { return syscall.EROFS }
+
+func (h *histRoot) Rename(ctx context.Context, name string, newParent fusefs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	return syscall.EXDEV
+}

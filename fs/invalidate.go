@@ -1,0 +1,136 @@
+package fs
+
+import (
+	"sync"
+
+	"kintfs/replica"
+	"kintfs/seal"
+)
+
+// invalidator runs kernel cache invalidations on a goroutine of its own. A notification
+// waits on the kernel, which may be waiting on a FUSE request in turn; sent from inside a
+// handler, or while holding a lock a handler needs, it deadlocks. Queuing never blocks, so
+// the replica's Subscribe callback can call it from wherever it runs.
+type invalidator struct {
+	mu      sync.Mutex
+	queue   []func()
+	stopped bool
+	started bool
+	wake    chan struct{}
+	done    chan struct{}
+}
+
+func (v *invalidator) init() {
+	v.wake = make(chan struct{}, 1)
+	v.done = make(chan struct{})
+}
+
+// later queues fn to run on the invalidation goroutine.
+func (f *mountFS) later(fn func()) {
+	v := &f.inv
+	v.mu.Lock()
+	if v.stopped {
+		v.mu.Unlock()
+		return
+	}
+	v.queue = append(v.queue, fn)
+	v.mu.Unlock()
+	select {
+	case v.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (f *mountFS) startInvalidator() {
+	v := &f.inv
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.started || v.stopped {
+		return
+	}
+	v.started = true
+	go v.run()
+}
+
+func (v *invalidator) run() {
+	for {
+		select {
+		case <-v.done:
+			return
+		case <-v.wake:
+		}
+		v.mu.Lock()
+		q := v.queue
+		v.queue = nil
+		v.mu.Unlock()
+		for _, fn := range q {
+			fn()
+		}
+	}
+}
+
+func (v *invalidator) stop() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if !v.stopped {
+		v.stopped = true
+		v.queue = nil
+		close(v.done)
+	}
+}
+
+// changed is the Subscribe callback: a pull changed these rows.
+func (f *mountFS) changed(keys []replica.Key) {
+	keys = append([]replica.Key(nil), keys...)
+	f.later(func() { f.invalidate(keys) })
+}
+
+// invalidate drops what the kernel caches about changed rows: the pages and attributes of
+// files it holds, the buffers of files open here that hold no unsaved change, and names that
+// came or went (so the next access looks them up again). A name that still stands for the same
+// file keeps its entry: dropping it would show an open file or a shell's working directory as
+// deleted. Only the live tree changes.
+func (f *mountFS) invalidate(keys []replica.Key) {
+	root := f.root.EmbeddedInode()
+	for _, k := range keys {
+		dir := root.GetChild(k.Tier)
+		if dir == nil {
+			continue
+		}
+		var names []string
+		switch {
+		case k.Local:
+			names = []string{k.Key}
+		case k.Tier == seal.TierEntity && k.Category != nil:
+			catName := EscapeName(*k.Category)
+			cat := dir.GetChild(catName)
+			if cat == nil || !f.live.tree.HasCategory(*k.Category) {
+				dir.NotifyEntry(catName)
+			}
+			if cat == nil {
+				continue
+			}
+			dir = cat
+			names = []string{EscapeName(k.Key)}
+		case k.Tier == seal.TierEntity:
+			names = []string{EscapeName(k.Key), collidedName(k.Key)}
+		default:
+			names = []string{EscapeName(k.Key)}
+		}
+		v, err := f.live.tree.Get(k)
+		for _, name := range names {
+			ch := dir.GetChild(name)
+			if ch == nil {
+				dir.NotifyEntry(name)
+				continue
+			}
+			if fn, ok := ch.Operations().(*fileNode); ok {
+				fn.invalidate()
+			}
+			ch.NotifyContent(0, 0)
+			if err != nil || v.Ino != ch.StableAttr().Ino {
+				dir.NotifyEntry(name)
+			}
+		}
+	}
+}

@@ -1,0 +1,147 @@
+package fs
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"time"
+
+	fusefs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// MountOptions configure one mount.
+type MountOptions struct {
+	// AllowOther lets other users in; the kernel then checks permissions (default_permissions).
+	AllowOther bool
+	// ReadOnly refuses every change to the tree with EROFS; .kint/ctl still takes commands.
+	ReadOnly bool
+	// AllowNonEmpty mounts over a directory that has entries.
+	AllowNonEmpty bool
+	// Debug logs every FUSE request.
+	Debug bool
+	// Xattrs turns extended attributes on. When off, getxattr answers ENOSYS, which the kernel
+	// remembers, so it stops asking.
+	Xattrs bool
+	// UID and GID own every file; zero means the mounting user.
+	UID, GID uint32
+	// Logger receives real faults (EIO) with operation, path and cause; nil discards them.
+	Logger *log.Logger
+	// EntryTimeout and AttrTimeout are the kernel's cache times for the live tree (default 1s).
+	// History views never change and are cached for an hour.
+	EntryTimeout, AttrTimeout time.Duration
+}
+
+// historyTimeout is how long the kernel may cache anything under @<block>.
+const historyTimeout = time.Hour
+
+// Mounted is a mounted tree.
+type Mounted struct {
+	dir    string
+	server *fuse.Server
+	fs     *mountFS
+}
+
+// Mount mounts b on dir and serves it until Unmount. The file system type is fuse.kintfs.
+func Mount(dir string, b Backend, o MountOptions) (*Mounted, error) {
+	if b == nil {
+		return nil, errors.New("mount: no backend")
+	}
+	if err := checkMountpoint(dir, o.AllowNonEmpty); err != nil {
+		return nil, err
+	}
+	if o.UID == 0 && o.GID == 0 {
+		o.UID, o.GID = uint32(os.Getuid()), uint32(os.Getgid())
+	}
+	if o.EntryTimeout <= 0 {
+		o.EntryTimeout = time.Second
+	}
+	if o.AttrTimeout <= 0 {
+		o.AttrTimeout = time.Second
+	}
+	f := newMountFS(b, o)
+
+	// Set explicitly: a nil timeout in a non-nil Options means no caching at all.
+	entry, attr := o.EntryTimeout, o.AttrTimeout
+	fo := &fusefs.Options{
+		MountOptions: fuse.MountOptions{
+			AllowOther: o.AllowOther,
+			FsName:     "kintfs",
+			Name:       "kintfs",
+			Debug:      o.Debug,
+			Logger:     o.Logger,
+			// security.* probes (ls -l asks for every file) never reach us; user.kint.* does.
+			IgnoreSecurityLabels: true,
+			DisableXAttrs:        !o.Xattrs,
+		},
+		EntryTimeout: &entry,
+		AttrTimeout:  &attr,
+		UID:          o.UID,
+		GID:          o.GID,
+		Logger:       o.Logger,
+	}
+	if o.AllowOther {
+		fo.MountOptions.Options = append(fo.MountOptions.Options, "default_permissions")
+	}
+	server, err := fuse.NewServer(fusefs.NewNodeFS(f.root, fo), dir, &fo.MountOptions)
+	if err != nil {
+		f.stop()
+		return nil, fmt.Errorf("mount %s: %w", dir, err)
+	}
+	go server.Serve()
+	if err := server.WaitMount(); err != nil {
+		f.stop()
+		_ = server.Unmount()
+		return nil, fmt.Errorf("mount %s: %w", dir, err)
+	}
+	f.startInvalidator()
+	b.Subscribe(f.changed)
+	return &Mounted{dir: dir, server: server, fs: f}, nil
+}
+
+// checkMountpoint refuses a missing mountpoint, a file, and a non-empty directory unless asked.
+func checkMountpoint(dir string, allowNonEmpty bool) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("mountpoint: %w", err)
+	}
+	defer d.Close()
+	st, err := d.Stat()
+	if err != nil {
+		return fmt.Errorf("mountpoint: %w", err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("mountpoint %s is not a directory", dir)
+	}
+	if allowNonEmpty {
+		return nil
+	}
+	names, err := d.Readdirnames(1)
+	if err != nil && err != io.EOF {
+		return fmt.Errorf("mountpoint: %w", err)
+	}
+	if len(names) > 0 {
+		return fmt.Errorf("mountpoint %s is not empty: empty it, pick another directory, or pass --allow-non-empty", dir)
+	}
+	return nil
+}
+
+// Dir is the mountpoint.
+func (m *Mounted) Dir() string { return m.dir }
+
+// Wait blocks until the file system is unmounted.
+func (m *Mounted) Wait() {
+	m.server.Wait()
+	m.fs.stop()
+}
+
+// Unmount unmounts the tree; it fails while files are open (EBUSY), and may be retried.
+func (m *Mounted) Unmount() error {
+	if err := m.server.Unmount(); err != nil {
+		return fmt.Errorf("unmount %s: %w", m.dir, err)
+	}
+	m.fs.stop()
+	return nil
+}

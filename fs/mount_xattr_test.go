@@ -1,0 +1,155 @@
+package fs
+
+import (
+	"regexp"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+
+	"kintfs/replica"
+)
+
+func getxattr(t *testing.T, p, name string) (string, error) {
+	t.Helper()
+	n, err := syscall.Getxattr(p, name, nil)
+	if err != nil {
+		return "", err
+	}
+	buf := make([]byte, n)
+	n, err = syscall.Getxattr(p, name, buf)
+	if err != nil {
+		return "", err
+	}
+	return string(buf[:n]), nil
+}
+
+func TestXattrs(t *testing.T) {
+	tm := mountForTest(t)
+	p := tm.path("state", "goal")
+	mustSh(t, "echo ship > "+p)
+
+	mustRun(t, "setfattr", "-n", "user.kint.status", "-v", "active", p)
+	if got, err := getxattr(t, p, "user.kint.status"); err != nil || got != "active" {
+		t.Fatalf("status %q %v", got, err)
+	}
+	v, err := tm.r.Get(stateKey("goal"))
+	if err != nil || v.Row.Status == nil || *v.Row.Status != "active" {
+		t.Fatalf("backend status: %+v %v", v, err)
+	}
+	mustRun(t, "setfattr", "-n", "user.kint.meta", "-v", `{"source":"test"}`, p)
+	out := mustRun(t, "getfattr", "-d", "-m", "-", p)
+	for _, want := range []string{`user.kint.status="active"`, `user.kint.meta="{\"source\":\"test\"}"`, `user.kint.key="goal"`, "user.kint.leaf=", `user.kint.anchored="unanchored`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("getfattr -d lacks %s:\n%s", want, out)
+		}
+	}
+	leaf, err := getxattr(t, p, "user.kint.leaf")
+	if err != nil || !regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(leaf) {
+		t.Fatalf("leaf %q %v", leaf, err)
+	}
+	// Meta must be JSON: refused at once.
+	failsWith(t, "setfattr -n user.kint.meta -v 'not json' "+p, "Invalid argument")
+	// "null" and removexattr make it null.
+	mustRun(t, "setfattr", "-n", "user.kint.meta", "-v", "null", p)
+	_, err = getxattr(t, p, "user.kint.meta")
+	wantErrno(t, "meta after null", err, syscall.ENODATA)
+	mustRun(t, "setfattr", "-x", "user.kint.status", p)
+	_, err = getxattr(t, p, "user.kint.status")
+	wantErrno(t, "status after removexattr", err, syscall.ENODATA)
+	wantErrno(t, "remove a missing attribute", syscall.Removexattr(p, "user.kint.status"), syscall.ENODATA)
+
+	// The size probe and ERANGE.
+	n, err := syscall.Getxattr(p, "user.kint.key", nil)
+	if err != nil || n != len("goal") {
+		t.Fatalf("probe: %d %v", n, err)
+	}
+	_, err = syscall.Getxattr(p, "user.kint.key", make([]byte, 2))
+	wantErrno(t, "small buffer", err, syscall.ERANGE)
+	_, err = syscall.Getxattr(p, "user.other", make([]byte, 64))
+	wantErrno(t, "missing name", err, syscall.ENODATA)
+
+	// Listxattr, probe included.
+	n, err = syscall.Listxattr(p, nil)
+	if err != nil || n == 0 {
+		t.Fatalf("listxattr probe: %d %v", n, err)
+	}
+	buf := make([]byte, n)
+	n, err = syscall.Listxattr(p, buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := strings.Split(strings.TrimRight(string(buf[:n]), "\x00"), "\x00")
+	sort.Strings(names)
+	if strings.Join(names, " ") != "user.kint.anchored user.kint.key user.kint.leaf" {
+		t.Fatalf("listxattr: %q", names)
+	}
+	_, err = syscall.Listxattr(p, make([]byte, 3))
+	wantErrno(t, "small list buffer", err, syscall.ERANGE)
+
+	// XATTR_CREATE and XATTR_REPLACE.
+	wantErrno(t, "replace a missing status", syscall.Setxattr(p, "user.kint.status", []byte("x"), xattrReplace), syscall.ENODATA)
+	if err := syscall.Setxattr(p, "user.kint.status", []byte("x"), xattrCreate); err != nil {
+		t.Fatal(err)
+	}
+	wantErrno(t, "create an existing status", syscall.Setxattr(p, "user.kint.status", []byte("y"), xattrCreate), syscall.EEXIST)
+	// Read-only and unknown names.
+	wantErrno(t, "set leaf", syscall.Setxattr(p, "user.kint.leaf", []byte("00"), 0), syscall.EPERM)
+	wantErrno(t, "set unknown", syscall.Setxattr(p, "user.whatever", []byte("1"), 0), syscall.ENOTSUP)
+
+	// A category's true name.
+	mustRun(t, "mkdir", tm.path("entity", "a%2Fb"))
+	if got, err := getxattr(t, tm.path("entity", "a%2Fb"), "user.kint.key"); err != nil || got != "a/b" {
+		t.Fatalf("category key %q %v", got, err)
+	}
+	// History is read-only, xattrs included.
+	wantErrno(t, "set in history", syscall.Setxattr(tm.path("@1", "state"), "user.kint.status", []byte("x"), 0), syscall.EROFS)
+}
+
+func TestXattrsOff(t *testing.T) {
+	tm := mountForTest(t, func(o *MountOptions) { o.Xattrs = false })
+	p := tm.path("state", "x")
+	mustSh(t, "echo x > "+p)
+	// The server answers ENOSYS; the kernel remembers it and answers EOPNOTSUPP itself.
+	for i := 0; i < 2; i++ {
+		_, err := syscall.Getxattr(p, "user.kint.key", make([]byte, 64))
+		wantErrno(t, "getxattr with xattrs off", err, syscall.EOPNOTSUPP)
+	}
+	if got := mustRun(t, "ls", "-l", p); !strings.Contains(got, "x") {
+		t.Fatalf("ls -l: %q", got)
+	}
+}
+
+func TestAttrsSurviveEditorSaves(t *testing.T) {
+	tm := mountForTest(t)
+	p := tm.path("state", "plan")
+	mustSh(t, "printf 'alpha beta\n' > "+p)
+	mustRun(t, "setfattr", "-n", "user.kint.status", "-v", "draft", p)
+	mustRun(t, "setfattr", "-n", "user.kint.meta", "-v", `{"v":1}`, p)
+
+	mustRun(t, "sed", "-i", "s/alpha/gamma/", p)
+	if got := mustRun(t, "cat", p); got != "gamma beta\n" {
+		t.Fatalf("after sed -i: %q", got)
+	}
+	// A write-to-temp-then-rename save, with a temp name that is a row, then a dotfile.
+	mustSh(t, "printf 'delta\n' > "+p+".tmp && mv "+p+".tmp "+p)
+	mustSh(t, "printf 'epsilon\n' > "+tm.path("state", ".plan.tmp")+" && mv "+tm.path("state", ".plan.tmp")+" "+p)
+	if got := mustRun(t, "cat", p); got != "epsilon\n" {
+		t.Fatalf("after temp saves: %q", got)
+	}
+	v, err := tm.r.Get(stateKey("plan"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Row.Status == nil || *v.Row.Status != "draft" || v.Row.Meta == nil || *v.Row.Meta != `{"v":1}` {
+		t.Fatalf("attributes after saves: status %v meta %v", v.Row.Status, v.Row.Meta)
+	}
+	for _, left := range []string{"plan.tmp", ".plan.tmp"} {
+		if _, err := tm.r.Get(replica.Key{Tier: "state", Key: left, Local: strings.HasPrefix(left, ".")}); err == nil {
+			t.Errorf("temporary %s left behind", left)
+		}
+	}
+	if got := lsNames(t, tm.path("state")); strings.Join(got, " ") != "plan" {
+		t.Fatalf("state lists %q", got)
+	}
+}

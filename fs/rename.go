@@ -1,0 +1,124 @@
+package fs
+
+import (
+	"context"
+	"syscall"
+
+	fusefs "github.com/hanwen/go-fuse/v2/fs"
+
+	"kintfs/seal"
+)
+
+// renameNoreplace is renameat2's RENAME_NOREPLACE.
+const renameNoreplace = 0x1
+
+// Rename moves a row within its tier, across categories too. Anything else is EXDEV, so that
+// mv falls back to copy and delete: across tiers, into or out of a history view, and a category
+// directory itself (mv then copies the category and removes the old one).
+func (d *rowDir) Rename(ctx context.Context, name string, newParent fusefs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	to := asRowDir(newParent)
+	if to == nil || !d.v.same(to.v) {
+		return syscall.EXDEV
+	}
+	if d.fs.readOnly(d.v) {
+		return syscall.EROFS
+	}
+	if d.tier != to.tier {
+		return syscall.EXDEV
+	}
+	if flags&fusefs.RENAME_EXCHANGE != 0 {
+		return syscall.EINVAL
+	}
+	if d.pendingFile(name) != nil {
+		// A created journal name is only a handle on an event still being written.
+		return syscall.EROFS
+	}
+	src, err := d.resolve(name, true)
+	if err != nil {
+		return d.fs.fail("rename", d.where(name), err)
+	}
+	if src.isCat {
+		return syscall.EXDEV
+	}
+	dst, err := to.resolve(newName, false)
+	if err != nil {
+		return d.fs.fail("rename", to.where(newName), err)
+	}
+	if dst.isCat {
+		return syscall.EISDIR
+	}
+	if flags&renameNoreplace != 0 && dst.v != nil {
+		return syscall.EEXIST
+	}
+	// What was written through an open handle goes first, so that the move carries it.
+	srcNode := d.childFile(name, src.key)
+	if srcNode != nil {
+		if errno := srcNode.flush("rename"); errno != 0 {
+			return errno
+		}
+	}
+	if sameKey(src.key, dst.key) {
+		return 0
+	}
+	if err := d.fs.moveRow(src, dst); err != nil {
+		return d.fs.fail("rename", d.where(name), err)
+	}
+	d.fs.retire(src.v.Ino)
+	if dst.v != nil {
+		if old := to.childFile(newName, dst.key); old != nil {
+			old.detach()
+		}
+		d.fs.retire(dst.v.Ino)
+	}
+	if srcNode != nil {
+		srcNode.setKey(dst.key)
+	}
+	// The moved node keeps the source's inode number until the kernel looks the name up again;
+	// ask it to, so that stat soon shows the number readdir shows.
+	parent := to.EmbeddedInode()
+	d.fs.later(func() { parent.NotifyEntry(newName) })
+	return 0
+}
+
+// moveRow moves src onto dst in the backend.
+func (f *mountFS) moveRow(src, dst resolved) error {
+	if src.key.Tier == seal.TierJournal && src.key.Local && !dst.key.Local {
+		// Moving a finished local file into journal/ appends it as an event.
+		content, err := f.b.Content(src.key)
+		if err != nil {
+			return err
+		}
+		if _, err := f.b.Write(dst.key, content, src.v.Mtime); err != nil {
+			return err
+		}
+		return f.b.Remove(src.key)
+	}
+	if err := f.b.Rename(src.key, dst.key); err != nil {
+		return err
+	}
+	f.keepAttrs(src, dst)
+	return nil
+}
+
+// keepAttrs gives the row a rename replaced its status and meta back when the file moved onto
+// it had none: sed -i and write-then-rename saves go through a fresh temporary row, and
+// saving a file must not drop its attributes.
+func (f *mountFS) keepAttrs(src, dst resolved) {
+	if src.key.Local || dst.key.Local || dst.v == nil || !tierHasAttrs(dst.key.Tier) {
+		return
+	}
+	if src.v.Row.Status != nil || src.v.Row.Meta != nil {
+		return
+	}
+	for _, a := range []struct {
+		name  string
+		value *string
+	}{{"status", dst.v.Row.Status}, {"meta", dst.v.Row.Meta}} {
+		if a.value == nil {
+			continue
+		}
+		if err := f.b.SetAttr(dst.key, a.name, a.value); err != nil {
+			f.logf("rename onto %s %q: keeping %s: %v", dst.key.Tier, dst.key.Key, a.name, err)
+		}
+	}
+}

@@ -1,0 +1,101 @@
+package fs
+
+import (
+	"context"
+	"strconv"
+	"syscall"
+
+	fusefs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"kintfs/replica"
+)
+
+// rootNode is the mount's top directory. It lists exactly the four tiers; .kint and the
+// @<block> history views are reachable by name only, so that grep -r, find, backups and
+// indexers never walk them.
+type rootNode struct {
+	node
+}
+
+var (
+	_ = (fusefs.NodeLookuper)((*rootNode)(nil))
+	_ = (fusefs.NodeReaddirer)((*rootNode)(nil))
+	_ = (fusefs.NodeGetattrer)((*rootNode)(nil))
+	_ = (fusefs.NodeCreater)((*rootNode)(nil))
+	_ = (fusefs.NodeMkdirer)((*rootNode)(nil))
+	_ = (fusefs.NodeUnlinker)((*rootNode)(nil))
+	_ = (fusefs.NodeRmdirer)((*rootNode)(nil))
+	_ = (fusefs.NodeRenamer)((*rootNode)(nil))
+	_ = (fusefs.NodeSetattrer)((*rootNode)(nil))
+)
+
+// tierNlink is the link count of a directory holding the four tier directories.
+const tierNlink = 2 + 4
+
+func (r *rootNode) Getattr(ctx context.Context, f fusefs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	r.fs.dirAttr(&out.Attr, inoRoot, tierNlink, 0755)
+	return 0
+}
+
+func (r *rootNode) Setattr(ctx context.Context, f fusefs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	return r.Getattr(ctx, f, out)
+}
+
+func (r *rootNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
+	switch {
+	case isTier(name):
+		return newTierDir(ctx, &r.node, r.fs.live, name, out)
+	case name == ".kint":
+		return newKintDir(ctx, &r.node, out), 0
+	case len(name) > 1 && name[0] == '@':
+		block, err := strconv.ParseUint(name[1:], 10, 64)
+		if err != nil || name[1] == '+' {
+			return nil, syscall.ENOENT
+		}
+		return newHistRoot(ctx, &r.node, block, out), 0
+	}
+	return nil, syscall.ENOENT
+}
+
+func (r *rootNode) Readdir(ctx context.Context) (fusefs.DirStream, syscall.Errno) {
+	return fusefs.NewListDirStream(tierEntries(r.fs.live, inoRoot)), 0
+}
+
+// tierEntries lists a root: ".", ".." and the tiers, in the order the spec gives them.
+func tierEntries(v *view, self uint64) []fuse.DirEntry {
+	out := []fuse.DirEntry{
+		{Name: ".", Mode: syscall.S_IFDIR, Ino: self},
+		{Name: "..", Mode: syscall.S_IFDIR, Ino: inoRoot},
+	}
+	for _, t := range replica.Tiers {
+		out = append(out, fuse.DirEntry{Name: t, Mode: syscall.S_IFDIR, Ino: v.tree.DirIno(t, nil)})
+	}
+	return out
+}
+
+// The root's shape is fixed.
+
+func (r *rootNode) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fusefs.Inode, fusefs.FileHandle, uint32, syscall.Errno) {
+	return nil, nil, 0, r.fs.fixedShape()
+}
+
+func (r *rootNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
+	return nil, r.fs.fixedShape()
+}
+
+func (r *rootNode) Unlink(ctx context.Context, name string) syscall.Errno { return r.fs.fixedShape() }
+
+func (r *rootNode) Rmdir(ctx context.Context, name string) syscall.Errno { return r.fs.fixedShape() }
+
+func (r *rootNode) Rename(ctx context.Context, name string, newParent fusefs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	return r.fs.fixedShape()
+}
+
+// fixedShape is the answer to changing a directory whose entries are fixed.
+func (f *mountFS) fixedShape() syscall.Errno {
+	if f.opts.ReadOnly {
+		return syscall.EROFS
+	}
+	return syscall.EPERM
+}

@@ -1,0 +1,211 @@
+package fs
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"syscall"
+
+	fusefs "github.com/hanwen/go-fuse/v2/fs"
+
+	"kintfs/replica"
+)
+
+// The extended attributes of a file. status and meta are the row's own and writable (meta
+// must be JSON; the value "null" or removexattr makes it null); the rest are read-only.
+const (
+	xattrStatus   = "user.kint.status"
+	xattrMeta     = "user.kint.meta"
+	xattrLeaf     = "user.kint.leaf"
+	xattrAnchored = "user.kint.anchored"
+	xattrKey      = "user.kint.key"
+
+	xattrCreate  = 0x1 // XATTR_CREATE
+	xattrReplace = 0x2 // XATTR_REPLACE
+)
+
+var (
+	_ = (fusefs.NodeGetxattrer)((*fileNode)(nil))
+	_ = (fusefs.NodeSetxattrer)((*fileNode)(nil))
+	_ = (fusefs.NodeRemovexattrer)((*fileNode)(nil))
+	_ = (fusefs.NodeListxattrer)((*fileNode)(nil))
+)
+
+// xattrs returns the attributes a file has, by name, in listing order.
+func (n *fileNode) xattrs() ([]string, map[string]string, syscall.Errno) {
+	n.mu.Lock()
+	k, unwritten := n.key, n.pendingIn != nil && n.key.Key == n.pendingName
+	n.mu.Unlock()
+	if unwritten {
+		return nil, nil, 0
+	}
+	v, err := n.v.tree.Get(k)
+	if err != nil {
+		return nil, nil, n.fs.fail("getxattr", n.where(""), err)
+	}
+	names := []string{xattrKey}
+	vals := map[string]string{xattrKey: v.Key.Key}
+	if k.Local {
+		names = append(names, xattrAnchored)
+		vals[xattrAnchored] = "unanchored; local only"
+		return names, vals, 0
+	}
+	if tierHasAttrs(k.Tier) {
+		if v.Row.Status != nil {
+			names = append(names, xattrStatus)
+			vals[xattrStatus] = *v.Row.Status
+		}
+		if v.Row.Meta != nil {
+			names = append(names, xattrMeta)
+			vals[xattrMeta] = *v.Row.Meta
+		}
+	}
+	names = append(names, xattrLeaf, xattrAnchored)
+	vals[xattrLeaf] = hex.EncodeToString(v.Leaf[:])
+	vals[xattrAnchored] = anchoredText(v)
+	return names, vals, 0
+}
+
+// anchoredText is user.kint.anchored: where this content was anchored, or "unanchored", and
+// why a staged row is held when it is.
+func anchoredText(v *replica.Version) string {
+	var s string
+	switch {
+	case v.Anchor != nil && !v.Staged:
+		s = fmt.Sprintf("seq %d block %d tx %s", v.Anchor.Seq, v.Anchor.Block, v.Anchor.Tx)
+	case v.Anchor != nil:
+		s = fmt.Sprintf("unanchored; last anchored seq %d block %d tx %s", v.Anchor.Seq, v.Anchor.Block, v.Anchor.Tx)
+	default:
+		s = "unanchored"
+	}
+	if v.Held != "" {
+		s += "; held: " + v.Held
+	}
+	return s
+}
+
+func (n *fileNode) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
+	if !n.fs.opts.Xattrs {
+		return 0, syscall.ENOSYS
+	}
+	_, vals, errno := n.xattrs()
+	if errno != 0 {
+		return 0, errno
+	}
+	val, ok := vals[attr]
+	if !ok {
+		return 0, fusefs.ENOATTR
+	}
+	return xattrValue(val, dest)
+}
+
+func (n *fileNode) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
+	if !n.fs.opts.Xattrs {
+		return 0, syscall.ENOSYS
+	}
+	names, _, errno := n.xattrs()
+	if errno != 0 {
+		return 0, errno
+	}
+	return xattrList(names, dest)
+}
+
+func (n *fileNode) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
+	if !n.fs.opts.Xattrs {
+		return syscall.ENOSYS
+	}
+	value := string(data)
+	p := &value
+	if attr == xattrMeta && strings.TrimSpace(value) == "null" {
+		p = nil
+	}
+	return n.setAttr("setxattr", attr, p, flags)
+}
+
+func (n *fileNode) Removexattr(ctx context.Context, attr string) syscall.Errno {
+	if !n.fs.opts.Xattrs {
+		return syscall.ENOSYS
+	}
+	return n.setAttr("removexattr", attr, nil, xattrReplace)
+}
+
+// setAttr sets (value nil: clears) a writable attribute, honouring XATTR_CREATE/REPLACE.
+func (n *fileNode) setAttr(op, attr string, value *string, flags uint32) syscall.Errno {
+	var name string
+	switch attr {
+	case xattrStatus:
+		name = "status"
+	case xattrMeta:
+		name = "meta"
+	case xattrLeaf, xattrAnchored, xattrKey:
+		return syscall.EPERM
+	default:
+		return syscall.ENOTSUP
+	}
+	if n.fs.readOnly(n.v) {
+		return syscall.EROFS
+	}
+	_, vals, errno := n.xattrs()
+	if errno != 0 {
+		return errno
+	}
+	_, exists := vals[attr]
+	if flags&xattrCreate != 0 && exists {
+		return syscall.EEXIST
+	}
+	if flags&xattrReplace != 0 && !exists {
+		return fusefs.ENOATTR
+	}
+	if err := n.fs.b.SetAttr(n.currentKey(), name, value); err != nil {
+		return n.fs.fail(op, n.where(""), err)
+	}
+	return 0
+}
+
+// xattrValue answers a getxattr: the size alone for a probe (empty dest), ERANGE with the size
+// when dest is too small.
+func xattrValue(val string, dest []byte) (uint32, syscall.Errno) {
+	if len(dest) < len(val) {
+		return uint32(len(val)), syscall.ERANGE
+	}
+	return uint32(copy(dest, val)), 0
+}
+
+// xattrList answers a listxattr with NUL-terminated names, under the same size protocol.
+func xattrList(names []string, dest []byte) (uint32, syscall.Errno) {
+	var b []byte
+	for _, s := range names {
+		b = append(append(b, s...), 0)
+	}
+	if len(dest) < len(b) {
+		return uint32(len(b)), syscall.ERANGE
+	}
+	return uint32(copy(dest, b)), 0
+}
+
+var (
+	_ = (fusefs.NodeSetxattrer)((*rowDir)(nil))
+	_ = (fusefs.NodeRemovexattrer)((*rowDir)(nil))
+)
+
+// Directories have no writable attributes.
+func (d *rowDir) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
+	return d.dirXattrChange(attr)
+}
+
+func (d *rowDir) Removexattr(ctx context.Context, attr string) syscall.Errno {
+	return d.dirXattrChange(attr)
+}
+
+func (d *rowDir) dirXattrChange(attr string) syscall.Errno {
+	switch {
+	case !d.fs.opts.Xattrs:
+		return syscall.ENOSYS
+	case d.fs.readOnly(d.v):
+		return syscall.EROFS
+	case attr == xattrKey && d.category != nil:
+		return syscall.EPERM
+	}
+	return syscall.ENOTSUP
+}

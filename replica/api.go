@@ -1,0 +1,83 @@
+package replica
+
+import (
+	"errors"
+	"time"
+
+	"kintfs/seal"
+)
+
+// Errors the mount maps to errnos. They are the replica's own; callers check them with errors.Is.
+var (
+	ErrNotFound    = errors.New("no such row")
+	ErrExists      = errors.New("already exists")
+	ErrNotEmpty    = errors.New("category is not empty")
+	ErrReadOnly    = errors.New("read-only")
+	ErrInvalid     = errors.New("invalid value")
+	ErrStagingFull = errors.New("staging cap reached")
+	ErrCrossTier   = errors.New("rename across tiers")
+)
+
+// Tiers, in the order the mount lists them.
+var Tiers = []string{seal.TierEntity, seal.TierState, seal.TierReference, seal.TierJournal}
+
+// Key names one file of the tree. Category is nil for every tier but entity, and nil for an
+// entity without a category. Local marks a local-only file (a dotfile or a conflict copy):
+// it is stored durably but never anchored, and lives in its own namespace.
+type Key struct {
+	Tier     string
+	Category *string
+	Key      string
+	Local    bool
+}
+
+// Anchor is where a version was anchored.
+type Anchor struct {
+	Seq   uint64
+	Block uint64
+	Tx    string // 0x-prefixed hash
+}
+
+// Version is one row as the mount sees it: the mirror overlaid with staged changes, or a
+// historical version under @<block>. Row carries every field but Body, which stays on disk
+// until it is read (TreeReader.Content).
+type Version struct {
+	Key    Key
+	Row    seal.Row
+	Ino    uint64
+	Size   int64     // len(body) for ordinary rows; len of the rendered JSON for a journal event
+	Mtime  time.Time // last local write, or the created_at of the epoch that brought it
+	Staged bool      // a local change not yet anchored
+	Held   string    // why a staged row cannot be anchored ("" when it can)
+	Anchor *Anchor   // the anchored version this is (or replaces); nil when never anchored
+	Leaf   [32]byte  // leaf of the row as it stands
+}
+
+// Dirent is one entry of a directory listing.
+type Dirent struct {
+	Name  string // the decoded key or category, not yet escaped
+	Dir   bool
+	Ino   uint64
+	Local bool
+}
+
+// TreeReader reads one tree: the live one or a history view.
+type TreeReader interface {
+	// Get returns one version; ErrNotFound when absent.
+	Get(k Key) (*Version, error)
+	// Content returns the file content of a version: the body, or for a journal event the
+	// JSON object of its five fields.
+	Content(k Key) ([]byte, error)
+	// List lists a tier directory (category nil) or an entity category, sorted by name.
+	// Listing the entity tier itself returns its categories (Dir) and its null-category rows.
+	List(tier string, category *string) ([]Dirent, error)
+	// HasCategory reports whether an entity category exists (rows or an explicit mkdir).
+	HasCategory(category string) bool
+	// DirIno is the stable inode number of a tier directory or entity category.
+	DirIno(tier string, category *string) uint64
+}
+
+var (
+	_ TreeReader = (*Store)(nil)
+	_ TreeReader = (*History)(nil)
+)

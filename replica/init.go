@@ -1,0 +1,187 @@
+package replica
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+
+	"github.com/ethereum/go-ethereum/common"
+
+	"kintfs/chain"
+	"kintfs/seal"
+)
+
+// maxHeaderWalk bounds how far back init looks for an epoch whose header parses.
+const maxHeaderWalk = 32
+
+// InitOptions connect a KINT_HOME to a vault. Exactly one of Passphrase, Signature or
+// RecoveryCode is set.
+type InitOptions struct {
+	Home           Home
+	Owner          common.Address
+	Tenant         string
+	RPC            string
+	Contract       common.Address
+	Client         *chain.Client
+	Passphrase     *string
+	Signature      []byte
+	SaltPassphrase *string // a signature wrap salted with a passphrase
+	RecoveryCode   *string
+}
+
+// InitResult says what init did. RecoveryCode is set only for a new vault; the caller shows
+// it once and it is also written to RecoveryFile.
+type InitResult struct {
+	Vault        *VaultConfig
+	Created      bool
+	AdoptedAt    uint64 // the seq whose header gave the data key
+	RecoveryCode string
+	RecoveryFile string
+}
+
+// Init adopts the vault from the head epoch's wraps, or creates a new one when the chain has
+// no epoch for this owner and tenant yet.
+func Init(ctx context.Context, o InitOptions) (*InitResult, error) {
+	if o.Client == nil {
+		return nil, ErrOffline
+	}
+	if o.Tenant == "" {
+		return nil, errors.New("a tenant is needed (--tenant or KINT_TENANT)")
+	}
+	space := seal.SpaceID(o.Tenant)
+	v := &VaultConfig{Owner: o.Owner, Tenant: o.Tenant, Space: space, ChainID: o.Client.ChainID(), RPC: o.RPC, Contract: o.Contract}
+	var kek [32]byte
+	var kind byte
+	var err error
+	switch {
+	case o.Passphrase != nil:
+		kind = seal.KindPassphrase
+		kek, err = seal.KEKFromPassphrase(*o.Passphrase, o.Owner, space)
+	case o.Signature != nil:
+		kind = seal.KindSignature
+		kek, err = seal.KEKFromSignature(o.Signature, o.Owner, space, o.SaltPassphrase)
+	case o.RecoveryCode == nil:
+		return nil, errors.New("init needs a passphrase, a signature or a recovery code")
+	}
+	if err != nil {
+		return nil, err
+	}
+	head, err := o.Client.Head(ctx, o.Owner, space)
+	if err != nil {
+		return nil, fmt.Errorf("read head: %w", err)
+	}
+	res := &InitResult{Vault: v}
+	var dek [32]byte
+	if head.Seq == 0 {
+		if o.RecoveryCode != nil {
+			return nil, errors.New("the vault has no epoch yet: a recovery code can only unlock an existing vault")
+		}
+		if _, err := rand.Read(dek[:]); err != nil {
+			return nil, err
+		}
+		var nonce [12]byte
+		if _, err := rand.Read(nonce[:]); err != nil {
+			return nil, err
+		}
+		v.SetWraps([]seal.Wrap{seal.WrapDEK(kek, kind, dek, nonce)})
+		res.Created = true
+		res.RecoveryCode = seal.EncodeRecoveryCode(dek)
+		res.RecoveryFile = o.Home.Path("RECOVERY-" + v.Space16() + ".txt")
+		text := "kint recovery code for owner " + o.Owner.Hex() + " tenant " + o.Tenant + ":\n" + res.RecoveryCode + "\n"
+		if err := o.Home.WriteFile([]byte(text), "RECOVERY-"+v.Space16()+".txt"); err != nil {
+			return nil, err
+		}
+	} else {
+		h, seq, err := headHeader(ctx, o.Client, o.Owner, space, head)
+		if err != nil {
+			return nil, err
+		}
+		res.AdoptedAt = seq
+		if o.RecoveryCode != nil {
+			dek, err = seal.DecodeRecoveryCode(*o.RecoveryCode)
+			if err != nil {
+				return nil, err
+			}
+			if seal.DEKID(dek) != h.DekID {
+				return nil, seal.ErrDekIDMismatch
+			}
+		} else if dek, err = seal.DEKFromHeader(h, kek); err != nil {
+			return nil, fmt.Errorf("epoch %d: %w", seq, err)
+		}
+		v.SetWraps(h.Wraps)
+	}
+	id := seal.DEKID(dek)
+	v.DekID = fmt.Sprintf("%x", id[:])
+	if _, err := o.Home.Ensure(); err != nil {
+		return nil, err
+	}
+	if err := o.Home.SaveDEK(space, dek); err != nil {
+		return nil, err
+	}
+	if err := o.Home.SaveVault(v); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// headHeader returns the header of the newest epoch whose header parses, walking back through
+// prevBlock past at most maxHeaderWalk epochs that do not.
+func headHeader(ctx context.Context, c *chain.Client, owner common.Address, space common.Hash, head chain.Head) (*seal.Header, uint64, error) {
+	block, seq := head.Block, head.Seq
+	for i := 0; i < maxHeaderWalk && seq >= 1; i++ {
+		ev, err := c.EpochAt(ctx, owner, space, block, seq)
+		if err != nil {
+			return nil, 0, err
+		}
+		blobs, err := c.FetchBlobs(ctx, []*chain.EpochEvent{ev})
+		if err != nil {
+			return nil, 0, err
+		}
+		if h, _, err := seal.ParseHeader(blobs[0]); err == nil {
+			return h, seq, nil
+		}
+		if ev.PrevBlock == 0 {
+			break
+		}
+		block, seq = ev.PrevBlock, seq-1
+	}
+	return nil, 0, fmt.Errorf("no epoch header that parses within %d epochs of the head", maxHeaderWalk)
+}
+
+// Rekey rotates the data key: a new DEK wrapped under kek, one snapshot epoch sealed under it,
+// and a new recovery code, which is returned and written beside the old one.
+func (r *Replica) Rekey(ctx context.Context, kek [32]byte, kind byte) (string, *PushReport, error) {
+	var dek [32]byte
+	var nonce [12]byte
+	if _, err := rand.Read(dek[:]); err != nil {
+		return "", nil, err
+	}
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return "", nil, err
+	}
+	oldDEK, oldWraps, oldID := r.opt.DEK, append([]string{}, r.vault.Wraps...), r.vault.DekID
+	r.pushMu.Lock()
+	r.opt.DEK = dek
+	r.vault.SetWraps([]seal.Wrap{seal.WrapDEK(kek, kind, dek, nonce)})
+	id := seal.DEKID(dek)
+	r.vault.DekID = fmt.Sprintf("%x", id[:])
+	r.pushMu.Unlock()
+	rep, err := r.Push(ctx, PushOptions{Snapshot: true})
+	if err != nil {
+		r.pushMu.Lock()
+		r.opt.DEK, r.vault.Wraps, r.vault.DekID = oldDEK, oldWraps, oldID
+		r.pushMu.Unlock()
+		return "", rep, err
+	}
+	code := seal.EncodeRecoveryCode(dek)
+	home := r.opt.Home
+	text := "kint recovery code for owner " + r.vault.Owner.Hex() + " tenant " + r.vault.Tenant + " (after rekey):\n" + code + "\n"
+	if err := home.WriteFile([]byte(text), "RECOVERY-"+r.vault.Space16()+".txt"); err != nil {
+		return code, rep, err
+	}
+	if err := home.SaveDEK(r.vault.Space, dek); err != nil {
+		return code, rep, err
+	}
+	return code, rep, home.SaveVault(r.vault)
+}

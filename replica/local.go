@@ -1,0 +1,361 @@
+package replica
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/ethereum/go-ethereum/common"
+
+	"kintfs/seal"
+)
+
+// DefaultStagingCap bounds the bytes of staged bodies; past it writes fail with ENOSPC rather
+// than grow the store without end while the chain is unreachable.
+const DefaultStagingCap = 256 << 20
+
+// Store is the local half of the replica: the badger database and the in-memory index of the
+// live tree. Everything here is local; nothing waits on the chain.
+type Store struct {
+	db          *badger.DB
+	t           *tree
+	StagingCap  int64
+	stagedBytes int64 // guarded by t.mu
+	subMu       sync.Mutex
+	subs        []func([]Key)
+	now         func() time.Time
+	histInos    historyInos
+	leaves      map[string]common.Hash // the mirror's leaves by canonical id; guarded by t.mu
+	onStage     func()                 // told after a commit that staged something
+	stagedNow   bool                   // a staged record changed in this update; guarded by t.mu
+}
+
+// OpenStore opens the state database in dir and loads the live tree.
+func OpenStore(dir string) (*Store, error) {
+	db, err := openBadger(dir)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{db: db, t: newTree(), leaves: map[string]common.Hash{}, StagingCap: DefaultStagingCap, now: time.Now}
+	if err := s.load(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("load state: %w", err)
+	}
+	return s, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// DB is the badger database, for the replica's own use.
+func (s *Store) DB() *badger.DB { return s.db }
+
+func nodeFromMirror(m *mirrorRec) *node {
+	row := m.Row
+	n := &node{key: rowKey(&row), size: contentSize(&row), mtime: fromNanos(m.Mtime), leaf: m.Leaf}
+	a := m.Anchor
+	n.anchor = &a
+	row.Body = nil
+	n.row = row
+	return n
+}
+
+func nodeFromStaged(r *stagedRec, anchor *Anchor) *node {
+	row := r.Row
+	n := &node{key: rowKey(&row), size: contentSize(&row), mtime: fromNanos(r.Mtime),
+		staged: true, held: r.Held, leaf: seal.Leaf(&row), anchor: anchor}
+	row.Body = nil
+	n.row = row
+	return n
+}
+
+func contentSize(r *seal.Row) int64 {
+	if r.Tier == seal.TierJournal {
+		return int64(len(RenderContent(r)))
+	}
+	if r.Body == nil {
+		return 0
+	}
+	return int64(len(*r.Body))
+}
+
+func (s *Store) load() error {
+	t := s.t
+	return s.db.View(func(txn *badger.Txn) error {
+		var next [8]byte
+		if item, err := txn.Get([]byte(kInoNext)); err == nil {
+			if err := item.Value(func(b []byte) error { copy(next[:], b); return nil }); err != nil {
+				return err
+			}
+			t.inoNext = binary.BigEndian.Uint64(next[:])
+		}
+		err := scanPrefix(txn, pIno, func(k, v []byte) error {
+			t.inos[string(k[len(pIno):])] = binary.BigEndian.Uint64(v)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		anchors := map[string]*Anchor{}
+		err = scanPrefix(txn, pMirror, func(k, v []byte) error {
+			var m mirrorRec
+			if err := json.Unmarshal(v, &m); err != nil {
+				return fmt.Errorf("mirror row %q: %w", k, err)
+			}
+			n := nodeFromMirror(&m)
+			n.ino = t.inos[inoName(n.key)]
+			anchors[string(k[len(pMirror):])] = n.anchor
+			s.leaves[string(k[len(pMirror):])] = m.Leaf
+			t.put(n)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		err = scanPrefix(txn, pStaged, func(k, v []byte) error {
+			var r stagedRec
+			if err := json.Unmarshal(v, &r); err != nil {
+				return fmt.Errorf("staged row %q: %w", k, err)
+			}
+			key := rowKey(&r.Row)
+			if r.Del {
+				t.remove(key)
+				return nil
+			}
+			if old := t.get(key); old != nil {
+				t.remove(key) // a null and an empty category share an id but not a directory
+			}
+			n := nodeFromStaged(&r, anchors[string(k[len(pStaged):])])
+			n.ino = t.inos[inoName(n.key)]
+			t.put(n)
+			s.stagedBytes += n.size
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		err = scanPrefix(txn, pLocal, func(k, v []byte) error {
+			var l localRec
+			if err := json.Unmarshal(v, &l); err != nil {
+				return fmt.Errorf("local file %q: %w", k, err)
+			}
+			t.put(&node{key: l.Key, size: int64(len(l.Body)), mtime: fromNanos(l.Mtime),
+				ino: t.inos[inoName(l.Key)], row: seal.Row{Tier: l.Key.Tier, Key: l.Key.Key, Category: l.Key.Category}})
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		return scanPrefix(txn, pCategory, func(k, v []byte) error {
+			t.madeCat[string(k[len(pCategory):])] = true
+			return nil
+		})
+	})
+}
+
+// update runs fn in one badger transaction under the tree's write lock; the memory changes fn
+// queues in apply run only once the transaction has committed (durably: writes are synced).
+func (s *Store) update(fn func(txn *badger.Txn, apply *[]func()) error) error {
+	s.t.mu.Lock()
+	defer s.t.mu.Unlock()
+	saved := s.t.inoNext
+	var apply []func()
+	if err := s.db.Update(func(txn *badger.Txn) error { return fn(txn, &apply) }); err != nil {
+		// inode numbers handed out in a failed transaction were never persisted
+		for name, n := range s.t.inos {
+			if n >= saved {
+				delete(s.t.inos, name)
+			}
+		}
+		s.t.inoNext = saved
+		return err
+	}
+	for _, f := range apply {
+		f()
+	}
+	if s.stagedNow && s.onStage != nil {
+		s.onStage()
+	}
+	s.stagedNow = false
+	return nil
+}
+
+func checkKey(k Key) error {
+	if !validTier(k.Tier) {
+		return fmt.Errorf("%w: unknown tier %q", ErrInvalid, k.Tier)
+	}
+	if k.Category != nil && k.Tier != seal.TierEntity {
+		return fmt.Errorf("%w: only entities have categories", ErrInvalid)
+	}
+	if strings.ContainsRune(k.Key, 0) && k.Local {
+		return fmt.Errorf("%w: NUL in a local file name", ErrInvalid)
+	}
+	return nil
+}
+
+// stagePut stages row (with its body) as the new version of its canonical id. A row that is
+// back to the mirror's version is unstaged instead: there is nothing to anchor.
+func (s *Store) stagePut(txn *badger.Txn, apply *[]func(), row seal.Row, mtime time.Time) (*node, error) {
+	id := row.ID()
+	key := rowKey(&row)
+	var m mirrorRec
+	inMirror, err := getJSON(txn, pMirror+id, &m)
+	if err != nil {
+		return nil, err
+	}
+	ino, err := s.t.ino(txn, inoName(key))
+	if err != nil {
+		return nil, err
+	}
+	old := s.t.get(key)
+	var oldStaged int64
+	if old != nil && old.staged {
+		oldStaged = old.size
+	}
+	leaf := common.Hash(seal.Leaf(&row))
+	var n *node
+	if inMirror && leaf == m.Leaf && eqStrp(m.Row.Category, row.Category) {
+		if err := txn.Delete([]byte(pStaged + id)); err != nil {
+			return nil, err
+		}
+		n = nodeFromMirror(&m)
+	} else {
+		rec := stagedRec{Row: row, Mtime: nanos(mtime), Held: heldReason(&row), At: nanos(s.now())}
+		var anchor *Anchor
+		if inMirror {
+			rec.Base = m.Leaf
+			a := m.Anchor
+			anchor = &a
+		}
+		if s.stagedBytes-oldStaged+contentSize(&row) > s.StagingCap {
+			return nil, fmt.Errorf("%w: %d bytes staged, cap %d", ErrStagingFull, s.stagedBytes, s.StagingCap)
+		}
+		if err := setJSON(txn, pStaged+id, &rec); err != nil {
+			return nil, err
+		}
+		n = nodeFromStaged(&rec, anchor)
+	}
+	n.ino = ino
+	*apply = append(*apply, func() {
+		if twin, ok := categoryTwin(key); ok {
+			s.t.remove(twin)
+		}
+		s.t.put(n)
+		s.stagedBytes -= oldStaged
+		s.stagedNow = true
+		if n.staged {
+			s.stagedBytes += n.size
+		}
+	})
+	return n, nil
+}
+
+// stageDelete stages the deletion of the row named by k.
+func (s *Store) stageDelete(txn *badger.Txn, apply *[]func(), k Key) error {
+	id := seal.CanonicalID(k.Tier, k.Category, k.Key)
+	old := s.t.get(k)
+	var m mirrorRec
+	inMirror, err := getJSON(txn, pMirror+id, &m)
+	if err != nil {
+		return err
+	}
+	if inMirror {
+		rec := stagedRec{Del: true, Row: m.Row, Base: m.Leaf, Mtime: nanos(s.now()), At: nanos(s.now())}
+		if err := setJSON(txn, pStaged+id, &rec); err != nil {
+			return err
+		}
+	} else if err := txn.Delete([]byte(pStaged + id)); err != nil {
+		return err
+	}
+	*apply = append(*apply, func() {
+		if old != nil && old.staged {
+			s.stagedBytes -= old.size
+		}
+		s.stagedNow = true
+		s.t.remove(k)
+	})
+	return nil
+}
+
+func (s *Store) putLocal(txn *badger.Txn, apply *[]func(), k Key, body []byte, mtime time.Time) (*node, error) {
+	ino, err := s.t.ino(txn, inoName(k))
+	if err != nil {
+		return nil, err
+	}
+	rec := localRec{Key: k, Body: body, Mtime: nanos(mtime)}
+	if err := setJSON(txn, pLocal+localID(k), &rec); err != nil {
+		return nil, err
+	}
+	n := &node{key: k, size: int64(len(body)), mtime: mtime, ino: ino,
+		row: seal.Row{Tier: k.Tier, Key: k.Key, Category: k.Category}}
+	*apply = append(*apply, func() { s.t.put(n) })
+	return n, nil
+}
+
+// readContent reads the content of the live node n inside txn.
+func (s *Store) readContent(txn *badger.Txn, n *node) ([]byte, error) {
+	if n.key.Local {
+		var l localRec
+		found, err := getJSON(txn, pLocal+localID(n.key), &l)
+		if err != nil || !found {
+			return nil, orNotFound(err)
+		}
+		return l.Body, nil
+	}
+	id := n.row.ID()
+	if n.staged {
+		var r stagedRec
+		found, err := getJSON(txn, pStaged+id, &r)
+		if err != nil || !found {
+			return nil, orNotFound(err)
+		}
+		return RenderContent(&r.Row), nil
+	}
+	var m mirrorRec
+	found, err := getJSON(txn, pMirror+id, &m)
+	if err != nil || !found {
+		return nil, orNotFound(err)
+	}
+	return RenderContent(&m.Row), nil
+}
+
+// fullRow is n's row with its body, read inside txn.
+func (s *Store) fullRow(txn *badger.Txn, n *node) (seal.Row, error) {
+	row := n.row
+	if row.Tier == seal.TierJournal {
+		return row, nil
+	}
+	body, err := s.readContent(txn, n)
+	if err != nil {
+		return row, err
+	}
+	b := string(body)
+	row.Body = &b
+	return row, nil
+}
+
+func orNotFound(err error) error {
+	if err != nil {
+		return err
+	}
+	return ErrNotFound
+}
+
+// categoryTwin is the other spelling of an entity key with a null or empty category: both have
+// one canonical id, so only one of them can be in the tree.
+func categoryTwin(k Key) (Key, bool) {
+	if k.Tier != seal.TierEntity || k.Local {
+		return Key{}, false
+	}
+	if k.Category == nil {
+		return Key{Tier: k.Tier, Category: strp(""), Key: k.Key}, true
+	}
+	if *k.Category == "" {
+		return Key{Tier: k.Tier, Key: k.Key}, true
+	}
+	return Key{}, false
+}

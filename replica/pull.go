@@ -1,0 +1,316 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/ethereum/go-ethereum/common"
+
+	"kintfs/chain"
+	"kintfs/seal"
+)
+
+// Gap is an epoch a pull could not apply.
+type Gap struct {
+	Seq          uint64 `json:"seq"`
+	Block        uint64 `json:"block"`
+	Reason       string `json:"reason"`
+	SupersededBy uint64 `json:"superseded_by,omitempty"`
+}
+
+// PullReport says what a pull did.
+type PullReport struct {
+	Head      Head       `json:"head"`
+	Mirror    Head       `json:"mirror"`
+	Walked    int        `json:"walked"`
+	Fetched   int        `json:"fetched"`
+	FromCache int        `json:"from_cache"`
+	Applied   int        `json:"applied"`
+	Changed   int        `json:"changed"`
+	Skipped   []Gap      `json:"skipped,omitempty"`
+	Gap       *Gap       `json:"gap,omitempty"`
+	Conflicts []Conflict `json:"conflicts,omitempty"`
+}
+
+// walkBatch is how many events the walk collects before it fetches their blobs in one batch.
+const walkBatch = 32
+
+type walked struct {
+	ev   *chain.EpochEvent
+	blob []byte
+}
+
+// Pull brings the mirror up to the chain head.
+func (r *Replica) Pull(ctx context.Context, full bool) (*PullReport, error) {
+	r.pushMu.Lock()
+	defer r.pushMu.Unlock()
+	rep, err := r.pull(ctx, full)
+	r.status.notePull(rep, err)
+	return rep, err
+}
+
+func (r *Replica) pull(ctx context.Context, full bool) (*PullReport, error) {
+	c := r.opt.Client
+	if c == nil {
+		return nil, ErrOffline
+	}
+	if err := r.recoverPending(ctx); err != nil {
+		return nil, err
+	}
+	ch, err := c.Head(ctx, r.vault.Owner, r.vault.Space)
+	if err != nil {
+		return nil, fmt.Errorf("read head: %w", err)
+	}
+	head := Head{Seq: ch.Seq, Digest: ch.Digest, Block: ch.Block}
+	rep := &PullReport{Head: head}
+	if err := r.checkFresh(head); err != nil {
+		return rep, err
+	}
+	mirror, err := r.MirrorHead()
+	if err != nil {
+		return rep, err
+	}
+	rep.Mirror = mirror
+	if head.Seq == mirror.Seq && head.Digest == mirror.Digest && !full {
+		return rep, nil
+	}
+	if head.Seq == mirror.Seq && head.Digest != mirror.Digest {
+		return rep, fmt.Errorf("%w: the chain has digest %s at seq %d, this machine applied %s", ErrFork, short(head.Digest), head.Seq, short(mirror.Digest))
+	}
+	list, err := r.walk(ctx, head, mirror, full, rep)
+	if err != nil {
+		return rep, err
+	}
+	err = r.applyWalk(list, mirror, rep)
+	if m, merr := r.MirrorHead(); merr == nil {
+		rep.Mirror = m
+	}
+	return rep, err
+}
+
+// checkFresh refuses a head older than the watermark, or the same seq with another digest.
+func (r *Replica) checkFresh(head Head) error {
+	var seen Head
+	if err := r.getState(kSeen, &seen); err != nil {
+		return err
+	}
+	if head.Seq < seen.Seq {
+		return fmt.Errorf("%w: the RPC says the head is seq %d, but this machine has already seen seq %d", ErrStaleRPC, head.Seq, seen.Seq)
+	}
+	if head.Seq == seen.Seq && seen.Seq > 0 && head.Digest != seen.Digest {
+		return fmt.Errorf("%w: the RPC says seq %d has digest %s, but this machine saw %s", ErrStaleRPC, head.Seq, short(head.Digest), short(seen.Digest))
+	}
+	if head.Seq > seen.Seq {
+		return r.setState(kSeen, &head)
+	}
+	return nil
+}
+
+// walk reads Epoch events back from head through prevBlock, one exact-block query each, and
+// fetches their blobs in batches. It stops at the mirror, at the first epoch, or (without
+// full) at the newest snapshot. The result is newest first.
+func (r *Replica) walk(ctx context.Context, head, mirror Head, full bool, rep *PullReport) ([]walked, error) {
+	c := r.opt.Client
+	var list []walked
+	fetched := 0 // list[:fetched] have blobs
+	block, seq := head.Block, head.Seq
+	for seq >= 1 {
+		if !full && seq <= mirror.Seq {
+			break
+		}
+		ev, err := c.EpochAt(ctx, r.vault.Owner, r.vault.Space, block, seq)
+		if err != nil {
+			return nil, err
+		}
+		if n := len(list); n > 0 && list[n-1].ev.Prev != ev.Digest {
+			return nil, fmt.Errorf("%w: epoch %d names prev %s but epoch %d has digest %s", ErrStaleRPC, seq+1, short(list[n-1].ev.Prev), seq, short(ev.Digest))
+		}
+		list = append(list, walked{ev: ev})
+		if seq == mirror.Seq && ev.Digest != mirror.Digest && mirror.Seq > 0 {
+			return nil, fmt.Errorf("%w: the chain has digest %s at seq %d, this machine applied %s", ErrFork, short(ev.Digest), seq, short(mirror.Digest))
+		}
+		if ev.PrevBlock == 0 || seq == 1 {
+			break
+		}
+		block, seq = ev.PrevBlock, seq-1
+		if len(list)-fetched >= walkBatch {
+			stop, err := r.fetch(ctx, list, fetched, rep)
+			if err != nil {
+				return nil, err
+			}
+			fetched = len(list)
+			if stop >= 0 && !full {
+				return list[:stop+1], nil
+			}
+		}
+	}
+	stop, err := r.fetch(ctx, list, fetched, rep)
+	if err != nil {
+		return nil, err
+	}
+	if stop >= 0 && !full {
+		list = list[:stop+1]
+	}
+	rep.Walked = len(list)
+	if n := len(list); n > 0 && !full && mirror.Seq > 0 {
+		if oldest := list[n-1]; oldest.ev.Seq == mirror.Seq+1 && oldest.ev.Prev != mirror.Digest {
+			return nil, fmt.Errorf("%w: epoch %d names prev %s, this machine applied %s at seq %d", ErrFork, oldest.ev.Seq, short(oldest.ev.Prev), short(mirror.Digest), mirror.Seq)
+		}
+	}
+	return list, nil
+}
+
+// fetch fills the blobs of list[from:], from the cache when its keccak matches the event and
+// otherwise from the push calldata, and returns the index of the first snapshot among them
+// (-1 when none).
+func (r *Replica) fetch(ctx context.Context, list []walked, from int, rep *PullReport) (int, error) {
+	var need []*chain.EpochEvent
+	var idx []int
+	for i := from; i < len(list); i++ {
+		if b, ok := r.cache.Blob(list[i].ev.Seq, list[i].ev.Digest); ok {
+			list[i].blob = b
+			rep.FromCache++
+			continue
+		}
+		need = append(need, list[i].ev)
+		idx = append(idx, i)
+	}
+	if len(need) > 0 {
+		blobs, err := r.opt.Client.FetchBlobs(ctx, need)
+		if err != nil {
+			return -1, err
+		}
+		for j, b := range blobs {
+			list[idx[j]].blob = b
+			if err := r.cache.PutBlob(need[j].Seq, b); err != nil {
+				return -1, fmt.Errorf("cache epoch %d: %w", need[j].Seq, err)
+			}
+		}
+		rep.Fetched += len(need)
+	}
+	for i := from; i < len(list); i++ {
+		if h, _, err := seal.ParseHeader(list[i].blob); err == nil && h.IsSnapshot() {
+			return i, nil
+		}
+	}
+	return -1, nil
+}
+
+// contradiction marks an epoch that opened but disagrees with the chain: never walked past.
+func contradiction(err error) bool {
+	return errors.Is(err, seal.ErrSeqMismatch) || errors.Is(err, seal.ErrSpaceMismatch) ||
+		errors.Is(err, seal.ErrPrevMismatch) || errors.Is(err, seal.ErrRootMismatch) || errors.Is(err, ErrRootMismatch)
+}
+
+// applyWalk opens and applies the walked epochs oldest first. An epoch that cannot be opened
+// is skipped when a later snapshot in the walk opens; otherwise the pull stops there.
+func (r *Replica) applyWalk(list []walked, mirror Head, rep *PullReport) error {
+	var gaps []Gap
+	if err := r.getState(kGaps, &gaps); err != nil {
+		return err
+	}
+	total := len(list)
+	done := 0
+	for i := len(list) - 1; i >= 0; i-- {
+		w := list[i]
+		if w.ev.Seq <= mirror.Seq {
+			continue // walked with --full for the cache; already applied
+		}
+		err := r.applyOne(w, rep)
+		if err == nil {
+			done++
+			r.progress(done, total)
+			mirror.Seq = w.ev.Seq
+			continue
+		}
+		gap := Gap{Seq: w.ev.Seq, Block: w.ev.Block, Reason: err.Error()}
+		if !contradiction(err) {
+			for j := i - 1; j >= 0; j-- {
+				h, _, perr := seal.ParseHeader(list[j].blob)
+				if perr != nil || !h.IsSnapshot() {
+					continue
+				}
+				if serr := r.applyOne(list[j], rep); serr == nil {
+					gap.SupersededBy = list[j].ev.Seq
+					rep.Skipped = append(rep.Skipped, gap)
+					r.logf("pull: epoch %d cannot be applied (%s); superseded by snapshot %d", gap.Seq, gap.Reason, gap.SupersededBy)
+					mirror.Seq = list[j].ev.Seq
+					i = j
+					break
+				}
+			}
+			if gap.SupersededBy != 0 {
+				continue
+			}
+		}
+		rep.Gap = &gap
+		r.logf("pull: stopped at epoch %d: %s", gap.Seq, gap.Reason)
+		gaps = append(openGaps(gaps, 0), gap)
+		if err := r.setState(kGaps, &gaps); err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: epoch %d: %s", ErrGapOpen, gap.Seq, gap.Reason)
+	}
+	return r.setState(kGaps, openGaps(gaps, mirror.Seq))
+}
+
+// openGaps keeps the gaps a later applied epoch has not stepped over.
+func openGaps(gaps []Gap, applied uint64) []Gap {
+	var out []Gap
+	for _, g := range gaps {
+		if g.Seq > applied && g.SupersededBy == 0 {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+func (r *Replica) applyOne(w walked, rep *PullReport) error {
+	ev := w.ev
+	opened, err := seal.Open(w.blob, r.opt.DEK, r.epochContext(ev.Seq, ev.Prev))
+	if err != nil {
+		return err
+	}
+	info := EpochInfo{Seq: ev.Seq, Block: ev.Block, Tx: ev.TxHash.Hex(), Digest: ev.Digest, Prev: ev.Prev,
+		Bucket: int(opened.Header.Bucket), RowsRoot: opened.Plaintext.RowsRoot, Writer: ev.Writer,
+		CreatedAt: opened.Plaintext.CreatedAt, Snapshot: opened.Plaintext.Snapshot, NRows: opened.Plaintext.NRows,
+		Rows: len(opened.Plaintext.Rows), Deleted: len(opened.Plaintext.Deleted)}
+	changed, conflicts, err := r.ApplyEpoch(info, opened.Plaintext, ApplyOptions{})
+	if err != nil {
+		return err
+	}
+	if err := r.cache.PutOpened(&info, opened.Raw); err != nil {
+		return fmt.Errorf("cache epoch %d: %w", ev.Seq, err)
+	}
+	if err := r.raiseBucket(info.Bucket); err != nil {
+		return err
+	}
+	rep.Applied++
+	rep.Changed += len(changed)
+	rep.Conflicts = append(rep.Conflicts, conflicts...)
+	return nil
+}
+
+func (r *Replica) raiseBucket(b int) error {
+	var cur int
+	if err := r.getState(kBucket, &cur); err != nil {
+		return err
+	}
+	if b > cur {
+		return r.setState(kBucket, b)
+	}
+	return nil
+}
+
+func (r *Replica) progress(done, total int) {
+	if r.opt.Progress == nil || total < 8 {
+		return
+	}
+	fmt.Fprintf(r.opt.Progress, "\rpull: %d/%d epochs", done, total)
+	if done == total {
+		fmt.Fprintln(r.opt.Progress)
+	}
+}
+
+func short(h common.Hash) string { return h.Hex()[:14] }

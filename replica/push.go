@@ -1,0 +1,469 @@
+package replica
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"math/big"
+	"sort"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/core/types"
+
+	"kintfs/chain"
+	"kintfs/seal"
+)
+
+// PushOptions say what a push anchors.
+type PushOptions struct {
+	DryRun   bool
+	Snapshot bool // one epoch with the whole state (compact, rekey)
+}
+
+// EpochReceipt is one anchored epoch of a push, with what it cost.
+type EpochReceipt struct {
+	Seq               uint64 `json:"seq"`
+	Block             uint64 `json:"block"`
+	Tx                string `json:"tx"`
+	Bucket            int    `json:"bucket"`
+	Rows              int    `json:"rows"`
+	Deleted           int    `json:"deleted"`
+	CalldataBytes     int    `json:"calldata_bytes"`
+	GasUsed           uint64 `json:"gas_used"`
+	EffectiveGasPrice string `json:"effective_gas_price"`
+	L1Fee             string `json:"l1_fee,omitempty"`
+	Cost              string `json:"cost_wei"`
+}
+
+// HeldRow is a staged row that cannot be anchored as it stands.
+type HeldRow struct {
+	Tier     string  `json:"tier"`
+	Category *string `json:"category"`
+	Key      string  `json:"key"`
+	Reason   string  `json:"reason"`
+}
+
+// PushReport says what a push did or, on a dry run, would do.
+type PushReport struct {
+	DryRun  bool           `json:"dry_run"`
+	Rows    int            `json:"rows"`
+	Deleted int            `json:"deleted"`
+	Chunks  int            `json:"epochs"`
+	Epochs  []EpochReceipt `json:"anchored"`
+	Held    []HeldRow      `json:"held,omitempty"`
+}
+
+// pendingPush is the durable push journal entry written before a transaction is sent, so a
+// crash between send and receipt is adopted on the next start instead of read as a fork.
+type pendingPush struct {
+	Seq       uint64      `json:"seq"`
+	Prev      common.Hash `json:"prev"`
+	Digest    common.Hash `json:"digest"`
+	Tx        common.Hash `json:"tx"`
+	RawTx     []byte      `json:"raw_tx"`
+	Plaintext []byte      `json:"plaintext"`
+	Bucket    int         `json:"bucket"`
+}
+
+// Push anchors the staged rows.
+func (r *Replica) Push(ctx context.Context, opt PushOptions) (*PushReport, error) {
+	r.pushMu.Lock()
+	defer r.pushMu.Unlock()
+	rep, err := r.push(ctx, opt)
+	if !opt.DryRun {
+		r.status.notePush(rep, err)
+	}
+	return rep, err
+}
+
+// collectStaged reads the staged rows that can be anchored and the deletions, and lists the
+// held ones.
+func (r *Replica) collectStaged() (rows []seal.Row, dels []seal.Deleted, held []HeldRow, err error) {
+	err = r.db.View(func(txn *badger.Txn) error {
+		return scanPrefix(txn, pStaged, func(k, v []byte) error {
+			var st stagedRec
+			if err := decodeJSON(v, &st); err != nil {
+				return err
+			}
+			switch {
+			case st.Del:
+				dels = append(dels, seal.Deleted{Tier: st.Row.Tier, Category: st.Row.Category, Key: st.Row.Key})
+			case st.Held != "":
+				held = append(held, HeldRow{Tier: st.Row.Tier, Category: st.Row.Category, Key: st.Row.Key, Reason: st.Held})
+			default:
+				rows = append(rows, st.Row)
+			}
+			return nil
+		})
+	})
+	return
+}
+
+// hold marks a staged row as held with reason, persisted so status and xattrs show it.
+func (r *Replica) hold(row seal.Row, reason string) error {
+	id := row.ID()
+	return r.update(func(txn *badger.Txn, apply *[]func()) error {
+		var st stagedRec
+		found, err := getJSON(txn, pStaged+id, &st)
+		if err != nil || !found {
+			return err
+		}
+		st.Held = reason
+		if err := setJSON(txn, pStaged+id, &st); err != nil {
+			return err
+		}
+		k := rowKey(&st.Row)
+		*apply = append(*apply, func() {
+			if n := r.t.get(k); n != nil {
+				n.held = reason
+			}
+		})
+		return nil
+	})
+}
+
+func (r *Replica) push(ctx context.Context, opt PushOptions) (*PushReport, error) {
+	rep := &PushReport{DryRun: opt.DryRun}
+	c := r.opt.Client
+	if c == nil && !opt.DryRun {
+		return rep, ErrOffline
+	}
+	if !opt.DryRun {
+		if err := r.recoverPending(ctx); err != nil {
+			return rep, err
+		}
+	}
+	var gaps []Gap
+	if err := r.getState(kGaps, &gaps); err != nil {
+		return rep, err
+	}
+	if g := openGaps(gaps, 0); len(g) > 0 && !opt.Snapshot {
+		return rep, fmt.Errorf("%w: epoch %d (%s); run kintfs compact to anchor a snapshot over it", ErrGapOpen, g[0].Seq, g[0].Reason)
+	}
+	rows, dels, held, err := r.collectStaged()
+	if err != nil {
+		return rep, err
+	}
+	var chunks []seal.Chunk
+	for {
+		if opt.Snapshot {
+			break
+		}
+		chunks, err = seal.ChunkDiff(rows, dels)
+		var big *seal.RowTooLargeError
+		if !errors.As(err, &big) {
+			break
+		}
+		if herr := r.hold(big.Row, err.Error()); herr != nil {
+			return rep, herr
+		}
+		held = append(held, HeldRow{Tier: big.Row.Tier, Category: big.Row.Category, Key: big.Row.Key, Reason: err.Error()})
+		rows = removeRow(rows, big.Row.ID())
+	}
+	if err != nil {
+		return rep, err
+	}
+	rep.Held, rep.Rows, rep.Deleted = held, len(rows), len(dels)
+	if !opt.Snapshot && len(rows) == 0 && len(dels) == 0 {
+		return rep, ErrNothingToPush
+	}
+	r.t.mu.RLock()
+	leaves := make(map[string]common.Hash, len(r.leaves))
+	for id, l := range r.leaves {
+		leaves[id] = l
+	}
+	r.t.mu.RUnlock()
+	if opt.Snapshot {
+		full, err := r.snapshotRows(rows, dels)
+		if err != nil {
+			return rep, err
+		}
+		chunks = []seal.Chunk{{Rows: full, Deleted: dels}}
+		leaves = map[string]common.Hash{}
+	}
+	rep.Chunks = len(chunks)
+	if opt.DryRun {
+		return rep, nil
+	}
+	mirror, err := r.MirrorHead()
+	if err != nil {
+		return rep, err
+	}
+	ch, err := c.Head(ctx, r.vault.Owner, r.vault.Space)
+	if err != nil {
+		return rep, fmt.Errorf("read head: %w", err)
+	}
+	if ch.Seq != mirror.Seq || ch.Digest != mirror.Digest {
+		return rep, fmt.Errorf("%w: the chain is at seq %d, this machine last saw seq %d; pull first", ErrChainMoved, ch.Seq, mirror.Seq)
+	}
+	if r.opt.SessionKey == nil {
+		return rep, fmt.Errorf("%w: no session key on this machine (kintfs session-key create)", ErrNotAuthorized)
+	}
+	head := mirror
+	for _, chunk := range chunks {
+		for _, d := range chunk.Deleted {
+			delete(leaves, d.ID())
+		}
+		for i := range chunk.Rows {
+			leaves[chunk.Rows[i].ID()] = seal.Leaf(&chunk.Rows[i])
+		}
+		p := &seal.Plaintext{Tenant: r.vault.Tenant, Space: r.vault.Space, Seq: head.Seq + 1, Prev: head.Digest,
+			Rows: chunk.Rows, Deleted: chunk.Deleted, RowsRoot: rootOf(leaves), NRows: len(leaves),
+			CreatedAt: seal.FormatCreatedAt(time.Now()), Snapshot: opt.Snapshot}
+		er, next, err := r.sendEpoch(ctx, p, head)
+		if err != nil {
+			return rep, err
+		}
+		rep.Epochs = append(rep.Epochs, *er)
+		head = next
+	}
+	return rep, nil
+}
+
+// snapshotRows is the whole state after the staged changes: the mirror with staged rows
+// replacing and staged deletions removing.
+func (r *Replica) snapshotRows(staged []seal.Row, dels []seal.Deleted) ([]seal.Row, error) {
+	byID := map[string]seal.Row{}
+	err := r.db.View(func(txn *badger.Txn) error {
+		return scanPrefix(txn, pMirror, func(k, v []byte) error {
+			var m mirrorRec
+			if err := decodeJSON(v, &m); err != nil {
+				return err
+			}
+			byID[string(k[len(pMirror):])] = m.Row
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range dels {
+		delete(byID, d.ID())
+	}
+	for _, row := range staged {
+		byID[row.ID()] = row
+	}
+	out := make([]seal.Row, 0, len(byID))
+	for _, row := range byID {
+		out = append(out, row)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID() < out[j].ID() })
+	p := &seal.Plaintext{Tenant: r.vault.Tenant, Space: r.vault.Space, Rows: out, Deleted: dels, NRows: len(out), Snapshot: true}
+	if err := seal.SnapshotFits(p); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func removeRow(rows []seal.Row, id string) []seal.Row {
+	out := rows[:0]
+	for _, row := range rows {
+		if row.ID() != id {
+			out = append(out, row)
+		}
+	}
+	return out
+}
+
+// sendEpoch seals p, journals it, sends it, waits for it and applies it as this machine's own.
+func (r *Replica) sendEpoch(ctx context.Context, p *seal.Plaintext, head Head) (*EpochReceipt, Head, error) {
+	c := r.opt.Client
+	var prevBucket int
+	if err := r.getState(kBucket, &prevBucket); err != nil {
+		return nil, head, err
+	}
+	wraps, err := r.vault.WrapList()
+	if err != nil {
+		return nil, head, err
+	}
+	var nonce [12]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return nil, head, err
+	}
+	sealed, err := seal.Seal(p, r.epochContext(p.Seq, p.Prev), r.opt.DEK, wraps, prevBucket, nonce)
+	if err != nil {
+		return nil, head, fmt.Errorf("seal epoch %d: %w", p.Seq, err)
+	}
+	prep, err := c.PreparePush(ctx, r.opt.SessionKey, r.vault.Owner, r.vault.Space, p.Prev, sealed.Blob)
+	if err != nil {
+		switch {
+		case errors.Is(err, chain.ErrStaleHead):
+			return nil, head, fmt.Errorf("%w: %v", ErrChainMoved, err)
+		case errors.Is(err, chain.ErrNotAuthorized):
+			return nil, head, fmt.Errorf("%w: %v", ErrNotAuthorized, err)
+		}
+		return nil, head, err
+	}
+	raw, err := prep.Tx.MarshalBinary()
+	if err != nil {
+		return nil, head, err
+	}
+	if err := r.cache.PutBlob(p.Seq, sealed.Blob); err != nil {
+		return nil, head, fmt.Errorf("cache epoch %d: %w", p.Seq, err)
+	}
+	pend := pendingPush{Seq: p.Seq, Prev: p.Prev, Digest: sealed.Digest, Tx: prep.Hash, RawTx: raw,
+		Plaintext: sealed.Plaintext, Bucket: sealed.Bucket}
+	if err := r.setState(pendingKey(p.Seq), &pend); err != nil {
+		return nil, head, err
+	}
+	if err := c.Send(ctx, prep); err != nil {
+		return nil, head, fmt.Errorf("send epoch %d: %w", p.Seq, err)
+	}
+	rc, err := c.WaitPush(ctx, prep, r.vault.Owner, r.vault.Space, r.opt.Confirmations)
+	if err != nil {
+		return nil, head, fmt.Errorf("epoch %d sent as %s: %w", p.Seq, prep.Hash.Hex(), err)
+	}
+	info := EpochInfo{Seq: p.Seq, Block: rc.Block, Tx: rc.TxHash.Hex(), Digest: sealed.Digest, Prev: p.Prev,
+		Bucket: sealed.Bucket, RowsRoot: p.RowsRoot, Writer: rc.Event.Writer, CreatedAt: p.CreatedAt,
+		Snapshot: p.Snapshot, NRows: p.NRows, Rows: len(p.Rows), Deleted: len(p.Deleted)}
+	if err := r.adopt(&info, p, sealed.Plaintext); err != nil {
+		return nil, head, err
+	}
+	er := &EpochReceipt{Seq: p.Seq, Block: rc.Block, Tx: rc.TxHash.Hex(), Bucket: sealed.Bucket, Rows: len(p.Rows),
+		Deleted: len(p.Deleted), CalldataBytes: len(prep.Tx.Data()), GasUsed: rc.GasUsed,
+		EffectiveGasPrice: bigString(rc.EffectiveGasPrice), Cost: bigString(rc.Cost)}
+	if rc.L1Fee != nil {
+		er.L1Fee = rc.L1Fee.String()
+	}
+	r.logf("push: epoch %d anchored in block %d (%d rows, %d deleted, bucket %d, gas %d)", p.Seq, rc.Block, len(p.Rows), len(p.Deleted), sealed.Bucket, rc.GasUsed)
+	return er, Head{Seq: p.Seq, Digest: sealed.Digest, Block: rc.Block}, nil
+}
+
+// adopt applies an epoch this machine sealed and clears its journal entry.
+func (r *Replica) adopt(info *EpochInfo, p *seal.Plaintext, plaintext []byte) error {
+	if _, _, err := r.ApplyEpoch(*info, p, ApplyOptions{Own: true}); err != nil {
+		return fmt.Errorf("apply own epoch %d: %w", info.Seq, err)
+	}
+	if err := r.cache.PutOpened(info, plaintext); err != nil {
+		return fmt.Errorf("cache epoch %d: %w", info.Seq, err)
+	}
+	if err := r.raiseBucket(info.Bucket); err != nil {
+		return err
+	}
+	seen := Head{Seq: info.Seq, Digest: info.Digest, Block: info.Block}
+	var old Head
+	if err := r.getState(kSeen, &old); err != nil {
+		return err
+	}
+	if seen.Seq > old.Seq {
+		if err := r.setState(kSeen, &seen); err != nil {
+			return err
+		}
+	}
+	return r.db.Update(func(txn *badger.Txn) error { return txn.Delete([]byte(pendingKey(info.Seq))) })
+}
+
+func pendingKey(seq uint64) string { return pPending + string(be64(seq)) }
+
+// recoverPending settles push journal entries left by a crash: an epoch that landed is adopted
+// as this machine's own, one still pending is waited for or resent (the same signed
+// transaction, so it can never land twice), and one whose seq another machine took is dropped
+// (its rows are still staged).
+func (r *Replica) recoverPending(ctx context.Context) error {
+	var pend []pendingPush
+	err := r.db.View(func(txn *badger.Txn) error {
+		return scanPrefix(txn, pPending, func(k, v []byte) error {
+			var p pendingPush
+			if err := decodeJSON(v, &p); err != nil {
+				return err
+			}
+			pend = append(pend, p)
+			return nil
+		})
+	})
+	if err != nil || len(pend) == 0 {
+		return err
+	}
+	c := r.opt.Client
+	for _, p := range pend {
+		mirror, err := r.MirrorHead()
+		if err != nil {
+			return err
+		}
+		drop := func(why string) error {
+			r.logf("push journal: dropping epoch %d (%s); its rows stay staged", p.Seq, why)
+			return r.db.Update(func(txn *badger.Txn) error { return txn.Delete([]byte(pendingKey(p.Seq))) })
+		}
+		if mirror.Seq >= p.Seq {
+			if err := drop("already applied"); err != nil {
+				return err
+			}
+			continue
+		}
+		head, err := c.Head(ctx, r.vault.Owner, r.vault.Space)
+		if err != nil {
+			return fmt.Errorf("read head: %w", err)
+		}
+		if head.Seq < p.Seq {
+			if head.Seq != p.Seq-1 || head.Digest != p.Prev || mirror.Seq != p.Seq-1 {
+				if err := drop("the chain moved"); err != nil {
+					return err
+				}
+				continue
+			}
+			var tx types.Transaction
+			if err := tx.UnmarshalBinary(p.RawTx); err != nil {
+				return err
+			}
+			prep := &chain.PreparedPush{Tx: &tx, Hash: tx.Hash(), Digest: p.Digest, Nonce: tx.Nonce()}
+			if err := c.Send(ctx, prep); err != nil {
+				if err := drop("resend failed: " + err.Error()); err != nil {
+					return err
+				}
+				continue
+			}
+			r.logf("push journal: resent epoch %d (%s)", p.Seq, p.Tx.Hex())
+		}
+		found, block, err := c.TxStatus(ctx, p.Tx)
+		if err != nil {
+			return err
+		}
+		if !found {
+			var tx types.Transaction
+			if err := tx.UnmarshalBinary(p.RawTx); err != nil {
+				return err
+			}
+			prep := &chain.PreparedPush{Tx: &tx, Hash: tx.Hash(), Digest: p.Digest, Nonce: tx.Nonce()}
+			rc, err := c.WaitPush(ctx, prep, r.vault.Owner, r.vault.Space, r.opt.Confirmations)
+			if err != nil {
+				if head.Seq >= p.Seq {
+					if err := drop("another machine took seq " + fmt.Sprint(p.Seq)); err != nil {
+						return err
+					}
+					continue
+				}
+				return fmt.Errorf("epoch %d sent as %s: %w", p.Seq, p.Tx.Hex(), err)
+			}
+			block = rc.Block
+		}
+		ev, err := c.EpochAt(ctx, r.vault.Owner, r.vault.Space, block, p.Seq)
+		if err != nil || ev.Digest != p.Digest {
+			if err := drop("the epoch at that seq is not this machine's"); err != nil {
+				return err
+			}
+			continue
+		}
+		pt, err := seal.DecodePlaintext(p.Plaintext)
+		if err != nil {
+			return err
+		}
+		info := EpochInfo{Seq: p.Seq, Block: block, Tx: p.Tx.Hex(), Digest: p.Digest, Prev: p.Prev, Bucket: p.Bucket,
+			RowsRoot: pt.RowsRoot, Writer: ev.Writer, CreatedAt: pt.CreatedAt, Snapshot: pt.Snapshot, NRows: pt.NRows,
+			Rows: len(pt.Rows), Deleted: len(pt.Deleted)}
+		if err := r.adopt(&info, pt, p.Plaintext); err != nil {
+			return err
+		}
+		r.logf("push journal: adopted epoch %d as this machine's own (%s)", p.Seq, p.Tx.Hex())
+	}
+	return nil
+}
+
+func bigString(b *big.Int) string {
+	if b == nil {
+		return "0"
+	}
+	return b.String()
+}

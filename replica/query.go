@@ -1,0 +1,95 @@
+package replica
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/ethereum/go-ethereum/common"
+
+	"kintfs/seal"
+)
+
+// HistoryEntry is one anchored version of a row (Row nil: deleted by that epoch).
+type HistoryEntry struct {
+	Anchor Anchor    `json:"anchor"`
+	Row    *seal.Row `json:"row"`
+}
+
+// Versions lists every anchored version of a row this machine holds, oldest first.
+func (s *Store) Versions(k Key) ([]HistoryEntry, error) {
+	id := seal.CanonicalID(k.Tier, k.Category, k.Key)
+	var out []HistoryEntry
+	err := s.db.View(func(txn *badger.Txn) error {
+		return scanPrefix(txn, pHistory+id+"\x00", func(key, v []byte) error {
+			if len(key) != len(pHistory)+len(id)+17 {
+				return nil // a longer id that shares this prefix
+			}
+			var h histRec
+			if err := decodeJSON(v, &h); err != nil {
+				return err
+			}
+			out = append(out, HistoryEntry{Anchor: h.Anchor, Row: h.Row})
+			return nil
+		})
+	})
+	return out, err
+}
+
+// Proof is a merkle inclusion proof of one anchored row against the rows_root of the epoch
+// the mirror stands at.
+type Proof struct {
+	Key      Key              `json:"-"`
+	Leaf     common.Hash      `json:"leaf"`
+	Steps    []seal.ProofStep `json:"-"`
+	RowsRoot common.Hash      `json:"rows_root"`
+	Epoch    EpochInfo        `json:"epoch"`
+	Staged   bool             `json:"staged"` // the live file has changes not yet anchored
+}
+
+// Prove builds the inclusion proof of k's anchored version.
+func (r *Replica) Prove(k Key) (*Proof, error) {
+	head, err := r.MirrorHead()
+	if err != nil {
+		return nil, err
+	}
+	var info EpochInfo
+	found := false
+	err = r.db.View(func(txn *badger.Txn) error {
+		var err error
+		found, err = getJSON(txn, pEpoch+string(be64(head.Seq)), &info)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, fmt.Errorf("%w: nothing anchored has been applied on this machine yet", ErrNotFound)
+	}
+	id := seal.CanonicalID(k.Tier, k.Category, k.Key)
+	r.t.mu.RLock()
+	ids := make([]string, 0, len(r.leaves))
+	for i := range r.leaves {
+		ids = append(ids, i)
+	}
+	sort.Strings(ids)
+	leaves := make([][32]byte, len(ids))
+	index := -1
+	for i, x := range ids {
+		leaves[i] = r.leaves[x]
+		if x == id {
+			index = i
+		}
+	}
+	n := r.t.get(k)
+	r.t.mu.RUnlock()
+	if index < 0 {
+		return nil, fmt.Errorf("%w: %s has no anchored version", ErrNotFound, keyString(k))
+	}
+	p := &Proof{Key: k, Leaf: leaves[index], Steps: seal.MerkleProof(leaves, index), RowsRoot: info.RowsRoot, Epoch: info,
+		Staged: n != nil && n.staged}
+	if !seal.VerifyProof(p.Leaf, p.Steps, p.RowsRoot) {
+		return p, fmt.Errorf("the proof of %s does not verify against rows_root %s", keyString(k), info.RowsRoot.Hex())
+	}
+	return p, nil
+}

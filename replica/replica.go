@@ -1,0 +1,138 @@
+package replica
+
+import (
+	"crypto/ecdsa"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"kintfs/chain"
+	"kintfs/seal"
+)
+
+// Refusals the CLI maps to kint's exit codes.
+var (
+	ErrNothingToPush = errors.New("nothing to push: the store matches the last anchored epoch")
+	ErrChainMoved    = errors.New("the chain moved: another machine pushed since this machine last pulled")
+	ErrFork          = errors.New("fork: the chain's history differs from this machine's mirror")
+	ErrStaleRPC      = errors.New("stale or lying RPC")
+	ErrGapOpen       = errors.New("a pull stopped at an epoch this machine cannot apply")
+	ErrOffline       = errors.New("no chain connection")
+	ErrNotAuthorized = errors.New("the session key is not authorized to push for this owner")
+)
+
+// Options configure a replica.
+type Options struct {
+	Home          Home
+	Vault         *VaultConfig
+	DEK           [32]byte
+	Client        *chain.Client     // nil: offline, local reads and writes only
+	SessionKey    *ecdsa.PrivateKey // sends push; nil: cannot push
+	Confirmations uint64            // default 2
+	Logf          func(format string, args ...any)
+	Progress      io.Writer // long pulls report here; nil: quiet
+}
+
+// Replica is the engine under the mount: the local store, the vault's keys, and the chain.
+type Replica struct {
+	*Store
+	opt    Options
+	vault  *VaultConfig
+	cache  *EpochCache
+	pushMu sync.Mutex // one push or pull at a time
+	status statusState
+	worker *worker
+}
+
+// Open opens the replica of the vault in opt.Home.
+func Open(opt Options) (*Replica, error) {
+	if opt.Vault == nil {
+		return nil, ErrNoVault
+	}
+	if opt.Confirmations == 0 {
+		opt.Confirmations = 2
+	}
+	if opt.Logf == nil {
+		opt.Logf = func(string, ...any) {}
+	}
+	dir, err := opt.Home.Ensure("db", opt.Vault.Space16())
+	if err != nil {
+		return nil, err
+	}
+	st, err := OpenStore(dir)
+	if err != nil {
+		return nil, err
+	}
+	r := &Replica{Store: st, opt: opt, vault: opt.Vault, cache: newEpochCache(opt.Home, opt.Vault.Space16())}
+	r.status.started = time.Now()
+	return r, nil
+}
+
+// Vault is the vault configuration.
+func (r *Replica) Vault() *VaultConfig { return r.vault }
+
+// Client is the chain client, nil when offline.
+func (r *Replica) Client() *chain.Client { return r.opt.Client }
+
+func (r *Replica) epochContext(seq uint64, prev [32]byte) seal.EpochContext {
+	return seal.EpochContext{ChainID: r.vault.ChainID, Owner: r.vault.Owner, Space: r.vault.Space, Seq: seq, Prev: prev}
+}
+
+// MirrorHead is the head of the mirror.
+func (r *Replica) MirrorHead() (Head, error) {
+	var h Head
+	err := r.db.View(func(txn *badger.Txn) error {
+		_, err := getJSON(txn, kHead, &h)
+		return err
+	})
+	return h, err
+}
+
+func (r *Replica) getState(key string, v any) error {
+	return r.db.View(func(txn *badger.Txn) error {
+		_, err := getJSON(txn, key, v)
+		return err
+	})
+}
+
+func (r *Replica) setState(key string, v any) error {
+	return r.db.Update(func(txn *badger.Txn) error { return setJSON(txn, key, v) })
+}
+
+// Epochs lists the epochs this machine holds, oldest first.
+func (r *Replica) Epochs() ([]EpochInfo, error) {
+	var out []EpochInfo
+	err := r.db.View(func(txn *badger.Txn) error {
+		return scanPrefix(txn, pEpoch, func(k, v []byte) error {
+			var e EpochInfo
+			if err := decodeJSON(v, &e); err != nil {
+				return err
+			}
+			out = append(out, e)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// BlocksText is .kint/blocks: one line per anchored epoch held here.
+func (r *Replica) BlocksText() []byte {
+	eps, err := r.Epochs()
+	if err != nil {
+		return []byte(fmt.Sprintf("error: %v\n", err))
+	}
+	var b []byte
+	for _, e := range eps {
+		b = fmt.Appendf(b, "%d %d %s\n", e.Seq, e.Block, e.Tx)
+	}
+	return b
+}
+
+func (r *Replica) logf(format string, args ...any) { r.opt.Logf(format, args...) }
+
+// At is the read-only tree as anchored at or before block.
+func (r *Replica) At(block uint64) TreeReader { return r.Store.At(block) }

@@ -1,0 +1,165 @@
+package replica
+
+import (
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// statusState is what .kint/status reports beyond the database: the last push, pull and poll.
+type statusState struct {
+	mu           sync.Mutex
+	started      time.Time
+	lastPush     *opStatus
+	lastPull     *opStatus
+	lastPoll     time.Time
+	offlineSince time.Time
+	offlineWhy   string
+}
+
+type opStatus struct {
+	At     string `json:"at"`
+	Error  string `json:"error,omitempty"`
+	Report any    `json:"report,omitempty"`
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func (s *statusState) notePush(rep *PushReport, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := &opStatus{At: stamp(time.Now()), Report: rep}
+	if err != nil {
+		o.Error = err.Error()
+	}
+	s.lastPush = o
+}
+
+func (s *statusState) notePull(rep *PullReport, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := &opStatus{At: stamp(time.Now()), Report: rep}
+	if err != nil {
+		o.Error = err.Error()
+	}
+	s.lastPull = o
+}
+
+// notePoll records a poll of the head; err non-nil means the RPC could not be reached.
+func (s *statusState) notePoll(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lastPoll = time.Now()
+	if err == nil {
+		s.offlineSince, s.offlineWhy = time.Time{}, ""
+		return
+	}
+	if s.offlineSince.IsZero() {
+		s.offlineSince = time.Now()
+	}
+	s.offlineWhy = err.Error()
+}
+
+// Status is the JSON of .kint/status and kintfs status.
+type Status struct {
+	Owner        string     `json:"owner"`
+	Tenant       string     `json:"tenant"`
+	Space        string     `json:"space"`
+	Chain        ChainInfo  `json:"chain"`
+	Head         Head       `json:"head"`
+	Mirror       Head       `json:"mirror"`
+	LastPoll     string     `json:"last_poll,omitempty"`
+	Offline      string     `json:"offline,omitempty"`
+	StagedRows   int        `json:"staged_rows"`
+	StagedDels   int        `json:"staged_deletions"`
+	StagedBytes  int64      `json:"staged_bytes"`
+	OldestStaged float64    `json:"oldest_staged_age_seconds"`
+	Held         []HeldRow  `json:"held"`
+	Conflicts    []Conflict `json:"conflicts"`
+	Gaps         []Gap      `json:"gaps"`
+	PendingPush  []uint64   `json:"pending_push,omitempty"`
+	LastPush     *opStatus  `json:"last_push"`
+	LastPull     *opStatus  `json:"last_pull"`
+}
+
+// ChainInfo names the chain the vault lives on.
+type ChainInfo struct {
+	ChainID  uint64 `json:"chain_id"`
+	RPC      string `json:"rpc"`
+	Contract string `json:"contract"`
+}
+
+// Status gathers the replica's status.
+func (r *Replica) Status() (*Status, error) {
+	st := &Status{Owner: r.vault.Owner.Hex(), Tenant: r.vault.Tenant, Space: r.vault.Space.Hex(),
+		Chain: ChainInfo{ChainID: r.vault.ChainID, RPC: r.vault.RPC, Contract: r.vault.Contract.Hex()},
+		Held: []HeldRow{}, Conflicts: []Conflict{}, Gaps: []Gap{}}
+	var oldest int64
+	err := r.db.View(func(txn *badger.Txn) error {
+		for key, v := range map[string]any{kSeen: &st.Head, kHead: &st.Mirror, kConflict: &st.Conflicts, kGaps: &st.Gaps} {
+			if _, err := getJSON(txn, key, v); err != nil {
+				return err
+			}
+		}
+		err := scanPrefix(txn, pPending, func(k, v []byte) error {
+			st.PendingPush = append(st.PendingPush, beUint64(k[len(pPending):]))
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		return scanPrefix(txn, pStaged, func(k, v []byte) error {
+			var s stagedRec
+			if err := decodeJSON(v, &s); err != nil {
+				return err
+			}
+			if s.Del {
+				st.StagedDels++
+			} else {
+				st.StagedRows++
+				st.StagedBytes += contentSize(&s.Row)
+			}
+			if s.Held != "" {
+				st.Held = append(st.Held, HeldRow{Tier: s.Row.Tier, Category: s.Row.Category, Key: s.Row.Key, Reason: s.Held})
+			}
+			if oldest == 0 || s.At < oldest {
+				oldest = s.At
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	if oldest != 0 {
+		st.OldestStaged = time.Since(fromNanos(oldest)).Seconds()
+	}
+	r.status.mu.Lock()
+	st.LastPush, st.LastPull = r.status.lastPush, r.status.lastPull
+	st.LastPoll = stamp(r.status.lastPoll)
+	if !r.status.offlineSince.IsZero() {
+		st.Offline = "offline since " + stamp(r.status.offlineSince) + ": " + r.status.offlineWhy
+	} else if r.opt.Client == nil {
+		st.Offline = "offline: no chain connection"
+	}
+	r.status.mu.Unlock()
+	return st, nil
+}
+
+// StatusJSON is .kint/status.
+func (r *Replica) StatusJSON() []byte {
+	st, err := r.Status()
+	if err != nil {
+		b, _ := json.Marshal(map[string]string{"error": err.Error()})
+		return append(b, '\n')
+	}
+	b, _ := json.MarshalIndent(st, "", "  ")
+	return append(b, '\n')
+}

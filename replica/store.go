@@ -1,0 +1,114 @@
+package replica
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Badger key prefixes. Canonical ids contain NUL bytes, which sort below every printable byte,
+// so a prefix scan over "m/<tier>\x00" visits exactly one tier.
+const (
+	pMirror   = "m/" // canonical id -> mirrorRec: the row after the newest applied epoch
+	pStaged   = "s/" // canonical id -> stagedRec: a local change not yet anchored
+	pLocal    = "l/" // local id -> localRec: dotfiles and conflict copies, never anchored
+	pCategory = "c/" // category -> "": an entity category made by mkdir
+	pIno      = "i/" // name -> uint64 inode number
+	pHistory  = "h/" // canonical id \x00 block(8) seq(8) -> histRec
+	pEpoch    = "e/" // seq(8) -> EpochInfo
+	pPending  = "p/" // seq(8) -> pendingPush: the durable push journal
+	kInoNext  = "x/ino"
+	kHead     = "x/head"      // Head of the mirror
+	kSeen     = "x/seen"      // the newest chain head this machine has seen (the watermark)
+	kBucket   = "x/bucket"    // the bucket ratchet
+	kGaps     = "x/gaps"      // []Gap
+	kConflict = "x/conflicts" // []Conflict
+)
+
+// openBadger opens (or creates) the badger database in dir with settings sized for a mount:
+// every commit is synced, and caches are kept small so a large vault stays within its memory
+// budget.
+func openBadger(dir string) (*badger.DB, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create %s: %w", dir, err)
+	}
+	opts := badger.DefaultOptions(dir).
+		WithLogger(nil).
+		WithSyncWrites(true).
+		WithMemTableSize(16 << 20).
+		WithNumMemtables(2).
+		WithBlockCacheSize(16 << 20).
+		WithIndexCacheSize(8 << 20).
+		WithValueLogFileSize(64 << 20).
+		WithNumCompactors(2).
+		WithDetectConflicts(false)
+	db, err := badger.Open(opts)
+	if err != nil {
+		return nil, fmt.Errorf("open state database %s: %w", dir, err)
+	}
+	return db, nil
+}
+
+func be64(n uint64) []byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], n)
+	return b[:]
+}
+
+func historyKey(id string, block, seq uint64) []byte {
+	k := make([]byte, 0, len(pHistory)+len(id)+17)
+	k = append(k, pHistory...)
+	k = append(k, id...)
+	k = append(k, 0)
+	k = append(k, be64(block)...)
+	return append(k, be64(seq)...)
+}
+
+// getJSON reads key into v; found is false when the key is absent.
+func getJSON(txn *badger.Txn, key string, v any) (found bool, err error) {
+	item, err := txn.Get([]byte(key))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	err = item.Value(func(b []byte) error { return json.Unmarshal(b, v) })
+	if err != nil {
+		return false, fmt.Errorf("decode %q: %w", key, err)
+	}
+	return true, nil
+}
+
+func setJSON(txn *badger.Txn, key string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return txn.Set([]byte(key), b)
+}
+
+// scanPrefix calls fn for every key under prefix, in key order.
+func scanPrefix(txn *badger.Txn, prefix string, fn func(key, val []byte) error) error {
+	opts := badger.DefaultIteratorOptions
+	opts.Prefix = []byte(prefix)
+	it := txn.NewIterator(opts)
+	defer it.Close()
+	for it.Seek(opts.Prefix); it.ValidForPrefix(opts.Prefix); it.Next() {
+		item := it.Item()
+		val, err := item.ValueCopy(nil)
+		if err != nil {
+			return err
+		}
+		if err := fn(item.KeyCopy(nil), val); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func decodeJSON(b []byte, v any) error { return json.Unmarshal(b, v) }

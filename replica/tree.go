@@ -1,0 +1,221 @@
+package replica
+
+import (
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/ethereum/go-ethereum/common"
+
+	"kintfs/seal"
+)
+
+// dirKey names one directory of the live tree: a tier, or an entity category (hasCat) which
+// may be the empty string.
+type dirKey struct {
+	tier   string
+	cat    string
+	hasCat bool
+}
+
+func dirOf(k Key) dirKey {
+	if k.Category == nil {
+		return dirKey{tier: k.Tier}
+	}
+	return dirKey{tier: k.Tier, cat: *k.Category, hasCat: true}
+}
+
+type nameKey struct {
+	name  string
+	local bool
+}
+
+// node is one file of the live tree, kept in memory without its body.
+type node struct {
+	key    Key
+	row    seal.Row // Body is nil here; the body stays in badger
+	size   int64
+	mtime  time.Time
+	ino    uint64
+	staged bool
+	held   string
+	anchor *Anchor
+	leaf   common.Hash
+}
+
+func (n *node) version() *Version {
+	v := &Version{Key: n.key, Row: n.row, Ino: n.ino, Size: n.size, Mtime: n.mtime,
+		Staged: n.staged, Held: n.held, Leaf: n.leaf}
+	if n.anchor != nil {
+		a := *n.anchor
+		v.Anchor = &a
+	}
+	return v
+}
+
+// tree is the in-memory index of the live view: the mirror overlaid with staged changes and
+// local files. Bodies are read from badger on demand.
+type tree struct {
+	mu      sync.RWMutex
+	dirs    map[dirKey]map[nameKey]*node
+	cats    map[string]int  // entity category -> rows (and local files) in it
+	madeCat map[string]bool // categories made by mkdir
+	inos    map[string]uint64
+	inoNext uint64
+}
+
+func newTree() *tree {
+	return &tree{dirs: map[dirKey]map[nameKey]*node{}, cats: map[string]int{},
+		madeCat: map[string]bool{}, inos: map[string]uint64{}, inoNext: 100}
+}
+
+func rowKey(r *seal.Row) Key {
+	k := Key{Tier: r.Tier, Key: r.Key}
+	if r.Tier == seal.TierEntity && r.Category != nil {
+		c := *r.Category
+		k.Category = &c
+	}
+	return k
+}
+
+// inoName is the persisted name an inode number is allocated under.
+func inoName(k Key) string {
+	if k.Local {
+		return "L" + localID(k)
+	}
+	return "r" + seal.CanonicalID(k.Tier, k.Category, k.Key)
+}
+
+func dirInoName(tier string, cat *string) string {
+	if cat == nil {
+		return "d" + tier
+	}
+	return "d" + tier + "\x00" + *cat
+}
+
+// localID names a local file: the directory it lives in and its name.
+func localID(k Key) string {
+	c := "\x01" // no category
+	if k.Category != nil {
+		c = *k.Category
+	}
+	return k.Tier + "\x00" + c + "\x00" + k.Key
+}
+
+// ino returns the inode number for name, allocating and persisting a new one in txn when the
+// name has none yet. Callers hold t.mu for writing.
+func (t *tree) ino(txn *badger.Txn, name string) (uint64, error) {
+	if n, ok := t.inos[name]; ok {
+		return n, nil
+	}
+	n := t.inoNext
+	if err := txn.Set([]byte(pIno+name), be64(n)); err != nil {
+		return 0, err
+	}
+	if err := txn.Set([]byte(kInoNext), be64(n+1)); err != nil {
+		return 0, err
+	}
+	t.inoNext = n + 1
+	t.inos[name] = n
+	return n, nil
+}
+
+func (t *tree) get(k Key) *node {
+	return t.dirs[dirOf(k)][nameKey{k.Key, k.Local}]
+}
+
+func (t *tree) put(n *node) {
+	d := dirOf(n.key)
+	m := t.dirs[d]
+	if m == nil {
+		m = map[nameKey]*node{}
+		t.dirs[d] = m
+	}
+	nk := nameKey{n.key.Key, n.key.Local}
+	if _, had := m[nk]; !had && d.hasCat && d.tier == seal.TierEntity {
+		t.cats[d.cat]++
+	}
+	m[nk] = n
+}
+
+func (t *tree) remove(k Key) {
+	d := dirOf(k)
+	m := t.dirs[d]
+	nk := nameKey{k.Key, k.Local}
+	if _, had := m[nk]; !had {
+		return
+	}
+	delete(m, nk)
+	if d.hasCat && d.tier == seal.TierEntity {
+		if t.cats[d.cat]--; t.cats[d.cat] <= 0 {
+			delete(t.cats, d.cat)
+		}
+	}
+}
+
+func (t *tree) hasCategory(cat string) bool {
+	return t.cats[cat] > 0 || t.madeCat[cat]
+}
+
+// list returns a sorted snapshot of one directory.
+func (t *tree) list(tier string, cat *string) []Dirent {
+	d := dirOf(Key{Tier: tier, Category: cat})
+	var out []Dirent
+	for nk, n := range t.dirs[d] {
+		out = append(out, Dirent{Name: nk.name, Ino: n.ino, Local: nk.local})
+	}
+	if tier == seal.TierEntity && cat == nil {
+		seen := map[string]bool{}
+		for c := range t.cats {
+			seen[c] = true
+		}
+		for c := range t.madeCat {
+			seen[c] = true
+		}
+		for c := range seen {
+			cc := c
+			out = append(out, Dirent{Name: c, Dir: true, Ino: t.inos[dirInoName(tier, &cc)]})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Name != out[j].Name {
+			return out[i].Name < out[j].Name
+		}
+		return !out[i].Dir && out[j].Dir
+	})
+	return out
+}
+
+// all calls fn for every anchorable node (not local), in no particular order.
+func (t *tree) all(fn func(n *node)) {
+	for _, m := range t.dirs {
+		for nk, n := range m {
+			if !nk.local {
+				fn(n)
+			}
+		}
+	}
+}
+
+func validTier(tier string) bool {
+	for _, t := range Tiers {
+		if t == tier {
+			return true
+		}
+	}
+	return false
+}
+
+func keyString(k Key) string {
+	var b strings.Builder
+	b.WriteString(k.Tier)
+	b.WriteByte(' ')
+	if k.Category != nil {
+		b.WriteString(*k.Category)
+		b.WriteByte('/')
+	}
+	b.WriteString(k.Key)
+	return b.String()
+}

@@ -1,0 +1,203 @@
+package replica
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"golang.org/x/crypto/hkdf"
+	"golang.org/x/crypto/scrypt"
+
+	"kintfs/seal"
+)
+
+// Key errors; the CLI maps them to exit code 3.
+var (
+	ErrKeyMissing = errors.New("no data key cached for this vault: run kintfs init with your passphrase, signature or recovery code")
+	ErrKeyExpired = errors.New("the cached data key has expired (KINT_KEY_TTL): run kintfs init again to unlock it")
+	ErrNoVault    = errors.New("no vault configured in KINT_HOME: run kintfs init (or kintfs mount --dev)")
+)
+
+// VaultConfig is the vault this KINT_HOME is connected to (vault.json). It holds no secret.
+type VaultConfig struct {
+	Owner    common.Address `json:"owner"`
+	Tenant   string         `json:"tenant"`
+	Space    common.Hash    `json:"space"`
+	ChainID  uint64         `json:"chain_id"`
+	RPC      string         `json:"rpc"`
+	Contract common.Address `json:"contract"`
+	DekID    string         `json:"dek_id"`
+	Wraps    []string       `json:"wraps"` // hex, carried into the header of every epoch sealed here
+}
+
+// Space16 is the first 16 hex characters of the space, used in file names.
+func (v *VaultConfig) Space16() string { return seal.Space16(v.Space) }
+
+// WrapList decodes the wraps.
+func (v *VaultConfig) WrapList() ([]seal.Wrap, error) {
+	out := make([]seal.Wrap, 0, len(v.Wraps))
+	for _, h := range v.Wraps {
+		b, err := hex.DecodeString(h)
+		if err != nil || len(b) != seal.WrapLen {
+			return nil, fmt.Errorf("vault.json: bad wrap %q", h)
+		}
+		var w seal.Wrap
+		w.Kind = b[0]
+		copy(w.Tag[:], b[1:17])
+		copy(w.Nonce[:], b[17:29])
+		copy(w.Wrapped[:], b[29:77])
+		out = append(out, w)
+	}
+	return out, nil
+}
+
+// SetWraps records wraps.
+func (v *VaultConfig) SetWraps(ws []seal.Wrap) {
+	v.Wraps = v.Wraps[:0]
+	for _, w := range ws {
+		b := append([]byte{w.Kind}, w.Tag[:]...)
+		b = append(b, w.Nonce[:]...)
+		b = append(b, w.Wrapped[:]...)
+		v.Wraps = append(v.Wraps, hex.EncodeToString(b))
+	}
+}
+
+// LoadVault reads vault.json.
+func (h Home) LoadVault() (*VaultConfig, error) {
+	b, err := os.ReadFile(h.Path("vault.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, ErrNoVault
+	}
+	if err != nil {
+		return nil, err
+	}
+	var v VaultConfig
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, fmt.Errorf("vault.json: %w", err)
+	}
+	return &v, nil
+}
+
+// SaveVault writes vault.json.
+func (h Home) SaveVault(v *VaultConfig) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return h.WriteFile(append(b, '\n'), "vault.json")
+}
+
+// LocalKey is the secret the cached data key and the session keystore are encrypted under:
+// derived from KINT_SESSION_PASSPHRASE when set, else from a random local.secret file.
+func (h Home) LocalKey() ([]byte, error) {
+	if p := os.Getenv("KINT_SESSION_PASSPHRASE"); p != "" {
+		return scrypt.Key([]byte(p), []byte("kintfs-local-v1"), 1<<15, 8, 1, 32)
+	}
+	path := h.Path("local.secret")
+	secret, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		secret = randomBytes(32)
+		if err := h.WriteFile(secret, "local.secret"); err != nil {
+			return nil, err
+		}
+	} else if err != nil {
+		return nil, err
+	}
+	key := make([]byte, 32)
+	if _, err := io.ReadFull(hkdf.New(sha256.New, secret, nil, []byte("kintfs-local-v1")), key); err != nil {
+		return nil, err
+	}
+	return key, nil
+}
+
+type dekFile struct {
+	Expires int64  `json:"expires"`
+	Nonce   string `json:"nonce"`
+	Sealed  string `json:"sealed"`
+}
+
+// KeyTTL is KINT_KEY_TTL (a Go duration or seconds), default 24h.
+func KeyTTL() time.Duration {
+	v := os.Getenv("KINT_KEY_TTL")
+	if d, err := time.ParseDuration(v); err == nil && d > 0 {
+		return d
+	}
+	if n, err := strconv.Atoi(v); err == nil && n > 0 {
+		return time.Duration(n) * time.Second
+	}
+	return 24 * time.Hour
+}
+
+func dekAAD(space common.Hash) []byte { return append([]byte("kintfs-dek-cache-v1"), space[:]...) }
+
+// SaveDEK caches the data key encrypted under the local key, valid for KeyTTL.
+func (h Home) SaveDEK(space common.Hash, dek [32]byte) error {
+	key, err := h.LocalKey()
+	if err != nil {
+		return err
+	}
+	gcm, err := newGCM(key)
+	if err != nil {
+		return err
+	}
+	nonce := randomBytes(12)
+	f := dekFile{Expires: time.Now().Add(KeyTTL()).Unix(), Nonce: hex.EncodeToString(nonce),
+		Sealed: hex.EncodeToString(gcm.Seal(nil, nonce, dek[:], dekAAD(space)))}
+	b, _ := json.Marshal(&f)
+	return h.WriteFile(b, "keys", seal.Space16(space)+".dek")
+}
+
+// LoadDEK returns the cached data key of a space.
+func (h Home) LoadDEK(space common.Hash) ([32]byte, error) {
+	var dek [32]byte
+	b, err := os.ReadFile(h.Path("keys", seal.Space16(space)+".dek"))
+	if errors.Is(err, os.ErrNotExist) {
+		return dek, ErrKeyMissing
+	}
+	if err != nil {
+		return dek, err
+	}
+	var f dekFile
+	if err := json.Unmarshal(b, &f); err != nil {
+		return dek, fmt.Errorf("cached data key: %w", err)
+	}
+	if time.Now().Unix() > f.Expires {
+		return dek, ErrKeyExpired
+	}
+	key, err := h.LocalKey()
+	if err != nil {
+		return dek, err
+	}
+	gcm, err := newGCM(key)
+	if err != nil {
+		return dek, err
+	}
+	nonce, err1 := hex.DecodeString(f.Nonce)
+	sealed, err2 := hex.DecodeString(f.Sealed)
+	if err1 != nil || err2 != nil || len(nonce) != 12 {
+		return dek, fmt.Errorf("cached data key is malformed")
+	}
+	plain, err := gcm.Open(nil, nonce, sealed, dekAAD(space))
+	if err != nil || len(plain) != 32 {
+		return dek, fmt.Errorf("cached data key does not open with this machine's local secret (KINT_SESSION_PASSPHRASE changed?): %w", ErrKeyMissing)
+	}
+	copy(dek[:], plain)
+	return dek, nil
+}
+
+func newGCM(key []byte) (cipher.AEAD, error) {
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	return cipher.NewGCM(block)
+}

@@ -1,0 +1,314 @@
+package replica
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"kintfs/seal"
+)
+
+// Get returns the live version of k.
+func (s *Store) Get(k Key) (*Version, error) {
+	s.t.mu.RLock()
+	defer s.t.mu.RUnlock()
+	n := s.t.get(k)
+	if n == nil {
+		return nil, ErrNotFound
+	}
+	return n.version(), nil
+}
+
+// Content returns the live file content of k.
+func (s *Store) Content(k Key) ([]byte, error) {
+	s.t.mu.RLock()
+	defer s.t.mu.RUnlock()
+	n := s.t.get(k)
+	if n == nil {
+		return nil, ErrNotFound
+	}
+	var out []byte
+	err := s.db.View(func(txn *badger.Txn) error {
+		var err error
+		out, err = s.readContent(txn, n)
+		return err
+	})
+	return out, err
+}
+
+// List lists one live directory, sorted by name.
+func (s *Store) List(tier string, category *string) ([]Dirent, error) {
+	if !validTier(tier) {
+		return nil, ErrNotFound
+	}
+	s.t.mu.RLock()
+	out := s.t.list(tier, category)
+	missing := false
+	for _, d := range out {
+		if d.Dir && d.Ino == 0 {
+			missing = true
+		}
+	}
+	s.t.mu.RUnlock()
+	if missing {
+		for i := range out {
+			if out[i].Dir {
+				c := out[i].Name
+				out[i].Ino = s.DirIno(tier, &c)
+			}
+		}
+	}
+	return out, nil
+}
+
+// HasCategory reports whether an entity category exists in the live tree.
+func (s *Store) HasCategory(category string) bool {
+	s.t.mu.RLock()
+	defer s.t.mu.RUnlock()
+	return s.t.hasCategory(category)
+}
+
+// DirIno is the stable inode number of a tier directory or entity category.
+func (s *Store) DirIno(tier string, category *string) uint64 {
+	name := dirInoName(tier, category)
+	s.t.mu.RLock()
+	n, ok := s.t.inos[name]
+	s.t.mu.RUnlock()
+	if ok {
+		return n
+	}
+	err := s.update(func(txn *badger.Txn, _ *[]func()) error {
+		var err error
+		n, err = s.t.ino(txn, name)
+		return err
+	})
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// Write replaces the content of k, creating it, and stages the change durably.
+func (s *Store) Write(k Key, content []byte, mtime time.Time) (*Version, error) {
+	if err := checkKey(k); err != nil {
+		return nil, err
+	}
+	if k.Tier == seal.TierJournal && !k.Local {
+		return s.appendJournal(content, mtime)
+	}
+	var n *node
+	err := s.update(func(txn *badger.Txn, apply *[]func()) error {
+		var err error
+		if k.Local {
+			n, err = s.putLocal(txn, apply, k, content, mtime)
+			return err
+		}
+		row := seal.Row{Tier: k.Tier, Key: k.Key, Category: k.Category}
+		if old := s.t.get(k); old != nil {
+			row = old.row
+			row.Category = k.Category
+		}
+		body := string(content)
+		row.Body = &body
+		n, err = s.stagePut(txn, apply, row, mtime)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return n.version(), nil
+}
+
+// appendJournal stages a new journal event from the JSON object of its fields. Its key is its
+// content; a second identical event takes the next free ordinal.
+func (s *Store) appendJournal(content []byte, mtime time.Time) (*Version, error) {
+	row, err := parseJournal(content)
+	if err != nil {
+		return nil, err
+	}
+	var n *node
+	err = s.update(func(txn *badger.Txn, apply *[]func()) error {
+		rows := []seal.Row{row}
+		seal.AssignJournalKeys(rows, func(key string) bool {
+			if s.t.get(Key{Tier: seal.TierJournal, Key: key}) != nil {
+				return true
+			}
+			// a staged deletion hides the mirror row, but the key stays taken until anchored
+			_, err := txn.Get([]byte(pMirror + seal.CanonicalID(seal.TierJournal, nil, key)))
+			return err == nil
+		})
+		var err error
+		n, err = s.stagePut(txn, apply, rows[0], mtime)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return n.version(), nil
+}
+
+// Remove stages the deletion of a row, or deletes a local file.
+func (s *Store) Remove(k Key) error {
+	return s.update(func(txn *badger.Txn, apply *[]func()) error {
+		return s.removeTx(txn, apply, k)
+	})
+}
+
+func (s *Store) removeTx(txn *badger.Txn, apply *[]func(), k Key) error {
+	if s.t.get(k) == nil {
+		return ErrNotFound
+	}
+	if k.Local {
+		if err := txn.Delete([]byte(pLocal + localID(k))); err != nil {
+			return err
+		}
+		*apply = append(*apply, func() { s.t.remove(k) })
+		return nil
+	}
+	return s.stageDelete(txn, apply, k)
+}
+
+// Rename moves from to to within one tier, replacing to. A row keeps its status and meta; a
+// local file renamed onto a row's name becomes that row's new body (an editor's atomic save).
+func (s *Store) Rename(from, to Key) error {
+	if from.Tier != to.Tier {
+		return ErrCrossTier
+	}
+	if err := checkKey(to); err != nil {
+		return err
+	}
+	if from.Tier == seal.TierJournal && !(from.Local && to.Local) {
+		return fmt.Errorf("%w: journal events cannot be renamed", ErrReadOnly)
+	}
+	return s.update(func(txn *badger.Txn, apply *[]func()) error {
+		src := s.t.get(from)
+		if src == nil {
+			return ErrNotFound
+		}
+		if from == to || (sameKey(from, to)) {
+			return nil
+		}
+		content, err := s.readContent(txn, src)
+		if err != nil {
+			return err
+		}
+		if to.Local {
+			if _, err := s.putLocal(txn, apply, to, content, src.mtime); err != nil {
+				return err
+			}
+		} else {
+			row := seal.Row{Tier: to.Tier, Key: to.Key, Category: to.Category}
+			if !from.Local {
+				row = src.row
+				row.Key, row.Category = to.Key, to.Category
+			} else if dst := s.t.get(to); dst != nil {
+				row = dst.row
+				row.Category = to.Category
+			}
+			body := string(content)
+			row.Body = &body
+			if _, err := s.stagePut(txn, apply, row, src.mtime); err != nil {
+				return err
+			}
+		}
+		if !from.Local && !to.Local && seal.CanonicalID(from.Tier, from.Category, from.Key) ==
+			seal.CanonicalID(to.Tier, to.Category, to.Key) {
+			// entity/x and entity/%/x are one row: moving between them is a category change
+			*apply = append(*apply, func() { s.t.remove(from) })
+			return nil
+		}
+		return s.removeTx(txn, apply, from)
+	})
+}
+
+func sameKey(a, b Key) bool {
+	return a.Tier == b.Tier && a.Key == b.Key && a.Local == b.Local && eqStrp(a.Category, b.Category)
+}
+
+// Mkdir makes an empty entity category.
+func (s *Store) Mkdir(category string) error {
+	return s.update(func(txn *badger.Txn, apply *[]func()) error {
+		if s.t.hasCategory(category) {
+			return ErrExists
+		}
+		if err := txn.Set([]byte(pCategory+category), nil); err != nil {
+			return err
+		}
+		*apply = append(*apply, func() { s.t.madeCat[category] = true })
+		return nil
+	})
+}
+
+// Rmdir removes an empty entity category.
+func (s *Store) Rmdir(category string) error {
+	return s.update(func(txn *badger.Txn, apply *[]func()) error {
+		if s.t.cats[category] > 0 {
+			return ErrNotEmpty
+		}
+		if !s.t.madeCat[category] {
+			return ErrNotFound
+		}
+		if err := txn.Delete([]byte(pCategory + category)); err != nil {
+			return err
+		}
+		*apply = append(*apply, func() { delete(s.t.madeCat, category) })
+		return nil
+	})
+}
+
+// SetAttr sets a row's status or meta; nil is null. meta must be a JSON value.
+func (s *Store) SetAttr(k Key, name string, value *string) error {
+	if k.Local {
+		return fmt.Errorf("%w: local files have no %s", ErrInvalid, name)
+	}
+	if k.Tier == seal.TierJournal {
+		return fmt.Errorf("%w: journal events are immutable", ErrReadOnly)
+	}
+	switch name {
+	case "status":
+	case "meta":
+		if value != nil && !json.Valid([]byte(*value)) {
+			return fmt.Errorf("%w: meta must be a JSON value", ErrInvalid)
+		}
+	default:
+		return fmt.Errorf("%w: no attribute %q", ErrInvalid, name)
+	}
+	return s.update(func(txn *badger.Txn, apply *[]func()) error {
+		n := s.t.get(k)
+		if n == nil {
+			return ErrNotFound
+		}
+		row, err := s.fullRow(txn, n)
+		if err != nil {
+			return err
+		}
+		if name == "status" {
+			row.Status = value
+		} else {
+			row.Meta = value
+		}
+		_, err = s.stagePut(txn, apply, row, n.mtime)
+		return err
+	})
+}
+
+// Subscribe registers fn to be told which keys a pull changed.
+func (s *Store) Subscribe(fn func(changed []Key)) {
+	s.subMu.Lock()
+	s.subs = append(s.subs, fn)
+	s.subMu.Unlock()
+}
+
+func (s *Store) notify(changed []Key) {
+	if len(changed) == 0 {
+		return
+	}
+	s.subMu.Lock()
+	subs := append([]func([]Key){}, s.subs...)
+	s.subMu.Unlock()
+	for _, fn := range subs {
+		fn(changed)
+	}
+}

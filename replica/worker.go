@@ -1,0 +1,215 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+)
+
+// WorkerOptions configure the background write-back and poll.
+type WorkerOptions struct {
+	Quiet       time.Duration // KINT_QUIET_SECONDS: flush after this long without a change
+	SizeTrigger int64         // KINT_SIZE_TRIGGER_BYTES: flush at once past this many staged bytes
+	Poll        time.Duration // how often the chain head is read
+	OpTimeout   time.Duration // each flush or pull attempt runs under its own deadline
+}
+
+// worker seals and anchors staged rows after a quiet period and polls the head. FUSE requests
+// never wait on it; only a ctl command does, by choice.
+type worker struct {
+	r     *Replica
+	o     WorkerOptions
+	kick  chan struct{}
+	stop  chan struct{}
+	done  chan struct{}
+	once  sync.Once
+	retry time.Duration
+}
+
+// Commands are the ctl commands, in the order .kint/ctl lists them.
+var Commands = []string{"flush", "pull", "pull full", "compact", "refresh"}
+
+// ParseCommand normalises a ctl command: surrounding white space and a trailing newline are
+// ignored, inner runs of spaces fold to one.
+func ParseCommand(s string) (string, error) {
+	cmd := strings.Join(strings.Fields(s), " ")
+	for _, c := range Commands {
+		if cmd == c {
+			return cmd, nil
+		}
+	}
+	if len(cmd) > 40 {
+		cmd = cmd[:40] + "..."
+	}
+	return "", fmt.Errorf("%w: unknown command %q (one of: %s)", ErrInvalid, cmd, strings.Join(Commands, ", "))
+}
+
+// Control runs one ctl command and returns when it is done.
+func (r *Replica) Control(ctx context.Context, command string) error {
+	cmd, err := ParseCommand(command)
+	if err != nil {
+		return err
+	}
+	switch cmd {
+	case "flush":
+		return r.Flush(ctx)
+	case "pull":
+		_, err = r.Pull(ctx, false)
+	case "pull full":
+		_, err = r.Pull(ctx, true)
+	case "compact":
+		_, err = r.Push(ctx, PushOptions{Snapshot: true})
+	case "refresh":
+		err = r.poll(ctx)
+	}
+	return err
+}
+
+// Flush anchors what is staged, pulling first when the chain moved; nothing to push is done.
+func (r *Replica) Flush(ctx context.Context) error {
+	if err := r.poll(ctx); err != nil {
+		return err
+	}
+	_, err := r.Push(ctx, PushOptions{})
+	if errors.Is(err, ErrChainMoved) {
+		// another machine pushed between the poll and the push: rebase once more
+		if _, err := r.Pull(ctx, false); err != nil {
+			return err
+		}
+		_, err = r.Push(ctx, PushOptions{})
+	}
+	if errors.Is(err, ErrNothingToPush) {
+		return nil
+	}
+	return err
+}
+
+// poll reads the head and pulls when it moved.
+func (r *Replica) poll(ctx context.Context) error {
+	c := r.opt.Client
+	if c == nil {
+		return ErrOffline
+	}
+	head, err := c.Head(ctx, r.vault.Owner, r.vault.Space)
+	r.status.notePoll(err)
+	if err != nil {
+		return fmt.Errorf("read head: %w", err)
+	}
+	mirror, err := r.MirrorHead()
+	if err != nil {
+		return err
+	}
+	if head.Seq == mirror.Seq && head.Digest == mirror.Digest {
+		return nil
+	}
+	_, err = r.Pull(ctx, false)
+	return err
+}
+
+// StartWorker starts the background write-back and poll.
+func (r *Replica) StartWorker(o WorkerOptions) {
+	if o.Quiet <= 0 {
+		o.Quiet = 300 * time.Second
+	}
+	if o.SizeTrigger <= 0 {
+		o.SizeTrigger = 32768
+	}
+	if o.Poll <= 0 {
+		o.Poll = 30 * time.Second
+	}
+	if o.OpTimeout <= 0 {
+		o.OpTimeout = 5 * time.Minute
+	}
+	w := &worker{r: r, o: o, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	r.worker = w
+	r.onStage = func() {
+		select {
+		case w.kick <- struct{}{}:
+		default:
+		}
+	}
+	go w.run()
+}
+
+// StopWorker stops the worker and makes one last, bounded attempt to anchor what is staged.
+func (r *Replica) StopWorker(ctx context.Context) error {
+	w := r.worker
+	if w == nil {
+		return nil
+	}
+	w.once.Do(func() { close(w.stop) })
+	<-w.done
+	if r.opt.Client == nil {
+		return nil
+	}
+	st, err := r.Status()
+	if err != nil || st.StagedRows+st.StagedDels == len(st.Held) {
+		return err
+	}
+	return r.Flush(ctx)
+}
+
+func (w *worker) run() {
+	defer close(w.done)
+	quiet := time.NewTimer(time.Hour)
+	quiet.Stop()
+	if st, err := w.r.Status(); err == nil && st.StagedRows+st.StagedDels > len(st.Held) {
+		quiet.Reset(w.o.Quiet) // staged before a restart: the marker is the staged rows themselves
+	}
+	poll := time.NewTicker(w.o.Poll)
+	defer poll.Stop()
+	for {
+		select {
+		case <-w.stop:
+			return
+		case <-w.kick:
+			w.r.t.mu.RLock()
+			size := w.r.stagedBytes
+			w.r.t.mu.RUnlock()
+			if size >= w.o.SizeTrigger {
+				quiet.Reset(0)
+			} else {
+				quiet.Reset(w.o.Quiet)
+			}
+		case <-quiet.C:
+			if err := w.attempt(w.r.Flush); err != nil {
+				quiet.Reset(w.backoff())
+			} else {
+				w.retry = 0
+			}
+		case <-poll.C:
+			_ = w.attempt(w.r.poll)
+		}
+	}
+}
+
+// attempt runs one operation under its own deadline, logging a failure.
+func (w *worker) attempt(op func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), w.o.OpTimeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-w.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	err := op(ctx)
+	if err != nil && !errors.Is(err, ErrOffline) {
+		w.r.logf("background: %v", err)
+	}
+	return err
+}
+
+// backoff doubles the retry delay from 5 s up to 5 minutes.
+func (w *worker) backoff() time.Duration {
+	if w.retry == 0 {
+		w.retry = 5 * time.Second
+	} else if w.retry *= 2; w.retry > 5*time.Minute {
+		w.retry = 5 * time.Minute
+	}
+	return w.retry
+}

@@ -1,0 +1,253 @@
+package seal
+
+import (
+	"fmt"
+)
+
+// Limits of one diff epoch: its rows and deletions, gzipped, plus Headroom
+// for the rest of the plaintext, must not pass MaxDiffBytes.
+const (
+	MaxDiffBytes = 92160
+	Headroom     = 512
+)
+
+// Chunk is the part of a change set that one epoch carries.
+type Chunk struct {
+	Rows    []Row
+	Deleted []Deleted
+}
+
+// RowTooLargeError names a row that cannot fit an epoch even alone.
+type RowTooLargeError struct {
+	Row Row
+}
+
+func (e *RowTooLargeError) Error() string {
+	name := e.Row.Key
+	if e.Row.Tier == TierEntity {
+		cat := ""
+		if e.Row.Category != nil {
+			cat = *e.Row.Category
+		}
+		name = cat + "/" + e.Row.Key
+	}
+	return fmt.Sprintf("row %s %s compresses to more than 90 KB on its own and cannot fit one epoch; shrink or split it in Sibyl (push refuses until then, nothing else is blocked)", e.Row.Tier, name)
+}
+
+// Unwrap lets errors.Is(err, ErrTooLarge) match.
+func (e *RowTooLargeError) Unwrap() error { return ErrTooLarge }
+
+// SnapshotTooLargeError reports a full state that does not fit one epoch.
+type SnapshotTooLargeError struct {
+	NRows int
+	Size  int // measured bytes: gzip of rows and deletions plus Headroom
+}
+
+func (e *SnapshotTooLargeError) Error() string {
+	return fmt.Sprintf("the full state (%d rows) compresses to %d bytes, more than the %d bytes one epoch can carry, and snapshots are single-epoch", e.NRows, e.Size, MaxDiffBytes)
+}
+
+// Unwrap lets errors.Is(err, ErrSnapshotTooLarge) match.
+func (e *SnapshotTooLargeError) Unwrap() error { return ErrSnapshotTooLarge }
+
+// The measured document of a chunk is {"deleted":[...],"rows":[...]} in the
+// plaintext's encoding. Deletions come first so that the document can be
+// compressed as a stream while rows are appended.
+const (
+	chunkDocHead   = `{"deleted":[`
+	chunkDocToRows = `],"rows":[`
+	chunkDocTail   = `]}`
+)
+
+func appendChunkDoc(dst []byte, rows []Row, dels []Deleted) []byte {
+	dst = append(dst, chunkDocHead...)
+	for i := range dels {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendDeletedJSON(dst, &dels[i])
+	}
+	dst = append(dst, chunkDocToRows...)
+	for i := range rows {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendRowJSON(dst, &rows[i])
+	}
+	return append(dst, chunkDocTail...)
+}
+
+// chunkMeasure is the measured size of a chunk: gzip of its document plus
+// Headroom.
+func chunkMeasure(rows []Row, dels []Deleted) int {
+	return len(Compress(appendChunkDoc(nil, rows, dels))) + Headroom
+}
+
+// SnapshotFits refuses a snapshot whose rows and deletions, measured as a
+// diff chunk is, exceed what one epoch carries: a snapshot cannot be split.
+func SnapshotFits(p *Plaintext) error {
+	if size := chunkMeasure(p.Rows, p.Deleted); size > MaxDiffBytes {
+		return &SnapshotTooLargeError{NRows: len(p.Rows), Size: size}
+	}
+	return nil
+}
+
+// ChunkDiff splits a change set into epochs. Rows are added in order and a
+// chunk closes when the next row would push its measure (gzip of the chunk's
+// deletions and rows, plus Headroom) past MaxDiffBytes. Deletions travel in
+// the first chunk; only when they cannot all fit there do they spill into
+// the next ones, still ahead of every row. A row that cannot fit alone is a
+// *RowTooLargeError. Empty input gives nil.
+//
+// The chunk document is compressed once as a stream; near the limit the
+// stream is snapshotted and closed to measure each candidate exactly, so
+// every chunk's measure is exact, not estimated.
+func ChunkDiff(rows []Row, deleted []Deleted) ([]Chunk, error) {
+	if len(rows) == 0 && len(deleted) == 0 {
+		return nil, nil
+	}
+	c := &chunker{limit: MaxDiffBytes - Headroom, t: &trees{}}
+	for i := range deleted {
+		if err := c.add(chunkItem{del: &deleted[i]}); err != nil {
+			return nil, err
+		}
+	}
+	for i := range rows {
+		if err := c.add(chunkItem{row: &rows[i]}); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.closeChunk(c.g); err != nil {
+		return nil, err
+	}
+	return c.chunks, nil
+}
+
+type chunkItem struct {
+	row *Row
+	del *Deleted
+}
+
+// chunkMargin covers how far gzipStream.estimate can fall short of the real
+// closed size (the unprocessed lookahead of at most 262 bytes, costed at a
+// byte each, may cost up to 15 bits a byte, and new symbols reshape the
+// trees). Below limit-margin an item is accepted on the estimate alone.
+const chunkMargin = 1024
+
+type chunker struct {
+	limit  int // for the gzip alone: MaxDiffBytes - Headroom
+	t      *trees
+	g      *gzipStream // nil between chunks
+	cur    Chunk
+	chunks []Chunk
+	buf    []byte
+}
+
+// suffix closes the document after the current items.
+func (c *chunker) suffix() string {
+	if len(c.cur.Rows) == 0 {
+		return chunkDocToRows + chunkDocTail
+	}
+	return chunkDocTail
+}
+
+func (c *chunker) piece(it chunkItem) []byte {
+	b := c.buf[:0]
+	if it.row != nil {
+		if len(c.cur.Rows) == 0 {
+			b = append(b, chunkDocToRows...)
+		} else {
+			b = append(b, ',')
+		}
+		b = appendRowJSON(b, it.row)
+	} else {
+		if len(c.cur.Deleted) > 0 {
+			b = append(b, ',')
+		}
+		b = appendDeletedJSON(b, it.del)
+	}
+	c.buf = b
+	return b
+}
+
+func (c *chunker) add(it chunkItem) error {
+	if c.g == nil {
+		c.g = newGzipStream()
+		c.g.write([]byte(chunkDocHead))
+	}
+	piece := c.piece(it)
+	// Could this item reach the limit? Compressed output is at most about
+	// twice the input (15-bit literal codes), so this test is conservative.
+	var before *gzipStream
+	if c.g.estimate(c.t)+2*len(piece)+len(chunkDocToRows+chunkDocTail)+chunkMargin > c.limit {
+		before = c.g.clone()
+	}
+	c.g.write(piece)
+	if before != nil {
+		after := c.g.clone()
+		if it.row != nil {
+			after.write([]byte(chunkDocTail))
+		} else {
+			after.write([]byte(chunkDocToRows + chunkDocTail))
+		}
+		if after.closedSize() > c.limit {
+			if len(c.cur.Rows) == 0 && len(c.cur.Deleted) == 0 {
+				if it.row != nil {
+					return &RowTooLargeError{Row: *it.row}
+				}
+				return fmt.Errorf("%w: deletion of %s %q compresses past one epoch", ErrTooLarge, it.del.Tier, it.del.Key)
+			}
+			if err := c.closeChunk(before); err != nil {
+				return err
+			}
+			return c.add(it)
+		}
+	}
+	if it.row != nil {
+		c.cur.Rows = append(c.cur.Rows, *it.row)
+	} else {
+		c.cur.Deleted = append(c.cur.Deleted, *it.del)
+	}
+	return nil
+}
+
+// closeChunk ends the current chunk. at is the stream holding exactly the
+// chunk's items; its closed size is the chunk's exact measure. Should it not
+// fit (the estimate let an item in that it should not have), items move to
+// the next chunk until the one-shot measure fits.
+func (c *chunker) closeChunk(at *gzipStream) error {
+	c.g = nil
+	if len(c.cur.Rows) == 0 && len(c.cur.Deleted) == 0 {
+		return nil
+	}
+	at.write([]byte(c.suffix()))
+	fits := at.closedSize() <= c.limit
+	var spill []chunkItem
+	for !fits && len(c.cur.Rows)+len(c.cur.Deleted) > 1 {
+		if n := len(c.cur.Rows); n > 0 {
+			r := c.cur.Rows[n-1]
+			spill = append(spill, chunkItem{row: &r})
+			c.cur.Rows = c.cur.Rows[:n-1]
+		} else {
+			n := len(c.cur.Deleted)
+			d := c.cur.Deleted[n-1]
+			spill = append(spill, chunkItem{del: &d})
+			c.cur.Deleted = c.cur.Deleted[:n-1]
+		}
+		fits = chunkMeasure(c.cur.Rows, c.cur.Deleted)-Headroom <= c.limit
+	}
+	if !fits {
+		if len(c.cur.Rows) == 1 {
+			return &RowTooLargeError{Row: c.cur.Rows[0]}
+		}
+		return fmt.Errorf("%w: deletion of %s %q compresses past one epoch", ErrTooLarge, c.cur.Deleted[0].Tier, c.cur.Deleted[0].Key)
+	}
+	c.chunks = append(c.chunks, c.cur)
+	c.cur = Chunk{}
+	for i := len(spill) - 1; i >= 0; i-- {
+		if err := c.add(spill[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,322 @@
+package seal
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+	"math/bits"
+)
+
+// kint compresses with zlib at level 9 (Python's gzip.compress), and the test
+// vectors pin the exact compressed bytes. compress/flate produces a different
+// (equally valid) stream, so this file reproduces zlib's level-9 algorithm:
+// windowBits 15, memLevel 8, the default strategy, lazy matching with
+// good=32, lazy=258, nice=258, chain=4096. Every choice that can change the
+// output (hash function, window sliding, match search order, block
+// boundaries, tree construction) follows zlib; only the memory layout is Go's.
+
+const (
+	zWSize       = 1 << 15
+	zWMask       = zWSize - 1
+	zWindowSize  = 2 * zWSize
+	zHashBits    = 15
+	zHashSize    = 1 << zHashBits
+	zHashMask    = zHashSize - 1
+	zHashShift   = (zHashBits + zMinMatch - 1) / zMinMatch
+	zMinMatch    = 3
+	zMaxMatch    = 258
+	zMinLook     = zMaxMatch + zMinMatch + 1
+	zMaxDist     = zWSize - zMinLook
+	zWinInit     = zMaxMatch
+	zTooFar      = 4096
+	zGoodMatch   = 32
+	zMaxLazy     = 258
+	zNiceMatch   = 258
+	zMaxChain    = 4096
+	zLitBufSize  = 1 << (8 + 6)
+	zBlockSymbol = zLitBufSize - 1 // a block is flushed after this many symbols
+)
+
+// deflater holds the whole compressor state in fixed arrays so that a copy
+// of the struct is an independent snapshot (the chunker relies on that).
+type deflater struct {
+	window [zWindowSize]byte
+	prev   [zWSize]uint16
+	head   [zHashSize]uint16
+
+	highWater  int
+	strstart   int
+	lookahead  int
+	blockStart int // may go negative after a slide: the block start left the window
+	insert     int
+	insH       uint32
+
+	matchLength    int
+	prevLength     int
+	prevMatch      int
+	matchStart     int
+	matchAvailable bool
+
+	in    []byte // caller input not yet copied into the window
+	crc   uint32
+	total uint32
+
+	syms symbolBuffer
+	bw   bitWriter
+	t    *trees // scratch for building a block's trees
+}
+
+func newDeflater() *deflater {
+	d := &deflater{t: &trees{}}
+	d.matchLength = zMinMatch - 1
+	d.prevLength = zMinMatch - 1
+	d.syms.reset()
+	return d
+}
+
+func (d *deflater) updateHash(h uint32, c byte) uint32 {
+	return ((h << zHashShift) ^ uint32(c)) & zHashMask
+}
+
+// insertString links the string at str into its hash chain and returns the
+// previous head of that chain.
+func (d *deflater) insertString(str int) int {
+	d.insH = d.updateHash(d.insH, d.window[str+zMinMatch-1])
+	h := d.head[d.insH]
+	d.prev[str&zWMask] = h
+	d.head[d.insH] = uint16(str)
+	return int(h)
+}
+
+func (d *deflater) slideHash() {
+	for i, m := range d.head {
+		if int(m) >= zWSize {
+			d.head[i] = m - zWSize
+		} else {
+			d.head[i] = 0
+		}
+	}
+	for i, m := range d.prev {
+		if int(m) >= zWSize {
+			d.prev[i] = m - zWSize
+		} else {
+			d.prev[i] = 0
+		}
+	}
+}
+
+func (d *deflater) readInput(dst []byte) int {
+	n := copy(dst, d.in)
+	d.crc = crc32.Update(d.crc, crc32.IEEETable, dst[:n])
+	d.total += uint32(n)
+	d.in = d.in[n:]
+	return n
+}
+
+// fillWindow reads input when the lookahead runs short, sliding the window
+// down by 32 KiB when the current position nears its end.
+func (d *deflater) fillWindow() {
+	for {
+		more := zWindowSize - d.lookahead - d.strstart
+		if d.strstart >= zWSize+zMaxDist {
+			copy(d.window[:zWSize-more], d.window[zWSize:2*zWSize-more])
+			d.matchStart -= zWSize
+			d.strstart -= zWSize
+			d.blockStart -= zWSize
+			if d.insert > d.strstart {
+				d.insert = d.strstart
+			}
+			d.slideHash()
+			more += zWSize
+		}
+		if len(d.in) == 0 {
+			break
+		}
+		pos := d.strstart + d.lookahead
+		d.lookahead += d.readInput(d.window[pos : pos+more])
+
+		if d.lookahead+d.insert >= zMinMatch {
+			str := d.strstart - d.insert
+			d.insH = uint32(d.window[str])
+			d.insH = d.updateHash(d.insH, d.window[str+1])
+			for d.insert > 0 {
+				d.insH = d.updateHash(d.insH, d.window[str+zMinMatch-1])
+				d.prev[str&zWMask] = d.head[d.insH]
+				d.head[d.insH] = uint16(str)
+				str++
+				d.insert--
+				if d.lookahead+d.insert < zMinMatch {
+					break
+				}
+			}
+		}
+		if d.lookahead >= zMinLook || len(d.in) == 0 {
+			break
+		}
+	}
+	// Bytes just past the data are zeroed the first time they can be read,
+	// as zlib does; the match search may look at them (never to the output's
+	// detriment, but they must be the same bytes zlib would see).
+	if d.highWater < zWindowSize {
+		curr := d.strstart + d.lookahead
+		if d.highWater < curr {
+			init := min(zWindowSize-curr, zWinInit)
+			clear(d.window[curr : curr+init])
+			d.highWater = curr + init
+		} else if d.highWater < curr+zWinInit {
+			init := min(curr+zWinInit-d.highWater, zWindowSize-d.highWater)
+			clear(d.window[d.highWater : d.highWater+init])
+			d.highWater += init
+		}
+	}
+}
+
+// longestMatch walks the hash chain from curMatch and returns the length of
+// the longest match (capped at the lookahead), setting matchStart.
+func (d *deflater) longestMatch(curMatch int) int {
+	chain := zMaxChain
+	win := d.window[:]
+	scan := d.strstart
+	bestLen := d.prevLength
+	nice := zNiceMatch
+	limit := 0
+	if d.strstart > zMaxDist {
+		limit = d.strstart - zMaxDist
+	}
+	scanEnd1 := win[scan+bestLen-1]
+	scanEnd := win[scan+bestLen]
+	if d.prevLength >= zGoodMatch {
+		chain >>= 2
+	}
+	if nice > d.lookahead {
+		nice = d.lookahead
+	}
+	s0, s1 := win[scan], win[scan+1]
+	for {
+		m := curMatch
+		if win[m+bestLen] == scanEnd && win[m+bestLen-1] == scanEnd1 && win[m] == s0 && win[m+1] == s1 {
+			// Byte 2 equals by construction of the hash, as zlib assumes.
+			n := 3 + commonPrefix(win[m+3:m+zMaxMatch], win[scan+3:scan+zMaxMatch])
+			if n > bestLen {
+				d.matchStart = curMatch
+				bestLen = n
+				if n >= nice {
+					break
+				}
+				scanEnd1 = win[scan+bestLen-1]
+				scanEnd = win[scan+bestLen]
+			}
+		}
+		curMatch = int(d.prev[curMatch&zWMask])
+		if curMatch <= limit {
+			break
+		}
+		chain--
+		if chain == 0 {
+			break
+		}
+	}
+	if bestLen <= d.lookahead {
+		return bestLen
+	}
+	return d.lookahead
+}
+
+// commonPrefix returns how many leading bytes a and b share (len(a) == len(b)).
+func commonPrefix(a, b []byte) int {
+	n := 0
+	for len(a)-n >= 8 {
+		x := binary.LittleEndian.Uint64(a[n:]) ^ binary.LittleEndian.Uint64(b[n:])
+		if x != 0 {
+			return n + bits.TrailingZeros64(x)/8
+		}
+		n += 8
+	}
+	for n < len(a) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
+// run is zlib's deflate_slow. Without finish it stops when it needs more
+// input; with finish it drains everything and writes the last block.
+func (d *deflater) run(finish bool) {
+	for {
+		if d.lookahead < zMinLook {
+			d.fillWindow()
+			if d.lookahead < zMinLook && !finish {
+				return
+			}
+			if d.lookahead == 0 {
+				break
+			}
+		}
+		hashHead := 0
+		if d.lookahead >= zMinMatch {
+			hashHead = d.insertString(d.strstart)
+		}
+		d.prevLength, d.prevMatch = d.matchLength, d.matchStart
+		d.matchLength = zMinMatch - 1
+		if hashHead != 0 && d.prevLength < zMaxLazy && d.strstart-hashHead <= zMaxDist {
+			d.matchLength = d.longestMatch(hashHead)
+			// A 3-byte match far away costs more than three literals.
+			if d.matchLength == zMinMatch && d.strstart-d.matchStart > zTooFar {
+				d.matchLength = zMinMatch - 1
+			}
+		}
+		switch {
+		case d.prevLength >= zMinMatch && d.matchLength <= d.prevLength:
+			maxInsert := d.strstart + d.lookahead - zMinMatch
+			flush := d.syms.tallyDist(d.strstart-1-d.prevMatch, d.prevLength-zMinMatch)
+			d.lookahead -= d.prevLength - 1
+			for n := d.prevLength - 2; n > 0; n-- {
+				d.strstart++
+				if d.strstart <= maxInsert {
+					d.insertString(d.strstart)
+				}
+			}
+			d.matchAvailable = false
+			d.matchLength = zMinMatch - 1
+			d.strstart++
+			if flush {
+				d.flushBlock(false)
+			}
+		case d.matchAvailable:
+			if d.syms.tallyLit(d.window[d.strstart-1]) {
+				d.flushBlock(false)
+			}
+			d.strstart++
+			d.lookahead--
+		default:
+			d.matchAvailable = true
+			d.strstart++
+			d.lookahead--
+		}
+	}
+	if d.matchAvailable {
+		d.syms.tallyLit(d.window[d.strstart-1])
+		d.matchAvailable = false
+	}
+	d.insert = min(d.strstart, zMinMatch-1)
+	d.flushBlock(true)
+}
+
+func (d *deflater) flushBlock(last bool) {
+	var stored []byte
+	if d.blockStart >= 0 {
+		stored = d.window[d.blockStart:d.strstart]
+	}
+	d.bw.flushBlock(d.t, &d.syms, stored, d.blockStart >= 0, last)
+	d.blockStart = d.strstart
+}
+
+// write feeds input and compresses as far as it can without finishing.
+func (d *deflater) write(p []byte) {
+	d.in = p
+	d.run(false)
+	d.in = nil
+}
+
+// finish compresses what is left and closes the stream.
+func (d *deflater) finish() {
+	d.run(true)
+}

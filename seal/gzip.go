@@ -1,0 +1,110 @@
+package seal
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// gzipHeader is what Python's gzip.compress(data, 9, mtime=0) writes via
+// zlib: no flags, mtime 0, XFL 2 (maximum compression) and OS 0x13. kint's
+// vectors were produced where zlib reports OS 19 (macOS), and byte-identical
+// blobs need the same byte; readers ignore it.
+var gzipHeader = [10]byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 2, 0x13}
+
+// Compress gzips plaintext exactly as kint does (zlib level 9, mtime 0).
+func Compress(plaintext []byte) []byte {
+	d := newDeflater()
+	d.bw.out = make([]byte, 0, len(plaintext)/3+64)
+	d.bw.out = append(d.bw.out, gzipHeader[:]...)
+	d.in = plaintext
+	d.finish()
+	d.in = nil
+	return appendGzipTrailer(d.bw.out, d.crc, d.total)
+}
+
+func appendGzipTrailer(dst []byte, crc, size uint32) []byte {
+	dst = binary.LittleEndian.AppendUint32(dst, crc)
+	return binary.LittleEndian.AppendUint32(dst, size)
+}
+
+// errDecompressLimit is returned when the output would pass the caller's limit.
+var errDecompressLimit = errors.New("gzip payload decompresses past the limit")
+
+// Decompress inflates one gzip member of at most limit bytes of output. Any
+// bytes after the member are refused.
+func Decompress(gz []byte, limit int) ([]byte, error) {
+	br := bytes.NewReader(gz)
+	zr, err := gzip.NewReader(br)
+	if err != nil {
+		return nil, fmt.Errorf("gunzip: %w", err)
+	}
+	zr.Multistream(false)
+	var out bytes.Buffer
+	n, err := io.Copy(&out, io.LimitReader(zr, int64(limit)+1))
+	if err != nil {
+		return nil, fmt.Errorf("gunzip: %w", err)
+	}
+	if n > int64(limit) {
+		return nil, errDecompressLimit
+	}
+	if err := zr.Close(); err != nil {
+		return nil, fmt.Errorf("gunzip: %w", err)
+	}
+	if br.Len() != 0 {
+		return nil, fmt.Errorf("gunzip: %d bytes after the gzip member", br.Len())
+	}
+	return out.Bytes(), nil
+}
+
+// gzipStream compresses incrementally. Its size after close is exactly
+// len(Compress(everything written)), and a clone can be closed to measure a
+// prefix without disturbing the stream.
+type gzipStream struct {
+	d       *deflater
+	outBase int // bytes emitted before this clone was taken (clones only)
+}
+
+func newGzipStream() *gzipStream {
+	d := newDeflater()
+	d.bw.out = append(d.bw.out, gzipHeader[:]...)
+	return &gzipStream{d: d}
+}
+
+func (g *gzipStream) write(p []byte) { g.d.write(p) }
+
+// clone snapshots the stream for measuring; it does not share mutable state
+// with g, and it keeps none of g's output bytes.
+func (g *gzipStream) clone() *gzipStream {
+	c := &deflater{}
+	*c = *g.d
+	c.t = &trees{}
+	c.bw.out = nil
+	return &gzipStream{d: c, outBase: g.outBase + len(g.d.bw.out)}
+}
+
+// closedSize finishes the stream and returns its total compressed size.
+func (g *gzipStream) closedSize() int {
+	g.d.finish()
+	return g.outBase + len(g.d.bw.out) + 8
+}
+
+// estimate approximates the size the stream would have if closed now:
+// emitted bytes, the open block costed with its own trees, the unprocessed
+// lookahead at a byte each, and the trailer. It is usually within a few
+// bytes; callers confirm with a clone before relying on it.
+func (g *gzipStream) estimate(t *trees) int {
+	d := g.d
+	n := g.outBase + d.bw.size() + 8
+	if d.syms.n > 0 {
+		n += t.blockBytes(&d.syms)
+	}
+	n += d.lookahead
+	if d.matchAvailable {
+		n++
+	}
+	return n
+}

@@ -1,0 +1,196 @@
+package seal
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/ethereum/go-ethereum/crypto"
+)
+
+// Tiers of the v1 row model.
+const (
+	TierEntity    = "entity"
+	TierState     = "state"
+	TierReference = "reference"
+	TierJournal   = "journal"
+)
+
+// Row is one wire row. Every value but Tier and Key may be null (nil).
+type Row struct {
+	Tier      string
+	Key       string
+	Category  *string
+	Status    *string
+	Body      *string
+	Meta      *string
+	TS        *string
+	Evaluated *string
+	Acted     *string
+	Forward   *string
+	Extra     *string
+}
+
+// rowFieldNames are the wire names of the nullable fields, in wire order.
+var rowFieldNames = [9]string{"category", "status", "body", "meta", "ts", "evaluated", "acted", "forward", "extra"}
+
+func (r *Row) nullableFields() [9]*string {
+	return [9]*string{r.Category, r.Status, r.Body, r.Meta, r.TS, r.Evaluated, r.Acted, r.Forward, r.Extra}
+}
+
+func (r *Row) nullableFieldPtrs() [9]**string {
+	return [9]**string{&r.Category, &r.Status, &r.Body, &r.Meta, &r.TS, &r.Evaluated, &r.Acted, &r.Forward, &r.Extra}
+}
+
+// CanonicalID is tier \0 category \0 key. Only entities are keyed by
+// category, so a nil category and "" give the same id.
+func CanonicalID(tier string, category *string, key string) string {
+	cat := ""
+	if category != nil && tier == TierEntity {
+		cat = *category
+	}
+	return tier + "\x00" + cat + "\x00" + key
+}
+
+// ID is the row's canonical id.
+func (r *Row) ID() string { return CanonicalID(r.Tier, r.Category, r.Key) }
+
+// Deleted names a row removed by an epoch: [tier, category|null, key].
+type Deleted struct {
+	Tier     string
+	Category *string
+	Key      string
+}
+
+// ID is the canonical id of the deleted row.
+func (d Deleted) ID() string { return CanonicalID(d.Tier, d.Category, d.Key) }
+
+var (
+	leafDomain       = []byte("kint-leaf-v1")
+	journalKeyDomain = []byte("kint-journal-key-v1")
+)
+
+// appendLP appends lp(x) = uint32_be(len) || x, or ff ff ff ff for null.
+func appendLP(dst []byte, s *string) []byte {
+	if s == nil {
+		return append(dst, 0xff, 0xff, 0xff, 0xff)
+	}
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(*s)))
+	return append(dst, *s...)
+}
+
+func lpLen(s *string) int {
+	if s == nil {
+		return 4
+	}
+	return 4 + len(*s)
+}
+
+// Leaf is the row's merkle leaf. Journal rows hash their content fields;
+// the other tiers hash category, key, status, body and meta (timestamps that
+// Sibyl regenerates on replay are left out).
+func Leaf(r *Row) [32]byte {
+	tier, key := r.Tier, r.Key
+	var fields []*string
+	if r.Tier == TierJournal {
+		fields = []*string{&tier, nil, &key, nil, r.TS, r.Evaluated, r.Acted, r.Forward, r.Extra}
+	} else {
+		fields = []*string{&tier, r.Category, &key, r.Status, r.Body, r.Meta}
+	}
+	n := len(leafDomain)
+	for _, f := range fields {
+		n += lpLen(f)
+	}
+	buf := make([]byte, 0, n)
+	buf = append(buf, leafDomain...)
+	for _, f := range fields {
+		buf = appendLP(buf, f)
+	}
+	return crypto.Keccak256Hash(buf)
+}
+
+// JournalKey is the content key of a journal event: 64 lowercase hex.
+func JournalKey(ts, evaluated, acted, forward, extra *string) string {
+	fields := [5]*string{ts, evaluated, acted, forward, extra}
+	n := len(journalKeyDomain)
+	for _, f := range fields {
+		n += lpLen(f)
+	}
+	buf := make([]byte, 0, n)
+	buf = append(buf, journalKeyDomain...)
+	for _, f := range fields {
+		buf = appendLP(buf, f)
+	}
+	h := crypto.Keccak256(buf)
+	return hex.EncodeToString(h)
+}
+
+// AssignJournalKeys gives every journal row whose Key is empty its content
+// key, in slice order. Identical events get base, base:1, base:2, ...; a key
+// is skipped when existing reports it taken (existing may be nil) or when a
+// journal row in rows already carries it.
+func AssignJournalKeys(rows []Row, existing func(key string) bool) {
+	taken := map[string]bool{}
+	for i := range rows {
+		if rows[i].Tier == TierJournal && rows[i].Key != "" {
+			taken[rows[i].Key] = true
+		}
+	}
+	for i := range rows {
+		r := &rows[i]
+		if r.Tier != TierJournal || r.Key != "" {
+			continue
+		}
+		base := JournalKey(r.TS, r.Evaluated, r.Acted, r.Forward, r.Extra)
+		key := base
+		for n := 1; taken[key] || (existing != nil && existing(key)); n++ {
+			key = base + ":" + strconv.Itoa(n)
+		}
+		taken[key] = true
+		r.Key = key
+	}
+}
+
+// SortByID sorts rows by canonical id, compared as UTF-8 bytes.
+func SortByID(rows []Row) {
+	ids := make([]string, len(rows))
+	idx := make([]int, len(rows))
+	for i := range rows {
+		ids[i] = rows[i].ID()
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return strings.Compare(ids[a], ids[b]) })
+	sorted := make([]Row, len(rows))
+	for i, j := range idx {
+		sorted[i] = rows[j]
+	}
+	copy(rows, sorted)
+}
+
+// ValidUTF8Row refuses a row with a field that is not valid UTF-8: kint
+// (Python) cannot represent such text, so the epoch would not open there.
+func ValidUTF8Row(r *Row) error {
+	if !utf8.ValidString(r.Tier) {
+		return fmt.Errorf("tier: %w", ErrInvalidUTF8)
+	}
+	if !utf8.ValidString(r.Key) {
+		return fmt.Errorf("key: %w", ErrInvalidUTF8)
+	}
+	for i, f := range r.nullableFields() {
+		if f != nil && !utf8.ValidString(*f) {
+			return fmt.Errorf("%s: %w", rowFieldNames[i], ErrInvalidUTF8)
+		}
+	}
+	return nil
+}
+
+func validUTF8Deleted(d *Deleted) error {
+	if !utf8.ValidString(d.Tier) || !utf8.ValidString(d.Key) || (d.Category != nil && !utf8.ValidString(*d.Category)) {
+		return fmt.Errorf("deleted %q: %w", d.Key, ErrInvalidUTF8)
+	}
+	return nil
+}

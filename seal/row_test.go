@@ -1,0 +1,197 @@
+package seal
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"kintfs/seal/vectors"
+)
+
+func vectorRows(v *vectors.Vectors) []Row {
+	rows := make([]Row, len(v.Rows))
+	for i, r := range v.Rows {
+		rows[i] = Row(r.Row)
+	}
+	return rows
+}
+
+func toRows(vr []vectors.Row) []Row {
+	rows := make([]Row, len(vr))
+	for i := range vr {
+		rows[i] = Row(vr[i])
+	}
+	return rows
+}
+
+func strp(s string) *string { return &s }
+
+func TestRowVectors(t *testing.T) {
+	v := vectors.Load(t)
+	for _, rv := range v.Rows {
+		r := Row(rv.Row)
+		if got := r.ID(); got != rv.RowID {
+			t.Errorf("ID = %q, want %q", got, rv.RowID)
+		}
+		if got := CanonicalID(r.Tier, r.Category, r.Key); got != rv.RowID {
+			t.Errorf("CanonicalID = %q, want %q", got, rv.RowID)
+		}
+		if got := Leaf(&r); got != rv.Leaf {
+			t.Errorf("Leaf(%q) = %x, want %x", rv.RowID, got, rv.Leaf)
+		}
+		if err := ValidUTF8Row(&r); err != nil {
+			t.Errorf("ValidUTF8Row(%q) = %v", rv.RowID, err)
+		}
+	}
+
+	rows := vectorRows(v)
+	SortByID(rows)
+	var ids []string
+	var leaves [][32]byte
+	for i := range rows {
+		ids = append(ids, rows[i].ID())
+		leaves = append(leaves, Leaf(&rows[i]))
+	}
+	if !slices.Equal(ids, v.SortedIDs) {
+		t.Errorf("sorted ids = %q, want %q", ids, v.SortedIDs)
+	}
+	if got := MerkleRoot(leaves); got != v.RowsRoot {
+		t.Errorf("MerkleRoot = %x, want %x", got, v.RowsRoot)
+	}
+	if got := StateRoot(vectorRows(v)); got != v.RowsRoot {
+		t.Errorf("StateRoot = %x, want %x", got, v.RowsRoot)
+	}
+	if got := EmptyRoot(); got != v.EmptyRoot {
+		t.Errorf("EmptyRoot = %x, want %x", got, v.EmptyRoot)
+	}
+	if got := MerkleRoot(nil); got != v.EmptyRoot {
+		t.Errorf("MerkleRoot(nil) = %x", got)
+	}
+	if got := StateRoot(nil); got != v.EmptyRoot {
+		t.Errorf("StateRoot(nil) = %x", got)
+	}
+}
+
+func TestStateAfterEpoch2(t *testing.T) {
+	v := vectors.Load(t)
+	sa := v.Epoch2.StateAfter
+	rows := toRows(v.Epoch2.Rows)
+	SortByID(rows)
+	var ids []string
+	for i := range rows {
+		ids = append(ids, rows[i].ID())
+		if got, want := Leaf(&rows[i]), sa.Leaves[rows[i].ID()]; got != want {
+			t.Errorf("leaf %q = %x, want %x", rows[i].ID(), got, want)
+		}
+	}
+	if !slices.Equal(ids, sa.SortedIDs) {
+		t.Errorf("ids = %q, want %q", ids, sa.SortedIDs)
+	}
+	if got := StateRoot(toRows(v.Epoch2.Rows)); got != sa.Root || got != v.Epoch2.RowsRoot {
+		t.Errorf("state root = %x, want %x", got, sa.Root)
+	}
+	if len(rows) != sa.NRows {
+		t.Errorf("n_rows = %d, want %d", len(rows), sa.NRows)
+	}
+	for i, d := range v.Epoch2.Deleted {
+		if got := Deleted(d).ID(); got != v.Epoch2.DeletedIDs[i] {
+			t.Errorf("deleted id = %q, want %q", got, v.Epoch2.DeletedIDs[i])
+		}
+	}
+}
+
+func TestCanonicalIDNullAndEmptyCategory(t *testing.T) {
+	empty := ""
+	a := Row{Tier: TierEntity, Key: "k", Category: nil, Body: strp("b")}
+	b := Row{Tier: TierEntity, Key: "k", Category: &empty, Body: strp("b")}
+	if a.ID() != b.ID() || a.ID() != "entity\x00\x00k" {
+		t.Errorf("ids differ: %q %q", a.ID(), b.ID())
+	}
+	if Leaf(&a) == Leaf(&b) {
+		t.Error("a null and an empty category must give different leaves")
+	}
+	if got := CanonicalID(TierState, strp("ignored"), "goal"); got != "state\x00\x00goal" {
+		t.Errorf("state id = %q", got)
+	}
+}
+
+func TestJournalKeyVector(t *testing.T) {
+	v := vectors.Load(t)
+	in := v.JournalKeyInputs
+	if got := JournalKey(in.TS, in.Evaluated, in.Acted, in.Forward, in.Extra); got != in.Key {
+		t.Errorf("JournalKey = %q, want %q", got, in.Key)
+	}
+	// The vector's journal row is keyed by the same content.
+	for _, rv := range v.Rows {
+		if rv.Row.Tier == TierJournal {
+			r := Row(rv.Row)
+			if JournalKey(r.TS, r.Evaluated, r.Acted, r.Forward, r.Extra) != r.Key {
+				t.Errorf("journal row key %q is not its content key", r.Key)
+			}
+		}
+	}
+}
+
+func TestAssignJournalKeys(t *testing.T) {
+	ev := func(ts string) Row { return Row{Tier: TierJournal, TS: strp(ts), Evaluated: strp("e")} }
+	base := JournalKey(strp("t1"), strp("e"), nil, nil, nil)
+	other := JournalKey(strp("t2"), strp("e"), nil, nil, nil)
+	rows := []Row{ev("t1"), {Tier: TierEntity, Key: "x"}, ev("t1"), ev("t2"), ev("t1"), {Tier: TierJournal, Key: "keep", TS: strp("t1"), Evaluated: strp("e")}}
+	existing := map[string]bool{base + ":1": true}
+	AssignJournalKeys(rows, func(k string) bool { return existing[k] })
+	want := []string{base, "x", base + ":2", other, base + ":3", "keep"}
+	for i := range rows {
+		if rows[i].Key != want[i] {
+			t.Errorf("row %d key = %q, want %q", i, rows[i].Key, want[i])
+		}
+	}
+	// A key already carried by a row of the slice is taken too.
+	rows = []Row{{Tier: TierJournal, Key: base}, ev("t1")}
+	AssignJournalKeys(rows, nil)
+	if rows[1].Key != base+":1" {
+		t.Errorf("key = %q, want %q", rows[1].Key, base+":1")
+	}
+}
+
+func TestSortByIDBytewise(t *testing.T) {
+	// UTF-8 byte order: U+FB01 (ef ac 81) sorts before U+1F525 (f0 9f 94 a5),
+	// though UTF-16 order would put the astral character first.
+	rows := []Row{
+		{Tier: TierEntity, Category: strp("p"), Key: "🔥"},
+		{Tier: TierEntity, Category: strp("p"), Key: "ﬁ"},
+		{Tier: TierEntity, Category: strp("p"), Key: "z"},
+		{Tier: TierEntity, Key: "zz"},
+	}
+	SortByID(rows)
+	var keys []string
+	for _, r := range rows {
+		keys = append(keys, r.Key)
+	}
+	if want := []string{"zz", "z", "ﬁ", "🔥"}; !slices.Equal(keys, want) {
+		t.Errorf("order = %q, want %q", keys, want)
+	}
+}
+
+func TestValidUTF8Row(t *testing.T) {
+	bad := string([]byte{0xff, 'a'})
+	for i, r := range []Row{
+		{Tier: TierState, Key: bad},
+		{Tier: TierState, Key: "k", Body: &bad},
+		{Tier: TierJournal, Key: "k", Extra: &bad},
+		{Tier: TierEntity, Key: "k", Category: &bad},
+	} {
+		if err := ValidUTF8Row(&r); !errors.Is(err, ErrInvalidUTF8) {
+			t.Errorf("case %d: got %v", i, err)
+		}
+	}
+}
+
+func ExampleCanonicalID() {
+	cat := "rules"
+	fmt.Printf("%q\n", CanonicalID(TierEntity, &cat, "release-gate"))
+	fmt.Printf("%q\n", CanonicalID(TierReference, nil, "doc/readme"))
+	// Output:
+	// "entity\x00rules\x00release-gate"
+	// "reference\x00\x00doc/readme"
+}
