@@ -45,10 +45,13 @@ func TestPrepareReportsReverts(t *testing.T) {
 	if !errors.Is(err, chain.ErrEmptyCiphertext) {
 		t.Fatalf("empty ct: %v", err)
 	}
-	// An unfunded key: not a revert.
-	poor, _ := e.newKey(false)
-	_, err = e.c.PreparePush(e.ctx, poor, e.owner, e.space, r.Digest, []byte("x"))
-	if err == nil || errors.Is(err, chain.ErrWouldRevert) {
+	// An unfunded owner key: the push is valid, sending it is not.
+	poor, poorAddr := e.newKey(false)
+	pp, err := e.c.PreparePush(e.ctx, poor, poorAddr, e.space, common.Hash{}, []byte("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.Send(e.ctx, pp); err == nil || !strings.Contains(err.Error(), "insufficient funds") {
 		t.Fatalf("unfunded key: %v", err)
 	}
 }

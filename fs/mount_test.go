@@ -25,6 +25,14 @@ type testMount struct {
 	log *testLog
 }
 
+// expectLog lets a test's mount log lines containing s; any other line is a failure, since
+// the mount logs only real faults and lost writes.
+func (tm *testMount) expectLog(s string) {
+	tm.log.mu.Lock()
+	tm.log.allowed = append(tm.log.allowed, s)
+	tm.log.mu.Unlock()
+}
+
 // path joins elements under the mountpoint.
 func (tm *testMount) path(elem ...string) string {
 	return filepath.Join(append([]string{tm.dir}, elem...)...)
@@ -82,16 +90,36 @@ func mountForTest(t *testing.T, opts ...func(*MountOptions)) *testMount {
 			t.Errorf("unmount: %v", err)
 		}
 		tl.close()
+		tl.check()
 	})
 	return &testMount{dir: dir, m: m, r: r, log: tl}
 }
 
 // testLog collects the mount's log lines and passes them to the test while it runs.
 type testLog struct {
-	t      *testing.T
-	mu     sync.Mutex
-	lines  []string
-	closed bool
+	t       *testing.T
+	mu      sync.Mutex
+	lines   []string
+	allowed []string
+	closed  bool
+}
+
+// check fails the test for every line it did not expect.
+func (l *testLog) check() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, line := range l.lines {
+		if !strings.HasPrefix(line, "kintfs: ") {
+			continue // go-fuse's own debug output
+		}
+		ok := false
+		for _, a := range l.allowed {
+			ok = ok || strings.Contains(line, a)
+		}
+		if !ok {
+			l.t.Errorf("unexpected mount log: %s", strings.TrimSpace(line))
+		}
+	}
 }
 
 func (l *testLog) Write(p []byte) (int, error) {
@@ -178,8 +206,11 @@ func readFile(t *testing.T, p string) string {
 // lsNames lists a directory with ls -A, one name a line.
 func lsNames(t *testing.T, dir string) []string {
 	t.Helper()
-	out := mustRun(t, "ls", "-A1", dir)
-	names := strings.Fields(out)
+	out := strings.TrimSuffix(mustRun(t, "ls", "-A1", dir), "\n")
+	if out == "" {
+		return nil
+	}
+	names := strings.Split(out, "\n")
 	sort.Strings(names)
 	return names
 }

@@ -1,0 +1,284 @@
+package fs
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+
+	"kintfs/replica"
+)
+
+func TestJournalAppend(t *testing.T) {
+	tm := mountForTest(t)
+	event := `{"ts":"2026-09-09T21:15:00Z","evaluated":"checked the plan","acted":null,"forward":null,"extra":"{\"tool\":\"test\"}"}`
+	mustSh(t, "printf '%s' '"+event+"' > "+tm.path("journal", "new-event"))
+	names := lsNames(t, tm.path("journal"))
+	if len(names) != 1 || !regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(names[0]) {
+		t.Fatalf("journal lists %q", names)
+	}
+	p := tm.path("journal", names[0])
+	got := mustRun(t, "cat", p)
+	var fields map[string]*string
+	if err := json.Unmarshal([]byte(got), &fields); err != nil || fields["evaluated"] == nil || *fields["evaluated"] != "checked the plan" {
+		t.Fatalf("event reads %q (%v)", got, err)
+	}
+	st, err := os.Stat(p)
+	if err != nil || st.Mode().Perm() != 0444 || st.Size() != int64(len(got)) {
+		t.Fatalf("event stat: %v %v", st, err)
+	}
+	failsWith(t, "echo x > "+p, "Permission denied")
+	// The created name is gone once the file is closed.
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		_, err := os.Stat(tm.path("journal", "new-event"))
+		if err != nil {
+			wantErrno(t, "created name after close", err, syscall.ENOENT)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the created name outlived its file")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// An event that is not a JSON object of the fields fails at close, and appends nothing.
+	tm.expectLog("release /journal/bad: unsaved changes dropped")
+	f, err := os.Create(tm.path("journal", "bad"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("not json"); err != nil {
+		t.Fatal(err)
+	}
+	wantErrno(t, "close a bad event", f.Close(), syscall.EINVAL)
+	if got := lsNames(t, tm.path("journal")); len(got) != 1 {
+		t.Fatalf("journal lists %q after a bad event", got)
+	}
+	// While open, the created name can be reopened.
+	f, err = os.Create(tm.path("journal", "open"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(`{"ts":"2026-01-01T00:00:00Z"}`); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, tm.path("journal", "open")); got != `{"ts":"2026-01-01T00:00:00Z"}` {
+		t.Fatalf("reopened event reads %q", got)
+	}
+}
+
+func TestLocalDotfiles(t *testing.T) {
+	tm := mountForTest(t)
+	mustSh(t, "echo swap > "+tm.path("state", ".goal.swp"))
+	if got := lsNames(t, tm.path("state")); strings.Join(got, " ") != ".goal.swp" {
+		t.Fatalf("state lists %q", got)
+	}
+	v, err := tm.r.Get(replica.Key{Tier: "state", Key: ".goal.swp", Local: true})
+	if err != nil || !v.Key.Local {
+		t.Fatalf("local file in backend: %+v %v", v, err)
+	}
+	if _, err := tm.r.Get(stateKey(".goal.swp")); err == nil {
+		t.Fatal("a dotfile became a row")
+	}
+	if got, err := getxattr(t, tm.path("state", ".goal.swp"), "user.kint.anchored"); err != nil || !strings.Contains(got, "local") {
+		t.Fatalf("anchored %q %v", got, err)
+	}
+	// A key that starts with '.' is a row, named %2E...
+	if _, err := tm.r.Write(stateKey(".real"), []byte("r"), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if got := lsNames(t, tm.path("state")); strings.Join(got, " ") != "%2Ereal .goal.swp" {
+		t.Fatalf("state lists %q", got)
+	}
+	if got := mustRun(t, "cat", tm.path("state", "%2Ereal")); got != "r" {
+		t.Fatalf("%%2Ereal reads %q", got)
+	}
+	// Local files live in categories too.
+	mustRun(t, "mkdir", tm.path("entity", "c"))
+	mustSh(t, "echo x > "+tm.path("entity", "c", ".tmp"))
+	if _, err := tm.r.Get(replica.Key{Tier: "entity", Category: strp("c"), Key: ".tmp", Local: true}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCollisionRule(t *testing.T) {
+	tm := mountForTest(t)
+	mustRun(t, "mkdir", tm.path("entity", "person"))
+	// entity/person is the category; person% is the null-category entity person.
+	mustSh(t, `echo '{"who":"null"}' > `+tm.path("entity", "person%"))
+	mustSh(t, `echo '{"who":"cat"}' > `+tm.path("entity", "person", "ann"))
+	if got := lsNames(t, tm.path("entity")); strings.Join(got, " ") != "person person%" {
+		t.Fatalf("entity lists %q", got)
+	}
+	if got := backendContent(t, tm.r, replica.Key{Tier: "entity", Key: "person"}); got != "{\"who\":\"null\"}\n" {
+		t.Fatalf("null-category person holds %q", got)
+	}
+	if got := mustRun(t, "cat", tm.path("entity", "person%")); got != "{\"who\":\"null\"}\n" {
+		t.Fatalf("person%% reads %q", got)
+	}
+	if st, err := os.Stat(tm.path("entity", "person")); err != nil || !st.IsDir() {
+		t.Fatalf("entity/person: %v %v", st, err)
+	}
+	// Without a category of that name, name% is the same file as name.
+	mustSh(t, `echo '{}' > `+tm.path("entity", "solo"))
+	if got := mustRun(t, "cat", tm.path("entity", "solo%")); got != "{}\n" {
+		t.Fatalf("solo%% reads %q", got)
+	}
+	mustRun(t, "rm", tm.path("entity", "person%"))
+	if got := lsNames(t, tm.path("entity")); strings.Join(got, " ") != "person solo" {
+		t.Fatalf("entity lists %q", got)
+	}
+}
+
+func TestEscapedAndLongNames(t *testing.T) {
+	tm := mountForTest(t)
+	write := func(k replica.Key, body string) {
+		if _, err := tm.r.Write(k, []byte(body), time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(replica.Key{Tier: "reference", Key: "doc/readme"}, "the readme text")
+	write(replica.Key{Tier: "reference", Key: "50%"}, "half")
+	write(replica.Key{Tier: "reference", Key: ""}, "empty key")
+	long := strings.Repeat("long/key-", 40)
+	write(replica.Key{Tier: "reference", Key: long}, "long body")
+	names := lsNames(t, tm.path("reference"))
+	short := EscapeName(long)
+	want := []string{"%", "50%25", "doc%2Freadme", short}
+	if strings.Join(names, "|") != strings.Join(sortedCopy(want), "|") {
+		t.Fatalf("reference lists %q, want %q", names, want)
+	}
+	for name, body := range map[string]string{"doc%2Freadme": "the readme text", "50%25": "half", "%": "empty key", short: "long body"} {
+		if got := mustRun(t, "cat", tm.path("reference", name)); got != body {
+			t.Errorf("%s reads %q", name, got)
+		}
+	}
+	if got, err := getxattr(t, tm.path("reference", short), "user.kint.key"); err != nil || got != long {
+		t.Fatalf("shortened name's key %q %v", got, err)
+	}
+	// Written through its shortened name, the long key changes.
+	mustSh(t, "printf new > "+tm.path("reference", short))
+	if got := backendContent(t, tm.r, replica.Key{Tier: "reference", Key: long}); got != "new" {
+		t.Fatalf("long key holds %q", got)
+	}
+	// Vector names with non-ASCII keys.
+	for _, k := range []string{"🔥hot", "ﬁrst", "café ünïcode"} {
+		mustSh(t, `echo '{}' > '`+tm.path("entity", k)+`'`)
+		if _, err := tm.r.Get(replica.Key{Tier: "entity", Key: k}); err != nil {
+			t.Errorf("%s: %v", k, err)
+		}
+	}
+}
+
+func sortedCopy(s []string) []string {
+	c := append([]string(nil), s...)
+	for i := range c {
+		for j := i + 1; j < len(c); j++ {
+			if c[j] < c[i] {
+				c[i], c[j] = c[j], c[i]
+			}
+		}
+	}
+	return c
+}
+
+// direntInos reads a directory with getdents and returns the inode number of each name.
+func direntInos(t *testing.T, dir string) map[string]uint64 {
+	t.Helper()
+	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	out := map[string]uint64{}
+	buf := make([]byte, 8192)
+	for {
+		n, err := syscall.Getdents(fd, buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return out
+		}
+		for off := 0; off < n; {
+			d := (*syscall.Dirent)(unsafe.Pointer(&buf[off]))
+			nb := (*[256]byte)(unsafe.Pointer(&d.Name[0]))
+			name := string(nb[:clen(nb[:])])
+			out[name] = d.Ino
+			off += int(d.Reclen)
+		}
+	}
+}
+
+func clen(b []byte) int {
+	for i, c := range b {
+		if c == 0 {
+			return i
+		}
+	}
+	return len(b)
+}
+
+func TestStableInodes(t *testing.T) {
+	tm := mountForTest(t)
+	mustRun(t, "mkdir", tm.path("entity", "cat"))
+	mustSh(t, "echo a > "+tm.path("state", "a")+" && echo b > "+tm.path("state", "b"))
+	mustSh(t, `echo '{}' > `+tm.path("entity", "cat", "x"))
+	for _, dir := range []string{tm.path("state"), tm.path("entity"), tm.path("entity", "cat")} {
+		for name, ino := range direntInos(t, dir) {
+			if name == "." || name == ".." {
+				continue
+			}
+			st, err := os.Stat(dir + "/" + name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := st.Sys().(*syscall.Stat_t).Ino; got != ino {
+				t.Errorf("%s/%s: readdir ino %d, stat ino %d", dir, name, ino, got)
+			}
+		}
+	}
+	v, err := tm.r.Get(stateKey("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := os.Stat(tm.path("state", "a"))
+	if st.Sys().(*syscall.Stat_t).Ino != v.Ino {
+		t.Fatalf("stat ino %d, backend ino %d", st.Sys().(*syscall.Stat_t).Ino, v.Ino)
+	}
+	// Rewriting a file keeps its number.
+	mustSh(t, "echo again > "+tm.path("state", "a"))
+	st2, _ := os.Stat(tm.path("state", "a"))
+	if st2.Sys().(*syscall.Stat_t).Ino != v.Ino {
+		t.Fatal("rewriting changed the inode number")
+	}
+}
+
+func TestVimSave(t *testing.T) {
+	vim, err := exec.LookPath("vim")
+	if err != nil {
+		if vim, err = exec.LookPath("vim.tiny"); err != nil {
+			t.Skip("VIM TEST NOT RUN: no vim on PATH")
+		}
+	}
+	tm := mountForTest(t)
+	p := tm.path("state", "notes")
+	mustSh(t, "printf 'one\ntwo\n' > "+p)
+	mustRun(t, "setfattr", "-n", "user.kint.status", "-v", "kept", p)
+	mustRun(t, vim, "-u", "NONE", "-N", "-i", "NONE", "-es", "-c", "%s/two/three/", "-c", "wq", p)
+	if got := mustRun(t, "cat", p); got != "one\nthree\n" {
+		t.Fatalf("after vim: %q", got)
+	}
+	if got, err := getxattr(t, p, "user.kint.status"); err != nil || got != "kept" {
+		t.Fatalf("status after vim: %q %v", got, err)
+	}
+	if got := lsNames(t, tm.path("state")); strings.Join(got, " ") != "notes" {
+		t.Fatalf("vim left %q", got)
+	}
+}

@@ -1,0 +1,202 @@
+package seal
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"testing"
+)
+
+// checkChunks verifies the chunker's contract against the exact one-shot
+// measure: order kept, deletions ahead of rows, every chunk within the
+// limit, and every chunk but the last closed only because the next item
+// would not fit.
+func checkChunks(t *testing.T, rows []Row, dels []Deleted, chunks []Chunk) {
+	t.Helper()
+	var gotRows []Row
+	var gotDels []Deleted
+	seenRow := false
+	for i, c := range chunks {
+		if len(c.Rows) == 0 && len(c.Deleted) == 0 {
+			t.Fatalf("chunk %d is empty", i)
+		}
+		if len(c.Deleted) > 0 && seenRow {
+			t.Fatalf("chunk %d carries deletions after rows were sent", i)
+		}
+		if len(c.Rows) > 0 {
+			seenRow = true
+		}
+		gotRows = append(gotRows, c.Rows...)
+		gotDels = append(gotDels, c.Deleted...)
+		if m := chunkMeasure(c.Rows, c.Deleted); m > MaxDiffBytes {
+			t.Fatalf("chunk %d measures %d > %d", i, m, MaxDiffBytes)
+		}
+		if i+1 < len(chunks) {
+			next := chunks[i+1]
+			r, d := c.Rows, c.Deleted
+			if len(c.Rows) == 0 && len(next.Deleted) > 0 {
+				d = append(d[:len(d):len(d)], next.Deleted[0])
+			} else {
+				r = append(r[:len(r):len(r)], next.Rows[0])
+			}
+			if m := chunkMeasure(r, d); m <= MaxDiffBytes {
+				t.Fatalf("chunk %d closed early: with the next item it measures %d", i, m)
+			}
+		}
+	}
+	if len(rows) == 0 {
+		rows = nil
+	}
+	if len(dels) == 0 {
+		dels = nil
+	}
+	if !reflect.DeepEqual(gotRows, rows) || !reflect.DeepEqual(gotDels, dels) {
+		t.Fatalf("chunks do not add up to the input in order")
+	}
+}
+
+func TestChunkDiffEmptyAndSmall(t *testing.T) {
+	chunks, err := ChunkDiff(nil, nil)
+	if chunks != nil || err != nil {
+		t.Fatalf("empty: %v %v", chunks, err)
+	}
+	rows := proseRows(1, 5, 300)
+	dels := []Deleted{{Tier: TierEntity, Category: strp("notes"), Key: "gone"}, {Tier: TierState, Key: "old"}}
+	chunks, err = ChunkDiff(rows, dels)
+	if err != nil || len(chunks) != 1 {
+		t.Fatalf("small: %d chunks, %v", len(chunks), err)
+	}
+	checkChunks(t, rows, dels, chunks)
+	chunks, err = ChunkDiff(nil, dels)
+	if err != nil || len(chunks) != 1 || len(chunks[0].Rows) != 0 {
+		t.Fatalf("deletions only: %+v %v", chunks, err)
+	}
+}
+
+func TestChunkDiffSplitPoints(t *testing.T) {
+	// Noise rows of 40,000 characters gzip to about 30 KB each: three fit
+	// under 92,160 with the headroom, four do not.
+	var rows []Row
+	for i := range 10 {
+		body := randomText(uint64(i), 40_000)
+		rows = append(rows, Row{Tier: TierState, Key: "s" + strconv.Itoa(i), Body: &body})
+	}
+	dels := []Deleted{{Tier: TierReference, Key: "doc/old"}}
+	chunks, err := ChunkDiff(rows, dels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sizes []int
+	for _, c := range chunks {
+		sizes = append(sizes, len(c.Rows))
+	}
+	if !reflect.DeepEqual(sizes, []int{3, 3, 3, 1}) {
+		t.Errorf("rows per chunk = %v, want [3 3 3 1]", sizes)
+	}
+	if len(chunks[0].Deleted) != 1 || len(chunks[1].Deleted) != 0 {
+		t.Errorf("deletions must all travel in the first chunk")
+	}
+	checkChunks(t, rows, dels, chunks)
+}
+
+func TestChunkDiffManyRows(t *testing.T) {
+	rows := proseRows(7, 2500, 1024)
+	var dels []Deleted
+	for i := range 300 {
+		dels = append(dels, Deleted{Tier: TierEntity, Category: strp("notes"), Key: "old-" + strconv.Itoa(i)})
+	}
+	chunks, err := ChunkDiff(rows, dels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(chunks) < 3 || len(chunks[0].Deleted) != len(dels) {
+		t.Fatalf("%d chunks, %d deletions in the first", len(chunks), len(chunks[0].Deleted))
+	}
+	checkChunks(t, rows, dels, chunks)
+}
+
+func TestChunkDiffDeletionsSpill(t *testing.T) {
+	// Far more deletions than one epoch carries: they fill the leading
+	// chunks, still ahead of every row.
+	var dels []Deleted
+	for i := range 12000 {
+		dels = append(dels, Deleted{Tier: TierEntity, Category: strp("c"), Key: randomText(uint64(i), 24)})
+	}
+	rows := proseRows(3, 50, 500)
+	chunks, err := ChunkDiff(rows, dels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(chunks) < 2 || len(chunks[0].Rows) != 0 {
+		t.Fatalf("%d chunks", len(chunks))
+	}
+	checkChunks(t, rows, dels, chunks)
+}
+
+func TestChunkDiffBoundaryIsExact(t *testing.T) {
+	// Grow one noise row until it no longer fits, measuring one-shot; the
+	// chunker must agree on both sides of the line.
+	body := randomText(99, 130_000)
+	row := func(n int) Row { b := body[:n]; return Row{Tier: TierState, Key: "edge", Body: &b} }
+	lo, hi := 1000, len(body) // measure(lo) fits, measure(hi) does not
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		if chunkMeasure([]Row{row(mid)}, nil) <= MaxDiffBytes {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	if chunks, err := ChunkDiff([]Row{row(lo)}, nil); err != nil || len(chunks) != 1 {
+		t.Errorf("largest fitting row (%d chars) refused: %v", lo, err)
+	}
+	var big *RowTooLargeError
+	if _, err := ChunkDiff([]Row{row(hi)}, nil); !errors.As(err, &big) || big.Row.Key != "edge" {
+		t.Errorf("smallest non-fitting row (%d chars) accepted: %v", hi, err)
+	}
+}
+
+func TestChunkDiffOversizedRow(t *testing.T) {
+	noise := randomText(5, 150_000)
+	cases := []struct {
+		row  Row
+		want string
+	}{
+		{Row{Tier: TierEntity, Category: strp("rules"), Key: "x", Body: &noise},
+			"row entity rules/x compresses to more than 90 KB on its own and cannot fit one epoch; shrink or split it in Sibyl (push refuses until then, nothing else is blocked)"},
+		{Row{Tier: TierState, Key: "goal", Body: &noise},
+			"row state goal compresses to more than 90 KB on its own and cannot fit one epoch; shrink or split it in Sibyl (push refuses until then, nothing else is blocked)"},
+		{Row{Tier: TierJournal, Key: "abc:1", Extra: &noise},
+			"row journal abc:1 compresses to more than 90 KB on its own and cannot fit one epoch; shrink or split it in Sibyl (push refuses until then, nothing else is blocked)"},
+	}
+	for _, c := range cases {
+		rows := append(proseRows(1, 3, 200), c.row)
+		rows = append(rows, proseRows(2, 3, 200)...)
+		_, err := ChunkDiff(rows, nil)
+		var big *RowTooLargeError
+		if !errors.As(err, &big) || err.Error() != c.want || big.Row.Key != c.row.Key || !errors.Is(err, ErrTooLarge) {
+			t.Errorf("got %v\nwant %s", err, c.want)
+		}
+	}
+}
+
+func TestSnapshotFits(t *testing.T) {
+	small := &Plaintext{Rows: proseRows(1, 50, 500), Snapshot: true}
+	if err := SnapshotFits(small); err != nil {
+		t.Errorf("small snapshot: %v", err)
+	}
+	var rows []Row
+	for i := range 4 {
+		body := randomText(uint64(i), 40_000)
+		rows = append(rows, Row{Tier: TierState, Key: "s" + strconv.Itoa(i), Body: &body})
+	}
+	p := &Plaintext{Rows: rows, NRows: len(rows), Snapshot: true}
+	err := SnapshotFits(p)
+	size := chunkMeasure(rows, nil)
+	want := fmt.Sprintf("the full state (4 rows) compresses to %d bytes, more than the 92160 bytes one epoch can carry, and snapshots are single-epoch", size)
+	var st *SnapshotTooLargeError
+	if !errors.Is(err, ErrSnapshotTooLarge) || !errors.As(err, &st) || err.Error() != want || size <= MaxDiffBytes {
+		t.Errorf("got %v\nwant %s", err, want)
+	}
+}
