@@ -191,11 +191,11 @@ func (h *ctlHandle) Write(ctx context.Context, data []byte, off int64) (uint32, 
 	f := h.c.fs
 	cmds, err := parseCtl(data)
 	if err != nil {
-		return 0, f.fail("ctl", "/.kint/ctl", err)
+		return 0, f.fail("ctl", &h.c.node, "", err)
 	}
 	for _, cmd := range cmds {
 		if err := f.b.Control(f.ctx, cmd); err != nil {
-			return 0, f.fail("ctl "+cmd, "/.kint/ctl", err)
+			return 0, f.fail("ctl "+cmd, &h.c.node, "", err)
 		}
 	}
 	return uint32(len(data)), 0

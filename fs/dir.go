@@ -87,7 +87,7 @@ func (d *rowDir) resolve(name string, existing bool) (resolved, error) {
 	if !errors.Is(err, replica.ErrNotFound) {
 		return r, err
 	}
-	if existing && IsShortName(name) {
+	if existing && d.maybeShort(name) {
 		if sr, ok, err := d.findShort(name); err != nil || ok {
 			return sr, err
 		}
@@ -96,6 +96,14 @@ func (d *rowDir) resolve(name string, existing bool) (resolved, error) {
 		return r, err
 	}
 	return r, nil
+}
+
+// maybeShort reports whether name may be a shortened name, the '%' of a collided name aside.
+func (d *rowDir) maybeShort(name string) bool {
+	if base, ok := splitCollided(name); ok && d.entityRoot() {
+		name = base
+	}
+	return IsShortName(name)
 }
 
 // findShort finds the entry whose shortened name is name.
@@ -144,7 +152,8 @@ func (d *rowDir) entries() ([]dirEntry, error) {
 		var name string
 		switch {
 		case e.Local:
-			name = e.Name
+			// A conflict copy of a long key can pass NAME_MAX too.
+			name = fitName(e.Name, e.Name, maxName)
 		case !e.Dir && cats[EscapeName(e.Name)]:
 			name = collidedName(e.Name)
 		default:
@@ -161,7 +170,7 @@ func (d *rowDir) Getattr(ctx context.Context, f fusefs.FileHandle, out *fuse.Att
 	if d.entityRoot() {
 		list, err := d.v.tree.List(d.tier, nil)
 		if err != nil {
-			return d.fs.fail("getattr", d.where(""), err)
+			return d.fs.fail("getattr", &d.node, "", err)
 		}
 		for _, e := range list {
 			if e.Dir {
@@ -190,20 +199,25 @@ func (d *rowDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*
 		return p.EmbeddedInode(), 0
 	}
 	r, err := d.resolve(name, true)
+	if errors.Is(err, errBadName) && d.tier == seal.TierJournal && !d.v.history {
+		// Any name can be created in journal/; the event then takes its content key.
+		err = replica.ErrNotFound
+	}
 	if err != nil {
-		return nil, d.fs.fail("lookup", d.where(name), err)
+		return nil, d.fs.fail("lookup", &d.node, name, err)
 	}
 	return d.child(ctx, name, r, out)
 }
 
 // child is the node for a resolved name: the one the kernel already has when it still stands
-// for the same row, else a new one.
+// for the same row under the row's own number, else a new one (a node renamed onto the name
+// keeps its old number, and stays only for the descriptors open on it).
 func (d *rowDir) child(ctx context.Context, name string, r resolved, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
 	entryTimeouts(d.v, out)
 	if r.isCat {
 		return newCatDir(ctx, d, r.cat, out), 0
 	}
-	if fn := d.childFile(name, r.key); fn != nil {
+	if fn := d.childFile(name, r.key); fn != nil && fn.StableAttr().Ino == r.v.Ino {
 		if errno := fn.attr(&out.Attr); errno != 0 {
 			return nil, errno
 		}
@@ -230,7 +244,7 @@ func (d *rowDir) childFile(name string, key replica.Key) *fileNode {
 func (d *rowDir) OpendirHandle(ctx context.Context, flags uint32) (fusefs.FileHandle, uint32, syscall.Errno) {
 	h := &dirHandle{d: d}
 	if err := h.load(); err != nil {
-		return nil, 0, d.fs.fail("opendir", d.where(""), err)
+		return nil, 0, d.fs.fail("opendir", &d.node, "", err)
 	}
 	return h, 0, 0
 }
@@ -244,7 +258,7 @@ func (d *rowDir) Create(ctx context.Context, name string, flags uint32, mode uin
 	}
 	r, err := d.resolve(name, false)
 	if err != nil {
-		return nil, nil, 0, d.fs.fail("create", d.where(name), err)
+		return nil, nil, 0, d.fs.fail("create", &d.node, name, err)
 	}
 	if r.isCat {
 		return nil, nil, 0, syscall.EISDIR
@@ -259,9 +273,10 @@ func (d *rowDir) Create(ctx context.Context, name string, flags uint32, mode uin
 		// Written at once, empty: the file exists, listed and durable, from create on.
 		v, err := d.fs.b.Write(r.key, nil, time.Now())
 		if err != nil {
-			return nil, nil, 0, d.fs.fail("create", d.where(name), err)
+			return nil, nil, 0, d.fs.fail("create", &d.node, name, err)
 		}
 		r.v = v
+		d.fs.restoreMoved(r.key)
 	}
 	var ch *fusefs.Inode
 	if fn != nil {
@@ -289,13 +304,13 @@ func (d *rowDir) Unlink(ctx context.Context, name string) syscall.Errno {
 	}
 	r, err := d.resolve(name, true)
 	if err != nil {
-		return d.fs.fail("unlink", d.where(name), err)
+		return d.fs.fail("unlink", &d.node, name, err)
 	}
 	if r.isCat {
 		return syscall.EISDIR
 	}
 	if err := d.fs.b.Remove(r.key); err != nil {
-		return d.fs.fail("unlink", d.where(name), err)
+		return d.fs.fail("unlink", &d.node, name, err)
 	}
 	// A node still open on the old row writes nowhere, and the number makes fresh nodes.
 	if fn := d.childFile(name, r.key); fn != nil {
@@ -318,7 +333,7 @@ func (d *rowDir) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.
 		err = d.fs.b.Mkdir(cat)
 	}
 	if err != nil {
-		return nil, d.fs.fail("mkdir", d.where(name), err)
+		return nil, d.fs.fail("mkdir", &d.node, name, err)
 	}
 	entryTimeouts(d.v, out)
 	return newCatDir(ctx, d, cat, out), 0
@@ -333,13 +348,13 @@ func (d *rowDir) Rmdir(ctx context.Context, name string) syscall.Errno {
 	}
 	r, err := d.resolve(name, true)
 	if err != nil {
-		return d.fs.fail("rmdir", d.where(name), err)
+		return d.fs.fail("rmdir", &d.node, name, err)
 	}
 	if !r.isCat {
 		return syscall.ENOTDIR
 	}
 	if err := d.fs.b.Rmdir(r.cat); err != nil {
-		return d.fs.fail("rmdir", d.where(name), err)
+		return d.fs.fail("rmdir", &d.node, name, err)
 	}
 	d.fs.retire(d.v.tree.DirIno(seal.TierEntity, &r.cat))
 	return 0

@@ -78,7 +78,7 @@ func (h *dirHandle) Seekdir(ctx context.Context, off uint64) syscall.Errno {
 	defer h.mu.Unlock()
 	if off == 0 {
 		if err := h.load(); err != nil {
-			return h.d.fs.fail("rewinddir", h.d.where(""), err)
+			return h.d.fs.fail("rewinddir", &h.d.node, "", err)
 		}
 		return 0
 	}
@@ -104,7 +104,7 @@ func (h *dirHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 	r := resolved{key: replica.Key{Tier: d.tier, Category: d.category, Key: de.Name, Local: de.Local}}
 	v, err := d.v.tree.Get(r.key)
 	if err != nil {
-		return nil, d.fs.fail("lookup", d.where(name), err)
+		return nil, d.fs.fail("lookup", &d.node, name, err)
 	}
 	r.v = v
 	return d.child(ctx, name, r, out)

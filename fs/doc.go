@@ -30,5 +30,11 @@
 // across categories too; across tiers, into or out of @<block>, and of a category directory
 // it is EXDEV, so mv copies instead. When a rename replaces a row and the file moved onto it
 // has neither status nor meta (sed -i, an editor's temporary file), the replaced row's status
-// and meta are kept.
+// and meta are kept. When a row is renamed to a name that did not exist, a file created under
+// its old name within ten seconds gets its status and meta (an editor that renames the file to
+// its backup and writes a fresh one, as Emacs does).
+//
+// Journal. Creating any file in journal/ and writing the JSON object of an event's fields
+// appends the event when the file is closed; it is then listed under its content key. Moving
+// a finished local file (journal/.tmp) onto any new name in journal/ appends it the same way.
 package fs

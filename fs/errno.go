@@ -49,11 +49,16 @@ func toErrno(err error) (errno syscall.Errno, unexpected bool) {
 	}
 }
 
-// fail maps err for the operation op on path and logs it once when it is a real fault.
-func (f *mountFS) fail(op, path string, err error) syscall.Errno {
+// fail maps err for the operation op on name under the node at, and logs it, once, when it is
+// a real fault. The path is only worked out then.
+func (f *mountFS) fail(op string, at *node, name string, err error) syscall.Errno {
 	errno, unexpected := toErrno(err)
 	if unexpected {
-		f.logf("%s %s: %v", op, path, err)
+		where := name
+		if at != nil {
+			where = at.where(name)
+		}
+		f.logf("%s %s: %v", op, where, err)
 	}
 	return errno
 }

@@ -48,13 +48,13 @@ func TestToErrno(t *testing.T) {
 func TestFailLogsOnlyRealFaults(t *testing.T) {
 	var buf bytes.Buffer
 	f := &mountFS{log: log.New(&buf, "", 0)}
-	if errno := f.fail("lookup", "/state/x", replica.ErrNotFound); errno != syscall.ENOENT {
+	if errno := f.fail("lookup", nil, "/state/x", replica.ErrNotFound); errno != syscall.ENOENT {
 		t.Fatalf("got %v", errno)
 	}
 	if buf.Len() != 0 {
 		t.Fatalf("ENOENT was logged: %q", buf.String())
 	}
-	if errno := f.fail("write", "/state/x", errors.New("badger: disk on fire")); errno != syscall.EIO {
+	if errno := f.fail("write", nil, "/state/x", errors.New("badger: disk on fire")); errno != syscall.EIO {
 		t.Fatalf("got %v", errno)
 	}
 	line := buf.String()

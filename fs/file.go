@@ -117,7 +117,7 @@ func (n *fileNode) attr(out *fuse.Attr) syscall.Errno {
 	n.mu.Unlock()
 	v, err := n.v.tree.Get(k)
 	if err != nil {
-		return n.fs.fail("getattr", n.where(""), err)
+		return n.fs.fail("getattr", &n.node, "", err)
 	}
 	n.versionAttr(out, v)
 	out.Ino = n.StableAttr().Ino
@@ -160,11 +160,11 @@ func (n *fileNode) truncate(size int64, viaHandle bool) syscall.Errno {
 		// A closed file: read, cut, write back at once.
 		content, err := n.v.tree.Content(n.key)
 		if err != nil {
-			return n.fs.fail("truncate", n.where(""), err)
+			return n.fs.fail("truncate", &n.node, "", err)
 		}
 		v, err := n.fs.b.Write(n.key, resize(content, size), time.Now())
 		if err != nil {
-			return n.fs.fail("truncate", n.where(""), err)
+			return n.fs.fail("truncate", &n.node, "", err)
 		}
 		n.leaf, n.leafOK = v.Leaf, false
 		return 0
@@ -206,7 +206,7 @@ func (n *fileNode) open(flags uint32, v *replica.Version) (fusefs.FileHandle, ui
 		if v == nil {
 			var err error
 			if v, err = n.v.tree.Get(n.key); err != nil {
-				return nil, 0, n.fs.fail("open", n.where(""), err)
+				return nil, 0, n.fs.fail("open", &n.node, "", err)
 			}
 		}
 		// The kernel may keep its pages when the row is the one they were read from.
@@ -242,11 +242,11 @@ func (n *fileNode) loadLocked(v *replica.Version) syscall.Errno {
 			n.stale = false
 			return 0
 		}
-		return n.fs.fail("open", n.where(""), err)
+		return n.fs.fail("open", &n.node, "", err)
 	}
 	if v == nil {
 		if v, err = n.v.tree.Get(n.key); err != nil {
-			return n.fs.fail("open", n.where(""), err)
+			return n.fs.fail("open", &n.node, "", err)
 		}
 	}
 	n.buf, n.loaded, n.dirty, n.stale, n.mtime = content, true, false, false, v.Mtime
@@ -261,12 +261,20 @@ func (n *fileNode) flush(op string) syscall.Errno {
 }
 
 func (n *fileNode) flushLocked(op string) syscall.Errno {
+	if err := n.writeLocked(); err != nil {
+		return n.fs.fail(op, &n.node, "", err)
+	}
+	return 0
+}
+
+// writeLocked writes a changed buffer that still belongs to a row.
+func (n *fileNode) writeLocked() error {
 	if !n.dirty || n.detached {
-		return 0
+		return nil
 	}
 	v, err := n.fs.b.Write(n.key, bytes.Clone(n.buf), n.mtime)
 	if err != nil {
-		return n.fs.fail(op, n.where(""), err)
+		return err
 	}
 	n.dirty = false
 	n.leaf, n.leafOK = v.Leaf, true
@@ -274,10 +282,11 @@ func (n *fileNode) flushLocked(op string) syscall.Errno {
 		// The event now lives under its content key.
 		n.key = v.Key
 	}
-	return 0
+	return nil
 }
 
-// release drops a handle; the last one writes what Flush could not and frees the buffer.
+// release drops a handle; the last one writes what Flush could not and frees the buffer. The
+// kernel ignores what Release returns, so a failure here is logged: the change is lost.
 func (n *fileNode) release() {
 	n.mu.Lock()
 	n.opens--
@@ -285,8 +294,8 @@ func (n *fileNode) release() {
 		n.mu.Unlock()
 		return
 	}
-	if errno := n.flushLocked("release"); errno != 0 {
-		n.fs.logf("release %s: unsaved changes dropped: %v", n.where(""), errno)
+	if err := n.writeLocked(); err != nil {
+		n.fs.logf("release %s: unsaved changes dropped: %v", n.where(""), err)
 	}
 	n.buf, n.loaded, n.dirty, n.stale = nil, false, false, false
 	dir, name := n.pendingIn, n.pendingName

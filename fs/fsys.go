@@ -41,8 +41,9 @@ type mountFS struct {
 	cancel   context.CancelFunc
 	stopOnce sync.Once
 
-	mu   sync.Mutex
-	gens map[uint64]uint64 // bumped when a node stops standing for its row (rename, unlink)
+	mu    sync.Mutex
+	gens  map[uint64]uint64 // bumped when a node stops standing for its row (rename, unlink)
+	moved map[string]movedAttrs
 
 	inv invalidator
 }
@@ -66,6 +67,7 @@ func newMountFS(b Backend, o MountOptions) *mountFS {
 		started: time.Now(),
 		live:    &view{tree: b},
 		gens:    map[uint64]uint64{},
+		moved:   map[string]movedAttrs{},
 	}
 	f.ctx, f.cancel = context.WithCancel(context.Background())
 	f.inv.init()
@@ -124,6 +126,7 @@ func (f *mountFS) fileAttr(out *fuse.Attr, ino uint64, size int64, mtime time.Ti
 func (f *mountFS) owner(out *fuse.Attr) {
 	out.Uid, out.Gid = f.opts.UID, f.opts.GID
 	out.Blksize = 4096
+	out.Blocks = (out.Size + 511) / 512 // du and sparse-file checks read it
 }
 
 // entryTimeouts sets the kernel's cache times for one lookup answer.

@@ -100,7 +100,7 @@ func (f *mountFS) invalidate(keys []replica.Key) {
 		var names []string
 		switch {
 		case k.Local:
-			names = []string{k.Key}
+			names = []string{fitName(k.Key, k.Key, maxName)}
 		case k.Tier == seal.TierEntity && k.Category != nil:
 			catName := EscapeName(*k.Category)
 			cat := dir.GetChild(catName)

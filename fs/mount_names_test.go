@@ -18,8 +18,10 @@ func TestJournalAppend(t *testing.T) {
 	tm := mountForTest(t)
 	event := `{"ts":"2026-09-09T21:15:00Z","evaluated":"checked the plan","acted":null,"forward":null,"extra":"{\"tool\":\"test\"}"}`
 	mustSh(t, "printf '%s' '"+event+"' > "+tm.path("journal", "new-event"))
+	mustSh(t, "printf '%s' '"+event+"' > "+tm.path("journal", "50%-off"))
+	// The same event twice is two events: key and key:1.
 	names := lsNames(t, tm.path("journal"))
-	if len(names) != 1 || !regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(names[0]) {
+	if len(names) != 2 || !regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(names[0]) || names[1] != names[0]+":1" {
 		t.Fatalf("journal lists %q", names)
 	}
 	p := tm.path("journal", names[0])
@@ -56,8 +58,13 @@ func TestJournalAppend(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantErrno(t, "close a bad event", f.Close(), syscall.EINVAL)
-	if got := lsNames(t, tm.path("journal")); len(got) != 1 {
+	if got := lsNames(t, tm.path("journal")); len(got) != 2 {
 		t.Fatalf("journal lists %q after a bad event", got)
+	}
+	// A finished local file moved into the journal is appended.
+	mustSh(t, `printf '{"ts":"2026-02-02T00:00:00Z"}' > `+tm.path("journal", ".tmp")+" && mv "+tm.path("journal", ".tmp")+" "+tm.path("journal", "moved"))
+	if got := lsNames(t, tm.path("journal")); len(got) != 3 {
+		t.Fatalf("journal lists %q after moving an event in", got)
 	}
 	// While open, the created name can be reopened.
 	f, err = os.Create(tm.path("journal", "open"))
@@ -166,6 +173,23 @@ func TestEscapedAndLongNames(t *testing.T) {
 	mustSh(t, "printf new > "+tm.path("reference", short))
 	if got := backendContent(t, tm.r, replica.Key{Tier: "reference", Key: long}); got != "new" {
 		t.Fatalf("long key holds %q", got)
+	}
+	// A long category and a long null-category entity of the same name.
+	longCat := strings.Repeat("c", 300)
+	write(replica.Key{Tier: "entity", Category: &longCat, Key: "k"}, "{}")
+	write(replica.Key{Tier: "entity", Key: longCat}, `{"null":true}`)
+	names = lsNames(t, tm.path("entity"))
+	if len(names) != 2 || names[0] != EscapeName(longCat) || names[1] != collidedName(longCat) {
+		t.Fatalf("entity lists %q", names)
+	}
+	if got := mustRun(t, "cat", tm.path("entity", collidedName(longCat))); got != `{"null":true}` {
+		t.Fatalf("collided long entity reads %q", got)
+	}
+	if got := mustRun(t, "cat", tm.path("entity", EscapeName(longCat), "k")); got != "{}" {
+		t.Fatalf("entity in a long category reads %q", got)
+	}
+	if got, err := getxattr(t, tm.path("entity", EscapeName(longCat)), "user.kint.key"); err != nil || got != longCat {
+		t.Fatalf("long category key %q %v", got, err)
 	}
 	// Vector names with non-ASCII keys.
 	for _, k := range []string{"🔥hot", "ﬁrst", "café ünïcode"} {

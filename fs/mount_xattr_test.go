@@ -153,3 +153,19 @@ func TestAttrsSurviveEditorSaves(t *testing.T) {
 		t.Fatalf("state lists %q", got)
 	}
 }
+
+// TestAttrsSurviveBackupRename saves the way Emacs does by default: the file becomes its
+// backup, and a fresh file is written under the name.
+func TestAttrsSurviveBackupRename(t *testing.T) {
+	tm := mountForTest(t)
+	p := tm.path("state", "plan")
+	mustSh(t, "printf 'v1\n' > "+p)
+	mustRun(t, "setfattr", "-n", "user.kint.status", "-v", "draft", p)
+	mustSh(t, "mv "+p+" "+p+"~ && printf 'v2\n' > "+p+" && rm "+p+"~")
+	if got, err := getxattr(t, p, "user.kint.status"); err != nil || got != "draft" {
+		t.Fatalf("status after a backup-rename save: %q %v", got, err)
+	}
+	if got := mustRun(t, "cat", p); got != "v2\n" {
+		t.Fatalf("content %q", got)
+	}
+}

@@ -3,9 +3,11 @@ package fs
 import (
 	"context"
 	"syscall"
+	"time"
 
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 
+	"kintfs/replica"
 	"kintfs/seal"
 )
 
@@ -35,14 +37,14 @@ func (d *rowDir) Rename(ctx context.Context, name string, newParent fusefs.Inode
 	}
 	src, err := d.resolve(name, true)
 	if err != nil {
-		return d.fs.fail("rename", d.where(name), err)
+		return d.fs.fail("rename", &d.node, name, err)
 	}
 	if src.isCat {
 		return syscall.EXDEV
 	}
 	dst, err := to.resolve(newName, false)
 	if err != nil {
-		return d.fs.fail("rename", to.where(newName), err)
+		return d.fs.fail("rename", &to.node, newName, err)
 	}
 	if dst.isCat {
 		return syscall.EISDIR
@@ -61,7 +63,7 @@ func (d *rowDir) Rename(ctx context.Context, name string, newParent fusefs.Inode
 		return 0
 	}
 	if err := d.fs.moveRow(src, dst); err != nil {
-		return d.fs.fail("rename", d.where(name), err)
+		return d.fs.fail("rename", &d.node, name, err)
 	}
 	d.fs.retire(src.v.Ino)
 	if dst.v != nil {
@@ -97,6 +99,9 @@ func (f *mountFS) moveRow(src, dst resolved) error {
 		return err
 	}
 	f.keepAttrs(src, dst)
+	if dst.v == nil {
+		f.rememberMove(src)
+	}
 	return nil
 }
 
@@ -110,15 +115,74 @@ func (f *mountFS) keepAttrs(src, dst resolved) {
 	if src.v.Row.Status != nil || src.v.Row.Meta != nil {
 		return
 	}
+	f.applyAttrs(dst.key, dst.v.Row.Status, dst.v.Row.Meta)
+}
+
+// applyAttrs sets the non-null ones of status and meta on k; a failure is logged, since the
+// change it belongs to has already happened.
+func (f *mountFS) applyAttrs(k replica.Key, status, meta *string) {
 	for _, a := range []struct {
 		name  string
 		value *string
-	}{{"status", dst.v.Row.Status}, {"meta", dst.v.Row.Meta}} {
+	}{{"status", status}, {"meta", meta}} {
 		if a.value == nil {
 			continue
 		}
-		if err := f.b.SetAttr(dst.key, a.name, a.value); err != nil {
-			f.logf("rename onto %s %q: keeping %s: %v", dst.key.Tier, dst.key.Key, a.name, err)
+		if err := f.b.SetAttr(k, a.name, a.value); err != nil {
+			f.logf("keeping %s of %s %q: %v", a.name, k.Tier, k.Key, err)
 		}
 	}
+}
+
+// movedWindow is how long the attributes of a row renamed away are kept for a new file of the
+// same name: an editor renames the file to its backup and writes a fresh one at once.
+const movedWindow = 10 * time.Second
+
+// movedAttrs are the status and meta of a row renamed to a new name.
+type movedAttrs struct {
+	status, meta *string
+	at           time.Time
+}
+
+// rememberMove notes the attributes of a row renamed to a name that did not exist (Emacs
+// saves this way by default: file becomes file~, and a fresh file is written).
+func (f *mountFS) rememberMove(src resolved) {
+	if src.key.Local || !tierHasAttrs(src.key.Tier) || src.v.Row.Status == nil && src.v.Row.Meta == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := time.Now()
+	for k, m := range f.moved {
+		if now.Sub(m.at) > movedWindow {
+			delete(f.moved, k)
+		}
+	}
+	f.moved[keyID(src.key)] = movedAttrs{status: src.v.Row.Status, meta: src.v.Row.Meta, at: now}
+}
+
+// restoreMoved gives a newly created row the attributes of the row that left its name moments
+// ago.
+func (f *mountFS) restoreMoved(k replica.Key) {
+	f.mu.Lock()
+	m, ok := f.moved[keyID(k)]
+	delete(f.moved, keyID(k))
+	f.mu.Unlock()
+	if !ok || time.Since(m.at) > movedWindow {
+		return
+	}
+	f.applyAttrs(k, m.status, m.meta)
+}
+
+// keyID is a map key for a replica key.
+func keyID(k replica.Key) string {
+	c := "\x01"
+	if k.Category != nil {
+		c = *k.Category
+	}
+	l := "r"
+	if k.Local {
+		l = "l"
+	}
+	return k.Tier + "\x00" + c + "\x00" + l + "\x00" + k.Key
 }

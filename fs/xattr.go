@@ -42,7 +42,7 @@ func (n *fileNode) xattrs() ([]string, map[string]string, syscall.Errno) {
 	}
 	v, err := n.v.tree.Get(k)
 	if err != nil {
-		return nil, nil, n.fs.fail("getxattr", n.where(""), err)
+		return nil, nil, n.fs.fail("getxattr", &n.node, "", err)
 	}
 	names := []string{xattrKey}
 	vals := map[string]string{xattrKey: v.Key.Key}
@@ -158,7 +158,7 @@ func (n *fileNode) setAttr(op, attr string, value *string, flags uint32) syscall
 		return fusefs.ENOATTR
 	}
 	if err := n.fs.b.SetAttr(n.currentKey(), name, value); err != nil {
-		return n.fs.fail(op, n.where(""), err)
+		return n.fs.fail(op, &n.node, "", err)
 	}
 	return 0
 }

@@ -119,6 +119,11 @@ func Init(ctx context.Context, o InitOptions) (*InitResult, error) {
 	if err := o.Home.SaveDEK(space, dek); err != nil {
 		return nil, err
 	}
+	if o.RecoveryCode == nil {
+		if err := o.Home.SaveKEK(space, kek); err != nil {
+			return nil, err
+		}
+	}
 	if err := o.Home.SaveVault(v); err != nil {
 		return nil, err
 	}
@@ -181,6 +186,9 @@ func (r *Replica) Rekey(ctx context.Context, kek [32]byte, kind byte) (string, *
 		return code, rep, err
 	}
 	if err := home.SaveDEK(r.vault.Space, dek); err != nil {
+		return code, rep, err
+	}
+	if err := home.SaveKEK(r.vault.Space, kek); err != nil {
 		return code, rep, err
 	}
 	return code, rep, home.SaveVault(r.vault)

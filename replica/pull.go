@@ -246,28 +246,59 @@ func (r *Replica) applyWalk(list []walked, mirror Head, rep *PullReport) error {
 		}
 		rep.Gap = &gap
 		r.logf("pull: stopped at epoch %d: %s", gap.Seq, gap.Reason)
-		gaps = append(openGaps(gaps, 0), gap)
+		gaps = append(openGaps(gaps, 0, gap.Seq), gap)
 		if err := r.setState(kGaps, &gaps); err != nil {
 			return err
 		}
 		return fmt.Errorf("%w: epoch %d: %s", ErrGapOpen, gap.Seq, gap.Reason)
 	}
-	return r.setState(kGaps, openGaps(gaps, mirror.Seq))
+	return r.setState(kGaps, openGaps(gaps, mirror.Seq, 0))
 }
 
-// openGaps keeps the gaps a later applied epoch has not stepped over.
-func openGaps(gaps []Gap, applied uint64) []Gap {
+// openGaps keeps the gaps a later applied epoch has not stepped over, less the one at seq
+// replacing (which is about to be recorded again).
+func openGaps(gaps []Gap, applied, replacing uint64) []Gap {
 	var out []Gap
 	for _, g := range gaps {
-		if g.Seq > applied && g.SupersededBy == 0 {
+		if g.Seq > applied && g.SupersededBy == 0 && g.Seq != replacing {
 			out = append(out, g)
 		}
 	}
 	return out
 }
 
+// adoptKey takes the data key of an epoch sealed under another one than this machine holds
+// (another machine rotated it, or created the vault first), when the cached key-encryption key
+// opens one of its wraps.
+func (r *Replica) adoptKey(blob []byte, seq uint64) {
+	h, _, err := seal.ParseHeader(blob)
+	if err != nil || h.DekID == seal.DEKID(r.opt.DEK) {
+		return
+	}
+	kek, err := r.opt.Home.LoadKEK(r.vault.Space)
+	if err != nil {
+		return
+	}
+	dek, err := seal.DEKFromHeader(h, kek)
+	if err != nil {
+		return
+	}
+	if err := r.opt.Home.SaveDEK(r.vault.Space, dek); err != nil {
+		r.logf("pull: cache the data key of epoch %d: %v", seq, err)
+		return
+	}
+	r.opt.DEK = dek
+	r.vault.SetWraps(h.Wraps)
+	r.vault.DekID = fmt.Sprintf("%x", h.DekID[:])
+	if err := r.opt.Home.SaveVault(r.vault); err != nil {
+		r.logf("pull: save vault.json: %v", err)
+	}
+	r.logf("pull: epoch %d is sealed under data key %s; adopted it from the epoch's wraps", seq, r.vault.DekID)
+}
+
 func (r *Replica) applyOne(w walked, rep *PullReport) error {
 	ev := w.ev
+	r.adoptKey(w.blob, ev.Seq)
 	opened, err := seal.Open(w.blob, r.opt.DEK, r.epochContext(ev.Seq, ev.Prev))
 	if err != nil {
 		return err

@@ -140,7 +140,7 @@ func (r *Replica) push(ctx context.Context, opt PushOptions) (*PushReport, error
 	if err := r.getState(kGaps, &gaps); err != nil {
 		return rep, err
 	}
-	if g := openGaps(gaps, 0); len(g) > 0 && !opt.Snapshot {
+	if g := openGaps(gaps, 0, 0); len(g) > 0 && !opt.Snapshot {
 		return rep, fmt.Errorf("%w: epoch %d (%s); run kintfs compact to anchor a snapshot over it", ErrGapOpen, g[0].Seq, g[0].Reason)
 	}
 	rows, dels, held, err := r.collectStaged()

@@ -137,10 +137,24 @@ func KeyTTL() time.Duration {
 	return 24 * time.Hour
 }
 
-func dekAAD(space common.Hash) []byte { return append([]byte("kintfs-dek-cache-v1"), space[:]...) }
-
 // SaveDEK caches the data key encrypted under the local key, valid for KeyTTL.
-func (h Home) SaveDEK(space common.Hash, dek [32]byte) error {
+func (h Home) SaveDEK(space common.Hash, dek [32]byte) error { return h.saveKey(space, "dek", dek) }
+
+// LoadDEK returns the cached data key of a space.
+func (h Home) LoadDEK(space common.Hash) ([32]byte, error) { return h.loadKey(space, "dek") }
+
+// SaveKEK caches the key-encryption key the same way, so that a data key another machine
+// rotated (or created first) can be unwrapped from an epoch header without asking again.
+func (h Home) SaveKEK(space common.Hash, kek [32]byte) error { return h.saveKey(space, "kek", kek) }
+
+// LoadKEK returns the cached key-encryption key of a space.
+func (h Home) LoadKEK(space common.Hash) ([32]byte, error) { return h.loadKey(space, "kek") }
+
+func keyAAD(space common.Hash, kind string) []byte {
+	return append([]byte("kintfs-"+kind+"-cache-v1"), space[:]...)
+}
+
+func (h Home) saveKey(space common.Hash, kind string, secret [32]byte) error {
 	key, err := h.LocalKey()
 	if err != nil {
 		return err
@@ -151,47 +165,46 @@ func (h Home) SaveDEK(space common.Hash, dek [32]byte) error {
 	}
 	nonce := randomBytes(12)
 	f := dekFile{Expires: time.Now().Add(KeyTTL()).Unix(), Nonce: hex.EncodeToString(nonce),
-		Sealed: hex.EncodeToString(gcm.Seal(nil, nonce, dek[:], dekAAD(space)))}
+		Sealed: hex.EncodeToString(gcm.Seal(nil, nonce, secret[:], keyAAD(space, kind)))}
 	b, _ := json.Marshal(&f)
-	return h.WriteFile(b, "keys", seal.Space16(space)+".dek")
+	return h.WriteFile(b, "keys", seal.Space16(space)+"."+kind)
 }
 
-// LoadDEK returns the cached data key of a space.
-func (h Home) LoadDEK(space common.Hash) ([32]byte, error) {
-	var dek [32]byte
-	b, err := os.ReadFile(h.Path("keys", seal.Space16(space)+".dek"))
+func (h Home) loadKey(space common.Hash, kind string) ([32]byte, error) {
+	var out [32]byte
+	b, err := os.ReadFile(h.Path("keys", seal.Space16(space)+"."+kind))
 	if errors.Is(err, os.ErrNotExist) {
-		return dek, ErrKeyMissing
+		return out, ErrKeyMissing
 	}
 	if err != nil {
-		return dek, err
+		return out, err
 	}
 	var f dekFile
 	if err := json.Unmarshal(b, &f); err != nil {
-		return dek, fmt.Errorf("cached data key: %w", err)
+		return out, fmt.Errorf("cached %s: %w", kind, err)
 	}
 	if time.Now().Unix() > f.Expires {
-		return dek, ErrKeyExpired
+		return out, ErrKeyExpired
 	}
 	key, err := h.LocalKey()
 	if err != nil {
-		return dek, err
+		return out, err
 	}
 	gcm, err := newGCM(key)
 	if err != nil {
-		return dek, err
+		return out, err
 	}
 	nonce, err1 := hex.DecodeString(f.Nonce)
 	sealed, err2 := hex.DecodeString(f.Sealed)
 	if err1 != nil || err2 != nil || len(nonce) != 12 {
-		return dek, fmt.Errorf("cached data key is malformed")
+		return out, fmt.Errorf("cached %s is malformed", kind)
 	}
-	plain, err := gcm.Open(nil, nonce, sealed, dekAAD(space))
+	plain, err := gcm.Open(nil, nonce, sealed, keyAAD(space, kind))
 	if err != nil || len(plain) != 32 {
-		return dek, fmt.Errorf("cached data key does not open with this machine's local secret (KINT_SESSION_PASSPHRASE changed?): %w", ErrKeyMissing)
+		return out, fmt.Errorf("cached %s does not open with this machine's local secret (KINT_SESSION_PASSPHRASE changed?): %w", kind, ErrKeyMissing)
 	}
-	copy(dek[:], plain)
-	return dek, nil
+	copy(out[:], plain)
+	return out, nil
 }
 
 func newGCM(key []byte) (cipher.AEAD, error) {

@@ -191,11 +191,12 @@ func (d *deflater) longestMatch(curMatch int) int {
 		nice = d.lookahead
 	}
 	s0, s1 := win[scan], win[scan+1]
+	tail := win[scan+3 : scan+zMaxMatch]
 	for {
 		m := curMatch
 		if win[m+bestLen] == scanEnd && win[m+bestLen-1] == scanEnd1 && win[m] == s0 && win[m+1] == s1 {
 			// Byte 2 equals by construction of the hash, as zlib assumes.
-			n := 3 + commonPrefix(win[m+3:m+zMaxMatch], win[scan+3:scan+zMaxMatch])
+			n := 3 + commonPrefix(win[m+3:m+zMaxMatch], tail)
 			if n > bestLen {
 				d.matchStart = curMatch
 				bestLen = n

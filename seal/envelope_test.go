@@ -188,7 +188,7 @@ func TestOpenRefusals(t *testing.T) {
 	}
 	for _, c := range cases {
 		err := openErr(v, c.e, c.change, c.ctx)
-		if !errors.Is(err, c.want) {
+		if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.want.Error()) {
 			t.Errorf("%s: got %v, want %v", c.name, err, c.want)
 		}
 	}
@@ -274,7 +274,7 @@ func TestOpenPlaintextChecks(t *testing.T) {
 		p := *base
 		tc.edit(&p)
 		blob := craft(t, v, EncodePlaintext(&p), base.RowsRoot, 0, c)
-		if _, err := Open(blob, v.DEK, c); !errors.Is(err, tc.want) {
+		if _, err := Open(blob, v.DEK, c); !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.want.Error()) {
 			t.Errorf("%s: got %v, want %v", tc.name, err, tc.want)
 		}
 	}

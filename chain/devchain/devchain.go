@@ -101,6 +101,7 @@ type DevChain struct {
 	quit      chan struct{}
 	wake      chan struct{}
 	commitReq chan chan struct{}
+	syncReq   chan chan struct{}
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 	closeErr  error
@@ -155,67 +156,43 @@ func Start(cfg Config) (*DevChain, error) {
 	}
 	cfg.Accounts = n
 
-	nodeConf := node.DefaultConfig
-	nodeConf.Name = "kintfs-devchain"
-	nodeConf.DataDir = cfg.DataDir
-	nodeConf.IPCPath = ""
-	nodeConf.HTTPHost = host
-	nodeConf.HTTPPort = port
-	nodeConf.HTTPModules = []string{"eth", "net", "web3"}
-	nodeConf.HTTPVirtualHosts = []string{"localhost"}
-	nodeConf.WSHost = ""
-	nodeConf.AuthPort = 0
-	nodeConf.P2P = p2p.Config{MaxPeers: 0, NoDiscovery: true, NoDial: true, ListenAddr: ""}
-	nodeConf.UseLightweightKDF = true
+	nodeConf := nodeConfig(cfg.DataDir, host, port)
 	stack, err := node.New(&nodeConf)
 	if err != nil {
 		return nil, fmt.Errorf("devchain: %w", err)
 	}
-
-	ethConf := ethconfig.Defaults
-	ethConf.NetworkId = ChainID
-	ethConf.Genesis = Genesis(n)
-	ethConf.SyncMode = ethconfig.FullSync
-	ethConf.Miner.GasCeil = devGasLimit
-	// Archive on the hash scheme: every block's state is on disk as soon as it is sealed,
-	// so even a killed dev chain restarts where it was.
-	ethConf.StateScheme = rawdb.HashScheme
-	ethConf.NoPruning = true
-	ethConf.TransactionHistory = 0 // index every transaction: calldata is the store
-	ethConf.LogHistory = 0
-	ethConf.DatabaseCache = 64
-	ethConf.TrieCleanCache = 32
-	ethConf.TrieDirtyCache = 32
-	ethConf.SnapshotCache = 16
-
+	ethConf := ethConfig(n)
 	backend, err := eth.New(stack, &ethConf)
 	if err != nil {
 		stack.Close()
 		return nil, fmt.Errorf("devchain: %w", err)
 	}
-	fs := filters.NewFilterSystem(backend.APIBackend, filters.Config{})
-	stack.RegisterAPIs([]rpc.API{{Namespace: "eth", Service: filters.NewFilterAPI(fs)}})
-	if err := stack.Start(); err != nil {
-		stack.Close()
-		return nil, fmt.Errorf("devchain: %w", err)
-	}
-	beacon, err := catalyst.NewSimulatedBeacon(cfg.Period, common.Address{}, backend)
-	if err != nil {
-		stack.Close()
-		return nil, fmt.Errorf("devchain: %w", err)
-	}
-
 	d := &DevChain{
 		cfg:       cfg,
 		stack:     stack,
 		eth:       backend,
-		beacon:    beacon,
 		quit:      make(chan struct{}),
 		wake:      make(chan struct{}, 1),
 		commitReq: make(chan chan struct{}),
+		syncReq:   make(chan chan struct{}),
 	}
 	for i := 0; i < n; i++ {
 		d.keys = append(d.keys, AccountKey(i))
+	}
+	fs := filters.NewFilterSystem(backend.APIBackend, filters.Config{})
+	stack.RegisterAPIs([]rpc.API{
+		{Namespace: "eth", Service: filters.NewFilterAPI(fs)},
+		// Registered after go-ethereum's own eth API, so its method replaces theirs.
+		{Namespace: "eth", Service: &sendAPI{d: d}},
+	})
+	if err := stack.Start(); err != nil {
+		stack.Close()
+		return nil, fmt.Errorf("devchain: %w", err)
+	}
+	d.beacon, err = catalyst.NewSimulatedBeacon(cfg.Period, common.Address{}, backend)
+	if err != nil {
+		stack.Close()
+		return nil, fmt.Errorf("devchain: %w", err)
 	}
 	d.wg.Add(1)
 	go d.seal()
@@ -241,6 +218,43 @@ func Start(cfg Config) (*DevChain, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// nodeConfig: no peers, no IPC, HTTP JSON-RPC (eth, net, web3) on a loopback address.
+func nodeConfig(dataDir, host string, port int) node.Config {
+	c := node.DefaultConfig
+	c.Name = "kintfs-devchain"
+	c.DataDir = dataDir
+	c.IPCPath = ""
+	c.HTTPHost = host
+	c.HTTPPort = port
+	c.HTTPModules = []string{"eth", "net", "web3"}
+	c.HTTPVirtualHosts = []string{"localhost"}
+	c.WSHost = ""
+	c.AuthPort = 0
+	c.P2P = p2p.Config{MaxPeers: 0, NoDiscovery: true, NoDial: true, ListenAddr: ""}
+	c.UseLightweightKDF = true
+	return c
+}
+
+// ethConfig: the dev genesis with n funded accounts, full sync, small caches.
+func ethConfig(n int) ethconfig.Config {
+	c := ethconfig.Defaults
+	c.NetworkId = ChainID
+	c.Genesis = Genesis(n)
+	c.SyncMode = ethconfig.FullSync
+	c.Miner.GasCeil = devGasLimit
+	// Archive on the hash scheme: every block's state is written as it is sealed, so a
+	// dev chain that is killed rather than closed restarts where it was.
+	c.StateScheme = rawdb.HashScheme
+	c.NoPruning = true
+	c.TransactionHistory = 0 // index every transaction: the calldata is the store
+	c.LogHistory = 0
+	c.DatabaseCache = 64
+	c.TrieCleanCache = 32
+	c.TrieDirtyCache = 32
+	c.SnapshotCache = 16
+	return c
 }
 
 // loopbackAddr parses host:port and refuses anything but a loopback host.
@@ -352,7 +366,9 @@ func (d *DevChain) Close() error {
 	return d.closeErr
 }
 
-// seal is the only goroutine that seals blocks.
+// seal is the only goroutine that seals blocks or syncs the transaction pool: go-ethereum's
+// TxPool.Sync must never run twice at once (a second caller replaces the first one's
+// waiter, which then waits forever).
 func (d *DevChain) seal() {
 	defer d.wg.Done()
 	var tick <-chan time.Time
@@ -368,30 +384,38 @@ func (d *DevChain) seal() {
 		case <-d.wake:
 			d.sealPending()
 		case <-tick:
-			d.beacon.Commit()
+			d.commit()
 		case done := <-d.commitReq:
-			d.beacon.Commit()
+			d.commit()
+			close(done)
+		case done := <-d.syncReq:
+			d.eth.TxPool().Sync()
 			close(done)
 		}
 	}
+}
+
+// commit seals one block and lets the pool catch up with it.
+func (d *DevChain) commit() {
+	d.beacon.Commit()
+	d.eth.TxPool().Sync()
 }
 
 // sealPending seals blocks until no executable transaction is left, then the empty
 // blocks that give them their confirmations.
 func (d *DevChain) sealPending() {
 	pool := d.eth.TxPool()
-	sealed := false
-	for i := 0; i < maxDrain; i++ {
-		if err := pool.Sync(); err != nil {
-			return
-		}
+	if err := pool.Sync(); err != nil { // promote what just arrived
+		return
+	}
+	sealed := 0
+	for ; sealed < maxDrain; sealed++ {
 		if executable, _ := pool.Stats(); executable == 0 {
 			break
 		}
-		d.beacon.Commit()
-		sealed = true
+		d.commit()
 	}
-	if !sealed {
+	if sealed == 0 {
 		return
 	}
 	for i := 1; i < d.cfg.Confirmations; i++ {
@@ -400,7 +424,7 @@ func (d *DevChain) sealPending() {
 			return
 		default:
 		}
-		d.beacon.Commit()
+		d.commit()
 	}
 }
 
@@ -465,4 +489,45 @@ func writeInfo(path string, info *Info) error {
 		return fmt.Errorf("devchain: write %s: %w", path, err)
 	}
 	return nil
+}
+
+// sendAPI replaces eth_sendRawTransaction on the dev chain. Blocks come quickly one after
+// the other here, and go-ethereum's pool validates a transaction against the state of the
+// last head it has caught up with, which may lag the head a receipt was just read from:
+// an account funded one block ago could be refused for "insufficient funds". Letting the
+// pool catch up first makes "wait for the receipt, then spend" reliable.
+type sendAPI struct{ d *DevChain }
+
+// SendRawTransaction adds a signed transaction to the pool once it has caught up with
+// the chain head.
+func (a *sendAPI) SendRawTransaction(ctx context.Context, input hexutil.Bytes) (common.Hash, error) {
+	tx := new(types.Transaction)
+	if err := tx.UnmarshalBinary(input); err != nil {
+		return common.Hash{}, err
+	}
+	if err := a.d.syncPool(ctx); err != nil {
+		return common.Hash{}, err
+	}
+	if err := a.d.eth.APIBackend.SendTx(ctx, tx); err != nil {
+		return common.Hash{}, err
+	}
+	return tx.Hash(), nil
+}
+
+// syncPool has the sealing goroutine sync the pool and waits for it.
+func (d *DevChain) syncPool(ctx context.Context) error {
+	done := make(chan struct{})
+	select {
+	case d.syncReq <- done:
+	case <-d.quit:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-done:
+		return nil
+	case <-d.quit:
+		return ErrClosed
+	}
 }

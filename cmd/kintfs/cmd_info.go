@@ -66,24 +66,24 @@ func runStatus(ctx context.Context, args []string) error {
 		return err
 	}
 	if infoOpts.json {
-		printJSON(st)
+		printJSON(ctx, st)
 		return nil
 	}
-	fmt.Printf("owner %s, tenant %q, space %s\n", st.Owner, st.Tenant, st.Space[:18])
-	fmt.Printf("chain %d at %s, contract %s\n", st.Chain.ChainID, st.Chain.RPC, st.Chain.Contract)
-	fmt.Printf("head seq %d (block %d), mirror seq %d\n", st.Head.Seq, st.Head.Block, st.Mirror.Seq)
+	fmt.Fprintf(outw(ctx), "owner %s, tenant %q, space %s\n", st.Owner, st.Tenant, st.Space[:18])
+	fmt.Fprintf(outw(ctx), "chain %d at %s, contract %s\n", st.Chain.ChainID, st.Chain.RPC, st.Chain.Contract)
+	fmt.Fprintf(outw(ctx), "head seq %d (block %d), mirror seq %d\n", st.Head.Seq, st.Head.Block, st.Mirror.Seq)
 	if st.Offline != "" {
-		fmt.Println(st.Offline)
+		fmt.Fprintln(outw(ctx), st.Offline)
 	}
-	fmt.Printf("staged: %d rows (%d bytes), %d deletions; oldest %.0fs\n", st.StagedRows, st.StagedBytes, st.StagedDels, st.OldestStaged)
+	fmt.Fprintf(outw(ctx), "staged: %d rows (%d bytes), %d deletions; oldest %.0fs\n", st.StagedRows, st.StagedBytes, st.StagedDels, st.OldestStaged)
 	for _, h := range st.Held {
-		fmt.Printf("held: %s: %s\n", heldName(h), h.Reason)
+		fmt.Fprintf(outw(ctx), "held: %s: %s\n", heldName(h), h.Reason)
 	}
 	for _, c := range st.Conflicts {
-		fmt.Printf("conflict at seq %d: %s %s (your version: %s)\n", c.Seq, c.Tier, c.Key, c.Copy)
+		fmt.Fprintf(outw(ctx), "conflict at seq %d: %s %s (your version: %s)\n", c.Seq, c.Tier, c.Key, c.Copy)
 	}
 	for _, g := range st.Gaps {
-		fmt.Printf("gap: epoch %d: %s\n", g.Seq, g.Reason)
+		fmt.Fprintf(outw(ctx), "gap: epoch %d: %s\n", g.Seq, g.Reason)
 	}
 	return nil
 }
@@ -103,7 +103,7 @@ func runLog(ctx context.Context, args []string) error {
 		if ep.Snapshot {
 			kind = "snapshot"
 		}
-		fmt.Printf("seq %-5d block %-9d %-8s rows %-5d deleted %-4d total %-6d bucket %-6d %s tx %s\n",
+		fmt.Fprintf(outw(ctx), "seq %-5d block %-9d %-8s rows %-5d deleted %-4d total %-6d bucket %-6d %s tx %s\n",
 			ep.Seq, ep.Block, kind, ep.Rows, ep.Deleted, ep.NRows, ep.Bucket, ep.CreatedAt, ep.Tx)
 	}
 	return nil
@@ -144,7 +144,7 @@ func runHistory(ctx context.Context, args []string) error {
 		if err != nil {
 			return fmt.Errorf("%s at block %d: %w", args[1], infoOpts.block, err)
 		}
-		os.Stdout.Write(body)
+		outw(ctx).Write(body)
 		return nil
 	}
 	vs, err := e.rep.Versions(k)
@@ -156,17 +156,17 @@ func runHistory(ctx context.Context, args []string) error {
 	}
 	for _, v := range vs {
 		if v.Row == nil {
-			fmt.Printf("seq %d block %d tx %s: deleted\n", v.Anchor.Seq, v.Anchor.Block, v.Anchor.Tx)
+			fmt.Fprintf(outw(ctx), "seq %d block %d tx %s: deleted\n", v.Anchor.Seq, v.Anchor.Block, v.Anchor.Tx)
 			continue
 		}
-		fmt.Printf("seq %d block %d tx %s: %d bytes, leaf %x\n", v.Anchor.Seq, v.Anchor.Block, v.Anchor.Tx, len(replica.RenderContent(v.Row)), seal.Leaf(v.Row))
+		fmt.Fprintf(outw(ctx), "seq %d block %d tx %s: %d bytes, leaf %x\n", v.Anchor.Seq, v.Anchor.Block, v.Anchor.Tx, len(replica.RenderContent(v.Row)), seal.Leaf(v.Row))
 	}
 	return nil
 }
 
 // keyOfPath finds the mount a path lives in and the row key it names.
-func keyOfPath(path string) (replica.Key, error) {
-	abs, err := filepath.Abs(path)
+func keyOfPath(ctx context.Context, path string) (replica.Key, error) {
+	abs, err := absPath(ctx, path)
 	if err != nil {
 		return replica.Key{}, err
 	}
@@ -224,13 +224,13 @@ func runVerify(ctx context.Context, args []string) error {
 	defer e.Close()
 	failed := 0
 	for _, p := range args {
-		k, err := keyOfPath(p)
+		k, err := keyOfPath(ctx, p)
 		if err != nil {
 			return err
 		}
 		proof, err := e.rep.Prove(k)
 		if err != nil {
-			fmt.Printf("%s: FAILED: %v\n", p, err)
+			fmt.Fprintf(outw(ctx), "%s: FAILED: %v\n", p, err)
 			failed++
 			continue
 		}
@@ -238,7 +238,7 @@ func runVerify(ctx context.Context, args []string) error {
 		if proof.Staged {
 			note = " (the file has changes not yet anchored; the anchored version was proven)"
 		}
-		fmt.Printf("%s: ok: leaf %x in rows_root %x of epoch %d (block %d, tx %s), %d proof steps%s\n", p,
+		fmt.Fprintf(outw(ctx), "%s: ok: leaf %x in rows_root %x of epoch %d (block %d, tx %s), %d proof steps%s\n", p,
 			proof.Leaf[:8], proof.RowsRoot[:8], proof.Epoch.Seq, proof.Epoch.Block, proof.Epoch.Tx, len(proof.Steps), note)
 	}
 	if failed > 0 {

@@ -51,7 +51,7 @@ func init() {
 			if !common.IsHexAddress(initOpts.owner) {
 				return usagef("--owner must be an address")
 			}
-			fmt.Println(seal.CanonicalPayload(common.HexToAddress(initOpts.owner)))
+			fmt.Fprintln(outw(ctx), seal.CanonicalPayload(common.HexToAddress(initOpts.owner)))
 			return nil
 		},
 	})
@@ -136,10 +136,10 @@ func runInit(ctx context.Context, args []string) error {
 		return err
 	}
 	if res.Created {
-		fmt.Printf("created a new vault for %s, tenant %q (space %s) on chain %d\n", res.Vault.Owner.Hex(), res.Vault.Tenant, res.Vault.Space16(), res.Vault.ChainID)
-		fmt.Printf("the recovery code is in %s: keep it offline; it is the only way back if the passphrase is lost\n", res.RecoveryFile)
+		fmt.Fprintf(outw(ctx), "created a new vault for %s, tenant %q (space %s) on chain %d\n", res.Vault.Owner.Hex(), res.Vault.Tenant, res.Vault.Space16(), res.Vault.ChainID)
+		fmt.Fprintf(outw(ctx), "the recovery code is in %s: keep it offline; it is the only way back if the passphrase is lost\n", res.RecoveryFile)
 	} else {
-		fmt.Printf("connected to the vault of %s, tenant %q (space %s): data key %s from epoch %d\n", res.Vault.Owner.Hex(), res.Vault.Tenant, res.Vault.Space16(), res.Vault.DekID, res.AdoptedAt)
+		fmt.Fprintf(outw(ctx), "connected to the vault of %s, tenant %q (space %s): data key %s from epoch %d\n", res.Vault.Owner.Hex(), res.Vault.Tenant, res.Vault.Space16(), res.Vault.DekID, res.AdoptedAt)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -72,6 +73,9 @@ func runMount(ctx context.Context, args []string) error {
 	}
 	defer closeLog()
 	say := func(format string, a ...any) { logger.Printf(format, a...) }
+	if stop := startCPUProfile(say); stop != nil {
+		defer stop()
+	}
 	if err := clearStaleMount(dir, say); err != nil {
 		return reportReady(err)
 	}
@@ -117,6 +121,13 @@ func runMount(ctx context.Context, args []string) error {
 		_ = e.rep.StopWorker(context.Background())
 		return reportReady(err)
 	}
+	ctl, err := serveControl(home, e, say)
+	if err != nil {
+		_ = m.Unmount()
+		_ = e.rep.StopWorker(context.Background())
+		return reportReady(err)
+	}
+	defer ctl.Close()
 	say("mounted %s (owner %s, tenant %q, chain %d)", dir, e.vault.Owner.Hex(), e.vault.Tenant, e.vault.ChainID)
 	_ = reportReady(nil)
 	sdNotify("READY=1")
@@ -156,6 +167,32 @@ func runMount(ctx context.Context, args []string) error {
 		}
 	}
 	return nil
+}
+
+// startCPUProfile writes a CPU profile of the whole mount to $KINTFS_CPUPROFILE when it is set
+// (for benchmarks); the returned func stops it and is nil when profiling is off.
+func startCPUProfile(say func(string, ...any)) func() {
+	path := os.Getenv("KINTFS_CPUPROFILE")
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		say("cpu profile: %v", err)
+		return nil
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		say("cpu profile: %v", err)
+		f.Close()
+		return nil
+	}
+	say("writing a CPU profile to %s", path)
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			say("cpu profile: %v", err)
+		}
+	}
 }
 
 func openLog() (*log.Logger, func(), error) {

@@ -67,7 +67,7 @@ func runSessionKey(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("session key %s created; fund it with a little ETH and run kintfs authorize\n", addr.Hex())
+		fmt.Fprintf(outw(ctx), "session key %s created; fund it with a little ETH and run kintfs authorize\n", addr.Hex())
 		return nil
 	}
 	key, err := loadSessionKey(home)
@@ -75,7 +75,7 @@ func runSessionKey(ctx context.Context, args []string) error {
 		return fmt.Errorf("%w: no session key on this machine (kintfs session-key create)", replica.ErrNotAuthorized)
 	}
 	addr := crypto.PubkeyToAddress(key.PublicKey)
-	fmt.Printf("session key: %s\n", addr.Hex())
+	fmt.Fprintf(outw(ctx), "session key: %s\n", addr.Hex())
 	e, err := openVault(ctx, openOptions{chain: true})
 	if err != nil {
 		return err
@@ -89,11 +89,11 @@ func runSessionKey(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("balance: %s wei\n", bal)
+	fmt.Fprintf(outw(ctx), "balance: %s wei\n", bal)
 	if exp == 0 {
-		fmt.Printf("authorized: no (kintfs authorize)\n")
+		fmt.Fprintf(outw(ctx), "authorized: no (kintfs authorize)\n")
 	} else {
-		fmt.Printf("authorized for %s until %s\n", e.vault.Owner.Hex(), time.Unix(int64(exp), 0).UTC().Format(time.RFC3339))
+		fmt.Fprintf(outw(ctx), "authorized for %s until %s\n", e.vault.Owner.Hex(), time.Unix(int64(exp), 0).UTC().Format(time.RFC3339))
 	}
 	return nil
 }
@@ -117,8 +117,8 @@ func runAuthorize(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("sign this digest with the owner's key (no prefix), then run\n  kintfs authorize --signature-file FILE --deadline %s --expiry %s\n", deadline, authOpts.expiry)
-		fmt.Printf("digest: %s\nsession key: %s\nexpiry: %d\nnonce: %s\n", d.Hex(), addr.Hex(), expiry, nonce)
+		fmt.Fprintf(outw(ctx), "sign this digest with the owner's key (no prefix), then run\n  kintfs authorize --signature-file FILE --deadline %s --expiry %s\n", deadline, authOpts.expiry)
+		fmt.Fprintf(outw(ctx), "digest: %s\nsession key: %s\nexpiry: %d\nnonce: %s\n", d.Hex(), addr.Hex(), expiry, nonce)
 		return nil
 	case authOpts.sigFile != "":
 		s, err := readSecret(authOpts.sigFile, false)
@@ -151,6 +151,6 @@ func runAuthorize(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	fmt.Printf("session key %s may push for %s until %s\n", addr.Hex(), e.vault.Owner.Hex(), time.Unix(int64(expiry), 0).UTC().Format(time.RFC3339))
+	fmt.Fprintf(outw(ctx), "session key %s may push for %s until %s\n", addr.Hex(), e.vault.Owner.Hex(), time.Unix(int64(expiry), 0).UTC().Format(time.RFC3339))
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/spf13/pflag"
 
@@ -62,9 +61,9 @@ func init() {
 	})
 }
 
-func printJSON(v any) {
+func printJSON(ctx context.Context, v any) {
 	b, _ := json.MarshalIndent(v, "", "  ")
-	fmt.Println(string(b))
+	fmt.Fprintln(outw(ctx), string(b))
 }
 
 func runPush(ctx context.Context, opt replica.PushOptions) error {
@@ -81,23 +80,23 @@ func runPush(ctx context.Context, opt replica.PushOptions) error {
 	}
 	rep, err := e.rep.Push(ctx, opt)
 	if rep != nil && syncOpts.json {
-		printJSON(rep)
+		printJSON(ctx, rep)
 	} else if rep != nil {
-		printPushReport(rep)
+		printPushReport(ctx, rep)
 	}
 	return err
 }
 
-func printPushReport(rep *replica.PushReport) {
+func printPushReport(ctx context.Context, rep *replica.PushReport) {
 	for _, h := range rep.Held {
-		fmt.Fprintf(os.Stderr, "held: %s: %s\n", heldName(h), h.Reason)
+		fmt.Fprintf(errw(ctx), "held: %s: %s\n", heldName(h), h.Reason)
 	}
 	if rep.DryRun {
-		fmt.Printf("would anchor %d rows and %d deletions in %d epoch(s); nothing sent\n", rep.Rows, rep.Deleted, rep.Chunks)
+		fmt.Fprintf(outw(ctx), "would anchor %d rows and %d deletions in %d epoch(s); nothing sent\n", rep.Rows, rep.Deleted, rep.Chunks)
 		return
 	}
 	for _, ep := range rep.Epochs {
-		fmt.Printf("epoch %d: block %d, tx %s, %d rows, %d deleted, bucket %d, %d calldata bytes, gas %d, cost %s wei\n",
+		fmt.Fprintf(outw(ctx), "epoch %d: block %d, tx %s, %d rows, %d deleted, bucket %d, %d calldata bytes, gas %d, cost %s wei\n",
 			ep.Seq, ep.Block, ep.Tx, ep.Rows, ep.Deleted, ep.Bucket, ep.CalldataBytes, ep.GasUsed, ep.Cost)
 	}
 }
@@ -117,16 +116,16 @@ func runPull(ctx context.Context, args []string) error {
 	defer e.Close()
 	rep, err := e.rep.Pull(ctx, syncOpts.full)
 	if rep != nil && syncOpts.json {
-		printJSON(rep)
+		printJSON(ctx, rep)
 	} else if rep != nil {
 		for _, g := range rep.Skipped {
-			fmt.Fprintf(os.Stderr, "skipped epoch %d: %s (superseded by snapshot %d)\n", g.Seq, g.Reason, g.SupersededBy)
+			fmt.Fprintf(errw(ctx), "skipped epoch %d: %s (superseded by snapshot %d)\n", g.Seq, g.Reason, g.SupersededBy)
 		}
 		for _, c := range rep.Conflicts {
-			fmt.Fprintf(os.Stderr, "conflict: %s %s: the chain's version stays, yours is in %s\n", c.Tier, c.Key, c.Copy)
+			fmt.Fprintf(errw(ctx), "conflict: %s %s: the chain's version stays, yours is in %s\n", c.Tier, c.Key, c.Copy)
 		}
 		if err == nil {
-			fmt.Printf("mirror at seq %d (head %d): %d epochs applied, %d fetched, %d from cache, %d rows changed\n",
+			fmt.Fprintf(outw(ctx), "mirror at seq %d (head %d): %d epochs applied, %d fetched, %d from cache, %d rows changed\n",
 				rep.Mirror.Seq, rep.Head.Seq, rep.Applied, rep.Fetched, rep.FromCache, rep.Changed)
 		}
 	}
@@ -155,12 +154,12 @@ func runRekey(ctx context.Context, args []string) error {
 	}
 	_, rep, err := e.rep.Rekey(ctx, kek, seal.KindPassphrase)
 	if rep != nil {
-		printPushReport(rep)
+		printPushReport(ctx, rep)
 	}
 	if err != nil {
 		return err
 	}
-	fmt.Printf("rekeyed: data key %s; the new recovery code is in %s\n", e.vault.DekID,
+	fmt.Fprintf(outw(ctx), "rekeyed: data key %s; the new recovery code is in %s\n", e.vault.DekID,
 		e.home.Path("RECOVERY-"+e.vault.Space16()+".txt"))
 	return nil
 }

@@ -40,7 +40,7 @@ func runUnmount(ctx context.Context, args []string) error {
 	}
 	if !unmountOpts.noFlush {
 		if err := flushMount(ctx, dir, unmountOpts.timeout); err != nil {
-			fmt.Fprintf(os.Stderr, "kintfs unmount: flush: %v (staged rows stay staged)\n", err)
+			fmt.Fprintf(errw(ctx), "kintfs unmount: flush: %v (staged rows stay staged)\n", err)
 		}
 	}
 	out, err := exec.Command("fusermount3", "-u", dir).CombinedOutput()

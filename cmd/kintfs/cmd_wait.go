@@ -52,7 +52,7 @@ func runWait(ctx context.Context, args []string) error {
 			return fmt.Errorf("read %s: %w", status, err)
 		}
 		if (waitOpts.block == 0 || st.Mirror.Block >= waitOpts.block) && (waitOpts.seq == 0 || st.Mirror.Seq >= waitOpts.seq) {
-			fmt.Printf("mirror at seq %d, block %d\n", st.Mirror.Seq, st.Mirror.Block)
+			fmt.Fprintf(outw(ctx), "mirror at seq %d, block %d\n", st.Mirror.Seq, st.Mirror.Block)
 			return nil
 		}
 		if time.Now().After(deadline) {

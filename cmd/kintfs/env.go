@@ -25,9 +25,13 @@ type vaultEnv struct {
 	vault  *replica.VaultConfig
 	client *chain.Client
 	rep    *replica.Replica
+	shared bool // the mount's own: closed by the mount
 }
 
 func (e *vaultEnv) Close() {
+	if e.shared {
+		return
+	}
 	if e.rep != nil {
 		e.rep.Close()
 	}
@@ -46,6 +50,9 @@ type openOptions struct {
 
 // openVault opens the vault this KINT_HOME is connected to.
 func openVault(ctx context.Context, o openOptions) (*vaultEnv, error) {
+	if e := ioOf(ctx).env; e != nil {
+		return &vaultEnv{home: e.home, vault: e.vault, client: e.client, rep: e.rep, shared: true}, nil
+	}
 	home, err := replica.DefaultHome()
 	if err != nil {
 		return nil, err

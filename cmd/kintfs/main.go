@@ -59,6 +59,12 @@ func main() {
 }
 
 func run(argv []string) int {
+	return runIO(context.Background(), argv, &cmdIO{out: os.Stdout, err: os.Stderr})
+}
+
+// runIO runs one command writing to io; io.env is set when it runs inside a mount.
+func runIO(base context.Context, argv []string, cio *cmdIO) int {
+	stderr := cio.err
 	if len(argv) == 0 || argv[0] == "-h" || argv[0] == "--help" || argv[0] == "help" {
 		printUsage()
 		if len(argv) == 0 {
@@ -72,7 +78,7 @@ func run(argv []string) int {
 	}
 	c := commands[argv[0]]
 	if c == nil {
-		fmt.Fprintf(os.Stderr, "kintfs: unknown command %q (kintfs --help lists them)\n", argv[0])
+		fmt.Fprintf(stderr, "kintfs: unknown command %q (kintfs --help lists them)\n", argv[0])
 		return exitUsage
 	}
 	fl := pflag.NewFlagSet("kintfs "+c.name, pflag.ContinueOnError)
@@ -80,30 +86,38 @@ func run(argv []string) int {
 	if c.flags != nil {
 		c.flags(fl)
 	}
+	fl.SetOutput(stderr)
 	fl.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: kintfs %s %s\n\n%s\n", c.name, c.usage, c.short)
+		fmt.Fprintf(stderr, "usage: kintfs %s %s\n\n%s\n", c.name, c.usage, c.short)
 		if fl.HasFlags() {
-			fmt.Fprintf(os.Stderr, "\noptions:\n%s", fl.FlagUsages())
+			fmt.Fprintf(stderr, "\noptions:\n%s", fl.FlagUsages())
 		}
 	}
 	if err := fl.Parse(argv[1:]); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return exitOK
 		}
-		fmt.Fprintf(os.Stderr, "kintfs %s: %v\n", c.name, err)
+		fmt.Fprintf(stderr, "kintfs %s: %v\n", c.name, err)
 		return exitUsage
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if c.name == "mount" || c.name == "devchain" {
-		stop() // these handle signals themselves
-		ctx = context.Background()
+	if cio.env == nil && forwarded[c.name] {
+		if reply, ok := forward(argv); ok {
+			fmt.Fprint(cio.out, reply.Out)
+			fmt.Fprint(stderr, reply.Err)
+			return reply.Code
+		}
+	}
+	ctx := context.WithValue(base, ioKey{}, cio)
+	if cio.env == nil && c.name != "mount" && c.name != "devchain" { // those handle signals themselves
+		var stop context.CancelFunc
+		ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		defer stop()
 	}
 	err := c.run(ctx, fl.Args())
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintf(os.Stderr, "kintfs %s: %v\n", c.name, err)
+	fmt.Fprintf(stderr, "kintfs %s: %v\n", c.name, err)
 	return exitCode(err)
 }
 

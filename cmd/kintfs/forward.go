@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"kintfs/replica"
+)
+
+// While a vault is mounted, its badger database belongs to the mount process. Commands that
+// read or change the vault (status, push, pull, ...) then run inside the mount, reached over a
+// unix socket in KINT_HOME (mode 0600, peer uid checked). Nothing secret crosses it: commands
+// that read a secret are not forwarded.
+
+// forwarded are the commands a running mount answers for.
+var forwarded = map[string]bool{"status": true, "push": true, "pull": true, "compact": true, "log": true,
+	"history": true, "verify": true}
+
+const mountSocket = "mount.sock"
+
+type ioKey struct{}
+
+// cmdIO is where a command writes, and the open vault when it runs inside a mount.
+type cmdIO struct {
+	out, err io.Writer
+	env      *vaultEnv
+	cwd      string
+}
+
+func ioOf(ctx context.Context) *cmdIO {
+	if c, ok := ctx.Value(ioKey{}).(*cmdIO); ok {
+		return c
+	}
+	return &cmdIO{out: os.Stdout, err: os.Stderr}
+}
+
+func outw(ctx context.Context) io.Writer { return ioOf(ctx).out }
+func errw(ctx context.Context) io.Writer { return ioOf(ctx).err }
+
+// absPath resolves p against the caller's working directory.
+func absPath(ctx context.Context, p string) (string, error) {
+	if cwd := ioOf(ctx).cwd; cwd != "" && !filepath.IsAbs(p) {
+		return filepath.Join(cwd, p), nil
+	}
+	return filepath.Abs(p)
+}
+
+type forwardRequest struct {
+	Argv []string `json:"argv"`
+	Cwd  string   `json:"cwd"`
+}
+
+type forwardReply struct {
+	Out  string `json:"out"`
+	Err  string `json:"err"`
+	Code int    `json:"code"`
+}
+
+// forward runs argv inside the mount of this KINT_HOME; ok is false when no mount answers.
+func forward(argv []string) (reply forwardReply, ok bool) {
+	home, err := replica.DefaultHome()
+	if err != nil {
+		return reply, false
+	}
+	conn, err := net.DialTimeout("unix", home.Path(mountSocket), 2*time.Second)
+	if err != nil {
+		return reply, false
+	}
+	defer conn.Close()
+	cwd, _ := os.Getwd()
+	if err := json.NewEncoder(conn).Encode(forwardRequest{Argv: argv, Cwd: cwd}); err != nil {
+		return reply, false
+	}
+	if err := json.NewDecoder(conn).Decode(&reply); err != nil {
+		return forwardReply{Err: fmt.Sprintf("kintfs: the mount did not answer: %v\n", err), Code: exitFailure}, true
+	}
+	return reply, true
+}
+
+// controlServer answers forwarded commands against the mount's open vault.
+type controlServer struct {
+	ln   net.Listener
+	env  *vaultEnv
+	mu   sync.Mutex // one command at a time: flags are parsed into package state
+	wg   sync.WaitGroup
+	path string
+}
+
+func serveControl(home replica.Home, env *vaultEnv, logf func(string, ...any)) (*controlServer, error) {
+	path := home.Path(mountSocket)
+	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		c.Close()
+		return nil, errors.New("another kintfs mount of this KINT_HOME is running")
+	}
+	os.Remove(path) // left by a crash
+	old := syscall.Umask(0o177)
+	ln, err := net.Listen("unix", path)
+	syscall.Umask(old)
+	if err != nil {
+		return nil, err
+	}
+	s := &controlServer{ln: ln, env: env, path: path}
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				defer conn.Close()
+				if err := s.handle(conn); err != nil {
+					logf("control socket: %v", err)
+				}
+			}()
+		}
+	}()
+	return s, nil
+}
+
+func (s *controlServer) handle(conn net.Conn) error {
+	if uc, ok := conn.(*net.UnixConn); ok {
+		raw, err := uc.SyscallConn()
+		if err != nil {
+			return err
+		}
+		var cred *syscall.Ucred
+		var cerr error
+		raw.Control(func(fd uintptr) { cred, cerr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED) })
+		if cerr != nil || (cred.Uid != uint32(os.Getuid()) && cred.Uid != 0) {
+			return fmt.Errorf("refused a connection from uid %v", cred)
+		}
+	}
+	var req forwardRequest
+	if err := json.NewDecoder(io.LimitReader(conn, 1<<20)).Decode(&req); err != nil {
+		return err
+	}
+	if len(req.Argv) == 0 || !forwarded[req.Argv[0]] {
+		return json.NewEncoder(conn).Encode(forwardReply{Err: "kintfs: not a command the mount answers\n", Code: exitUsage})
+	}
+	var out, errb syncWriter
+	s.mu.Lock()
+	code := runIO(context.Background(), req.Argv, &cmdIO{out: &out, err: &errb, env: s.env, cwd: req.Cwd})
+	s.mu.Unlock()
+	return json.NewEncoder(conn).Encode(forwardReply{Out: out.String(), Err: errb.String(), Code: code})
+}
+
+func (s *controlServer) Close() {
+	s.ln.Close()
+	s.wg.Wait()
+	os.Remove(s.path)
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.b = append(w.b, p...)
+	return len(p), nil
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return string(w.b)
+}

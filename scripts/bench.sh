@@ -1,0 +1,523 @@
+#!/usr/bin/env bash
+# kintfs benchmarks (make bench): the same work on a kintfs dev mount and on the same tree in a
+# native directory, side by side in one run, with ratios (mount / native) and absolute medians,
+# written to docs/benchmarks.md.
+#
+# What runs: a development chain (`kintfs devchain`, its own process, so that the mount's RSS
+# and CPU profile are the mount's alone) and `kintfs mount --dev` on a fresh KINT_HOME under
+# $BENCH_WORK, which is removed at the end (KEEP=1 keeps it). Background flushes are off
+# (KINT_QUIET_SECONDS and KINT_SIZE_TRIGGER_BYTES are set out of reach): every flush is an
+# explicit `echo flush > .kint/ctl`, so it is measured, and never lands inside another test.
+#
+# Sizes (environment; QUICK=1 makes them all small, for a run of a couple of minutes):
+#   ROWS=10000 CATS=100 ROW_BYTES=1024   the tree for grep, find, ls -lR and the flush
+#   CP_FILES=1000                        files of ROW_BYTES copied by cp -r
+#   VERSIONS=1000                        versions of the history row (one flush each)
+#   HIST_READS=200                       reads at arbitrary blocks
+#   PULL_EPOCHS=500                      epochs of the vault when the cold pull runs
+#   RSS_ROWS=100000 RSS_FLUSH_EVERY=10000  rows of the peak-RSS mount, flushed in batches
+#   RUNS=10 WARMUP=2 CP_RUNS=5 COLD_RUNS=3   hyperfine runs; cold passes (one mount each)
+#   HIST_MAX_SECONDS=1500 RSS_MAX_SECONDS=1500   bounds of the two slow population steps
+# Other knobs: OUT=docs/benchmarks.md (QUICK: bench-work/benchmarks-quick.md), BENCH_WORK,
+# SKIP="warm cp flush hist pull cold noxattr rss gas" (any subset), PROFILE=1 (each mount
+# writes a CPU profile, KINTFS_CPUPROFILE, kept in the results directory), KEEP=1.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+QUICK=${QUICK:-0}
+if [[ $QUICK == 1 ]]; then
+	: "${ROWS:=1000}" "${CATS:=10}" "${CP_FILES:=200}" "${VERSIONS:=40}" "${HIST_READS:=30}"
+	: "${PULL_EPOCHS:=30}" "${RSS_ROWS:=3000}" "${RSS_FLUSH_EVERY:=1000}" "${RUNS:=3}" "${WARMUP:=1}"
+	: "${CP_RUNS:=3}" "${COLD_RUNS:=1}" "${OUT:=bench-work/benchmarks-quick.md}"
+fi
+: "${ROWS:=10000}" "${CATS:=100}" "${ROW_BYTES:=1024}" "${CP_FILES:=1000}" "${VERSIONS:=1000}"
+: "${HIST_READS:=200}" "${PULL_EPOCHS:=500}" "${RSS_ROWS:=100000}" "${RSS_FLUSH_EVERY:=10000}"
+: "${RUNS:=10}" "${WARMUP:=2}" "${CP_RUNS:=5}" "${COLD_RUNS:=3}" "${HIST_MAX_SECONDS:=1500}"
+: "${RSS_MAX_SECONDS:=1500}" "${OUT:=docs/benchmarks.md}" "${BENCH_WORK:=$ROOT/bench-work}"
+: "${SKIP:=}" "${PROFILE:=0}" "${KEEP:=0}"
+KEYS=$((ROWS / CATS))
+ROWS=$((KEYS * CATS))
+
+say() { printf '\n== %s\n' "$*" >&2; }
+note() { printf '   %s\n' "$*" >&2; }
+die() { printf 'bench: %s\n' "$*" >&2; exit 1; }
+skipped() { [[ " $SKIP " == *" $1 "* ]]; }
+now() { printf '%s' "$EPOCHREALTIME"; }
+since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN{printf "%.3f", b-a}'; }
+
+# --- tools -------------------------------------------------------------------------------------
+command -v fusermount3 >/dev/null && [[ -e /dev/fuse ]] || die "FUSE is not available (need /dev/fuse and fusermount3: apt-get install -y fuse3)"
+if ! command -v hyperfine >/dev/null; then
+	say "installing hyperfine"
+	apt-get install -y hyperfine >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y hyperfine >/dev/null; }
+fi
+command -v python3 >/dev/null || die "python3 is needed"
+command -v curl >/dev/null || die "curl is needed"
+
+STARTED=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
+WORK="$BENCH_WORK/run-$(date +%Y%m%d-%H%M%S)-$$"
+RES="$WORK/results"
+mkdir -p "$RES"
+BIN="$WORK/kintfs"
+BT="$WORK/benchtool"
+say "building kintfs and benchtool into $WORK"
+go build -o "$BIN" ./cmd/kintfs
+go build -o "$BT" ./scripts/benchtool
+
+NEEDLE=zanzibarquill # benchtool's needle: one row in 100 holds it
+H1="$WORK/home"       # the vault that is measured
+MNT="$WORK/mnt"
+NAT="$WORK/native" # the native twin of the mount's tree
+mkdir -p "$MNT" "$NAT"/{entity,state,reference,journal}
+
+CAN_DROP=0
+if (sync && echo 3 >/proc/sys/vm/drop_caches) 2>/dev/null; then CAN_DROP=1; fi
+drop_caches() { sync; if [[ $CAN_DROP == 1 ]]; then echo 3 >/proc/sys/vm/drop_caches; fi; }
+
+# --- processes -----------------------------------------------------------------------------------
+DEVCHAIN_PID="" PROXY_PID="" MOUNT_PID="" MOUNT_DIR=""
+cleanup() {
+	set +e
+	[[ -n $MOUNT_PID ]] && mount_stop
+	[[ -n $PROXY_PID ]] && kill "$PROXY_PID" 2>/dev/null && wait "$PROXY_PID" 2>/dev/null
+	if [[ -n $DEVCHAIN_PID ]]; then
+		kill -TERM "$DEVCHAIN_PID" 2>/dev/null
+		wait "$DEVCHAIN_PID" 2>/dev/null
+	fi
+	for d in "$WORK"/mnt*; do mountpoint -q "$d" 2>/dev/null && fusermount3 -uz "$d"; done
+	if [[ $KEEP != 1 && -d $WORK ]]; then
+		rm -rf "$WORK/home" "$WORK"/home-* "$WORK/native" "$WORK/cpsrc" "$WORK"/mnt*
+	fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+devchain_start() { # HOME: a kintfs devchain process for the vaults under HOME/devchain
+	mkdir -p "$1/devchain"
+	chmod 700 "$1" "$1/devchain"
+	"$BIN" devchain --datadir "$1/devchain" --http 127.0.0.1:0 >"$WORK/devchain.out" 2>"$WORK/devchain.log" &
+	DEVCHAIN_PID=$!
+	for _ in $(seq 1 600); do
+		[[ -s $WORK/devchain.out ]] && break
+		kill -0 "$DEVCHAIN_PID" 2>/dev/null || die "devchain exited: $(cat "$WORK/devchain.log")"
+		sleep 0.2
+	done
+	[[ -s $WORK/devchain.out ]] || die "devchain did not come up"
+	RPC=$(python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["rpc"])' <"$WORK/devchain.out")
+}
+
+MOUNT_ENV=(KINT_CONFIRMATIONS=1 KINT_QUIET_SECONDS=864000 KINT_SIZE_TRIGGER_BYTES=1000000000000)
+# mount_start LABEL HOME DIR [mount options...]: a dev mount, in the background, ready on return.
+mount_start() {
+	local label=$1 home=$2 dir=$3
+	shift 3
+	local env=("${MOUNT_ENV[@]}" KINT_HOME="$home")
+	[[ $PROFILE == 1 ]] && env+=(KINTFS_CPUPROFILE="$RES/cpu-$label.prof")
+	[[ $home != "$H1" ]] && env+=(KINT_TENANT="$(basename "$home")") # another vault on the same chain
+	mkdir -p "$dir"
+	env "${env[@]}" "$BIN" mount --dev "$@" "$dir" >>"$WORK/mount-$label.log" 2>&1 &
+	MOUNT_PID=$! MOUNT_DIR=$dir
+	for _ in $(seq 1 1200); do
+		[[ -e $dir/.kint/status ]] && return 0
+		kill -0 "$MOUNT_PID" 2>/dev/null || { MOUNT_PID=""; die "mount $label exited: $(tail -20 "$WORK/mount-$label.log")"; }
+		sleep 0.1
+	done
+	die "mount $label did not come up: $(tail -20 "$WORK/mount-$label.log")"
+}
+mount_stop() { # SIGTERM (flush + unmount) and wait
+	kill -TERM "$MOUNT_PID" 2>/dev/null || true
+	local i
+	for i in $(seq 1 1200); do kill -0 "$MOUNT_PID" 2>/dev/null || break; sleep 0.1; done
+	if kill -0 "$MOUNT_PID" 2>/dev/null; then
+		note "mount $MOUNT_PID did not stop on SIGTERM; killing it"
+		kill -KILL "$MOUNT_PID" 2>/dev/null || true
+		fusermount3 -uz "$MOUNT_DIR" 2>/dev/null || true
+	fi
+	wait "$MOUNT_PID" 2>/dev/null || true
+	MOUNT_PID=""
+}
+vmhwm_kb() { awk '/^VmHWM:/{print $2}' "/proc/$1/status"; }
+vmrss_kb() { awk '/^VmRSS:/{print $2}' "/proc/$1/status"; }
+
+ctl_flush() { echo flush >"$1/.kint/ctl"; }
+# flush_measured DIR NAME: time a flush and keep what .kint/status says the push did.
+flush_measured() {
+	local dir=$1 name=$2 t0 secs staged
+	staged=$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s["staged_rows"]+s["staged_deletions"])' "$dir/.kint/status")
+	t0=$(now)
+	ctl_flush "$dir"
+	secs=$(since "$t0")
+	python3 - "$dir/.kint/status" "$secs" "$staged" >"$RES/$name.json" <<'EOF'
+import json, sys
+st = json.load(open(sys.argv[1]))
+lp = (st.get("last_push") or {})
+rep = lp.get("report") or {}
+eps = rep.get("anchored") or []
+json.dump({"seconds": float(sys.argv[2]), "staged_before": int(sys.argv[3]), "rows": rep.get("rows", 0),
+           "deleted": rep.get("deleted", 0), "epochs": len(eps),
+           "calldata_bytes": sum(e.get("calldata_bytes", 0) for e in eps),
+           "gas_used": sum(e.get("gas_used", 0) for e in eps), "error": lp.get("error", ""),
+           "staged_after": st["staged_rows"] + st["staged_deletions"]}, sys.stdout)
+EOF
+	note "$name: $(cat "$RES/$name.json")"
+}
+
+# hf NAME CMD...: hyperfine, mount command first, native second (and any more after).
+hf() {
+	local name=$1
+	shift
+	hyperfine --style basic --warmup "$WARMUP" --runs "$RUNS" --export-json "$RES/hf-$name.json" "$@" >"$RES/hf-$name.txt" 2>&1 ||
+		{ cat "$RES/hf-$name.txt" >&2; die "hyperfine $name failed"; }
+	python3 - "$RES/hf-$name.json" <<'EOF' >&2
+import json, sys
+r = json.load(open(sys.argv[1]))["results"]
+print("   " + "   ".join("%s: median %.4fs" % (x["command"][:60], x["median"]) for x in r))
+print("   ratio mount/native %.2f" % (r[0]["median"] / r[1]["median"]))
+EOF
+}
+
+# --- the measured vault: its tree, populated through the mount -------------------------------------
+say "dev chain and mount (KINT_HOME=$H1)"
+devchain_start "$H1"
+note "dev chain at $RPC (pid $DEVCHAIN_PID)"
+mount_start main "$H1" "$MNT"
+note "mounted $MNT (pid $MOUNT_PID)"
+
+say "generating $ROWS rows of ~$ROW_BYTES bytes ($CATS categories x $KEYS keys)"
+"$BT" gen -dir "$NAT/entity" -cats "$CATS" -keys "$KEYS" -size "$ROW_BYTES" -variant 1 >"$RES/gen-native.json"
+mkdir -p "$NAT/entity/hist" && printf '{"v":0}' >"$NAT/entity/hist/row" # the history row's twin
+t0=$(now)
+"$BT" copy -src "$NAT/entity" -dst "$MNT/entity" >"$RES/populate.json"
+note "copied into the mount in $(since "$t0")s"
+flush_measured "$MNT" flush-new
+
+if ! skipped warm; then
+	say "warm: grep -r, find, ls -lR (xattrs on)"
+	hf grep-warm "grep -r $NEEDLE $MNT | wc -l" "grep -r $NEEDLE $NAT | wc -l"
+	hf find-warm "find $MNT -type f | wc -l" "find $NAT -type f | wc -l"
+	hf lslR-xattrs "ls -lR $MNT | wc -l" "ls -lR $NAT | wc -l"
+fi
+
+if ! skipped cp; then
+	say "cp -r of $CP_FILES files of ~$ROW_BYTES bytes (mount: durable on close; native: fsync per file)"
+	"$BT" gen -dir "$WORK/cpsrc" -prefix cpbench -cats 1 -keys "$CP_FILES" -size "$ROW_BYTES" -variant 9 >/dev/null
+	mkdir -p "$NAT/cpdst" "$NAT/cpdst-nofsync"
+	hyperfine --style basic --warmup 1 --runs "$CP_RUNS" --export-json "$RES/hf-cp.json" \
+		--prepare "rm -rf $MNT/entity/cpbench000 $NAT/cpdst/cpbench000 $NAT/cpdst-nofsync/cpbench000" \
+		"cp -r $WORK/cpsrc/cpbench000 $MNT/entity/" \
+		"$BT copy -fsync -src $WORK/cpsrc/cpbench000 -dst $NAT/cpdst/cpbench000" \
+		"cp -r $WORK/cpsrc/cpbench000 $NAT/cpdst-nofsync/" >"$RES/hf-cp.txt" 2>&1 ||
+		{ cat "$RES/hf-cp.txt" >&2; die "hyperfine cp failed"; }
+	python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"]; print("   mount %.3fs, native fsync %.3fs, native no fsync %.3fs, ratio %.2f" % (r[0]["median"], r[1]["median"], r[2]["median"], r[0]["median"]/r[1]["median"]))' "$RES/hf-cp.json" >&2
+	rm -rf "$MNT/entity/cpbench000" "$NAT/cpdst" "$NAT/cpdst-nofsync"
+	ctl_flush "$MNT" # the copies are gone; anchor nothing but what is left (their deletions, if any)
+fi
+
+if ! skipped flush; then
+	say "flush of $ROWS changed rows"
+	t0=$(now)
+	"$BT" gen -dir "$MNT/entity" -cats "$CATS" -keys "$KEYS" -size "$ROW_BYTES" -variant 2 >"$RES/rewrite.json"
+	note "rewrote $ROWS rows through the mount in $(since "$t0")s"
+	"$BT" gen -dir "$NAT/entity" -cats "$CATS" -keys "$KEYS" -size "$ROW_BYTES" -variant 2 >/dev/null
+	flush_measured "$MNT" flush-changed
+fi
+
+# --- pull: a second machine catches up with the vault ------------------------------------------------
+run_pull_bench() {
+	local epochs=$1 H2="$WORK/home-pull" H3="$WORK/home-pull-primed" info owner contract pass
+	say "pull: a second machine (KINT_HOME=$H2) pulls the $epochs-epoch vault, through a counting RPC proxy"
+	"$BT" rpcproxy -target "$RPC" >"$WORK/proxy.out" 2>"$WORK/proxy.log" &
+	PROXY_PID=$!
+	for _ in $(seq 1 100); do [[ -s $WORK/proxy.out ]] && break; sleep 0.05; done
+	local proxy
+	proxy=$(head -1 "$WORK/proxy.out")
+	info="$H1/devchain/devchain.json"
+	owner=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["accounts"][0]["address"])' "$info")
+	contract=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["contract"])' "$info")
+	pass="$H1/dev-passphrase"
+	local h
+	for h in "$H2" "$H3"; do
+		KINT_HOME=$h "$BIN" init --owner "$owner" --tenant dev --rpc "$proxy" --contract "$contract" \
+			--passphrase-stdin <"$pass" >"$RES/init-$(basename "$h").txt" 2>&1 || die "init $h: $(cat "$RES/init-$(basename "$h").txt")"
+	done
+	local name home extra t0
+	for spec in "pull-cold:$H2:" "pull-again:$H2:" "pull-full-cached:$H2:--full" "pull-primed:$H3:"; do
+		IFS=: read -r name home extra <<<"$spec"
+		if [[ $name == pull-primed ]]; then # a fresh replica whose epoch cache is already there
+			mkdir -p "$H3/epochs" && cp -r "$H2"/epochs/. "$H3/epochs/"
+		fi
+		curl -s "$proxy/__stats?reset=1" >/dev/null
+		t0=$(now)
+		# shellcheck disable=SC2086
+		KINT_HOME=$home KINT_CONFIRMATIONS=1 "$BIN" pull --json $extra >"$RES/$name.report.json" 2>"$RES/$name.err" ||
+			die "$name failed: $(cat "$RES/$name.err")"
+		echo "$(since "$t0")" >"$RES/$name.seconds"
+		curl -s "$proxy/__stats" >"$RES/$name.rpc.json"
+		python3 - "$RES/$name.report.json" "$RES/$name.rpc.json" "$RES/$name.seconds" "$epochs" >"$RES/$name.json" <<'EOF'
+import json, sys
+rep, rpc = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+secs, epochs = float(open(sys.argv[3]).read()), int(sys.argv[4])
+json.dump({"seconds": secs, "epochs": epochs, "walked": rep.get("walked", 0), "applied": rep.get("applied", 0),
+           "fetched": rep.get("fetched", 0), "from_cache": rep.get("from_cache", 0), "changed": rep.get("changed", 0),
+           "rpc_calls": rpc["rpc_calls"], "http_requests": rpc["http_requests"], "methods": rpc["methods"],
+           "response_bytes": rpc["response_bytes"], "mirror_seq": rep["mirror"]["seq"], "head_seq": rep["head"]["seq"]}, sys.stdout)
+EOF
+		note "$name: $(cat "$RES/$name.json")"
+	done
+	kill "$PROXY_PID" 2>/dev/null
+	wait "$PROXY_PID" 2>/dev/null || true
+	PROXY_PID=""
+}
+
+epoch_count() { grep -c . "$MNT/.kint/blocks" || true; }
+
+# --- history: one row with VERSIONS versions, one epoch each -------------------------------------
+NEED_PULL=1
+skipped pull && NEED_PULL=0
+if ! skipped hist; then
+	say "history: $VERSIONS versions of entity/hist/row, one flush each (bounded by ${HIST_MAX_SECONDS}s)"
+	PAD=$(printf '%*s' $((ROW_BYTES - 40)) '' | tr ' ' 'h')
+	: >"$RES/hist-versions.txt"
+	t0=$(now)
+	deadline=$((SECONDS + HIST_MAX_SECONDS))
+	v=0
+	n=$(epoch_count)
+	while :; do
+		if [[ $NEED_PULL == 1 ]] && ((n >= PULL_EPOCHS)); then
+			run_pull_bench "$n"
+			NEED_PULL=0
+			say "history, continued"
+		fi
+		if ((v >= VERSIONS)) && [[ $NEED_PULL == 0 ]]; then break; fi
+		if ((SECONDS >= deadline)); then
+			note "history: time bound reached after $v versions"
+			break
+		fi
+		v=$((v + 1))
+		printf '{"v":%d,"pad":"%s"}' "$v" "$PAD" >"$MNT/entity/hist/row"
+		ctl_flush "$MNT"
+		last=$(tail -n1 "$MNT/.kint/blocks")
+		read -r n blk _ <<<"$last"
+		echo "$blk $v" >>"$RES/hist-versions.txt"
+		if ((v % 50 == 0)); then printf '\r   %d versions, %d epochs, %ss   ' "$v" "$n" "$(since "$t0")" >&2; fi
+	done
+	echo >&2
+	echo "{\"versions\": $v, \"seconds\": $(since "$t0"), \"epochs_total\": $n}" >"$RES/hist-write.json"
+	note "history written: $(cat "$RES/hist-write.json")"
+	"$BT" readhist -cur "$MNT/entity/hist/row" -hist "$MNT/@%d/entity/hist/row" -versions "$RES/hist-versions.txt" -n "$HIST_READS" >"$RES/readhist.json"
+	note "reads: $(cat "$RES/readhist.json")"
+fi
+if [[ $NEED_PULL == 1 ]]; then
+	run_pull_bench "$(epoch_count)"
+	NEED_PULL=0
+fi
+
+if ! skipped gas; then
+	say "gas of every push after the first vs the EIP-7623 calldata floor"
+	cp "$MNT/.kint/blocks" "$RES/blocks.txt"
+	"$BT" gas -rpc "$RPC" -blocks "$RES/blocks.txt" >"$RES/gas.json"
+	note "$(cat "$RES/gas.json")"
+fi
+
+# --- cold grep: the first pass after a fresh mount, page cache dropped, vs native cold ------------
+if ! skipped cold; then
+	say "cold grep -r: $COLD_RUNS fresh mounts vs native after drop_caches (drop_caches possible: $CAN_DROP)"
+	: >"$RES/cold.txt"
+	for i in $(seq 1 "$COLD_RUNS"); do
+		mount_stop
+		drop_caches
+		mount_start "cold$i" "$H1" "$MNT"
+		t0=$(now)
+		grep -r "$NEEDLE" "$MNT" | wc -l >/dev/null
+		echo "mount $(since "$t0")" >>"$RES/cold.txt"
+		drop_caches
+		t0=$(now)
+		grep -r "$NEEDLE" "$NAT" | wc -l >/dev/null
+		echo "native $(since "$t0")" >>"$RES/cold.txt"
+		note "pass $i: $(tail -2 "$RES/cold.txt" | tr '\n' ' ')"
+	done
+fi
+
+if ! skipped noxattr; then
+	say "warm ls -lR with --xattrs=false"
+	mount_stop
+	mount_start noxattr "$H1" "$MNT" --xattrs=false
+	hf lslR-noxattrs "ls -lR $MNT | wc -l" "ls -lR $NAT | wc -l"
+fi
+mount_stop
+
+# --- peak RSS of a mount holding RSS_ROWS rows ------------------------------------------------
+if ! skipped rss; then
+	H4="$WORK/home-rss"
+	MNT4="$WORK/mnt-rss"
+	say "peak RSS: a mount of $RSS_ROWS rows (another vault on the same chain), flushed every $RSS_FLUSH_EVERY rows"
+	mkdir -p "$H4" && chmod 700 "$H4" && ln -s "$H1/devchain" "$H4/devchain"
+	mount_start rss "$H4" "$MNT4"
+	rss_keys=100
+	rss_cats=$(((RSS_ROWS + rss_keys - 1) / rss_keys))
+	"$BT" gen -dir "$MNT4/entity" -cats "$rss_cats" -keys "$rss_keys" -size "$ROW_BYTES" -variant 1 \
+		-flush-every "$RSS_FLUSH_EVERY" -ctl "$MNT4/.kint/ctl" -max-seconds "$RSS_MAX_SECONDS" >"$RES/rss-populate.json"
+	hwm_populate=$(vmhwm_kb "$MOUNT_PID")
+	rss_populate=$(vmrss_kb "$MOUNT_PID")
+	staged=$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s["staged_rows"])' "$MNT4/.kint/status")
+	note "populated: $(cat "$RES/rss-populate.json"); VmHWM ${hwm_populate} kB, staged $staged"
+	mount_stop
+	drop_caches
+	mount_start rss-reopen "$H4" "$MNT4"
+	hwm_open=$(vmhwm_kb "$MOUNT_PID")
+	t0=$(now)
+	files=$(find "$MNT4" -type f | wc -l)
+	grep -r "$NEEDLE" "$MNT4" | wc -l >/dev/null
+	ls -lR "$MNT4" | wc -l >/dev/null
+	walk=$(since "$t0")
+	hwm_walk=$(vmhwm_kb "$MOUNT_PID")
+	rss_walk=$(vmrss_kb "$MOUNT_PID")
+	mount_stop
+	python3 - "$RES/rss-populate.json" >"$RES/rss.json" <<EOF
+import json, sys
+p = json.load(open(sys.argv[1]))
+json.dump({"rows": p["files"], "populate_seconds": p["seconds"], "write_seconds": p["write_seconds"],
+           "flush_seconds": p["flush_seconds"], "flushes": p["flushes"], "stopped_by_time_bound": p["stopped_by_time_bound"],
+           "staged_after_populate": $staged, "hwm_populate_kb": $hwm_populate, "rss_after_populate_kb": $rss_populate,
+           "hwm_fresh_mount_kb": $hwm_open, "files_seen": $files, "walk_seconds": $walk,
+           "hwm_after_walk_kb": $hwm_walk, "rss_after_walk_kb": $rss_walk}, sys.stdout)
+EOF
+	note "$(cat "$RES/rss.json")"
+fi
+
+# --- report --------------------------------------------------------------------------------------------
+LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
+mkdir -p "$(dirname "$OUT")"
+python3 - "$RES" "$OUT" <<EOF
+import json, os, statistics, sys
+res, out = sys.argv[1], sys.argv[2]
+def load(name):
+    p = os.path.join(res, name)
+    return json.load(open(p)) if os.path.exists(p) else None
+def hfres(name):
+    d = load("hf-%s.json" % name)
+    return d["results"] if d else None
+def fmt_s(x):
+    return "%.0f µs" % (x * 1e6) if x < 1e-3 else ("%.1f ms" % (x * 1e3) if x < 1 else "%.2f s" % x)
+
+rows = []   # (measurement, mount, native, ratio, target, verdict)
+verdicts = []
+def add(what, mount, native, ratio, target=None):
+    verdict = ""
+    if target is not None and ratio is not None:
+        verdict = "met" if ratio <= target else "**missed**"
+        verdicts.append((what, verdict, ratio, target))
+    rows.append((what, mount, native, "%.2fx" % ratio if ratio is not None else "", "<= %gx" % target if target else "", verdict))
+
+def hf_row(what, name, target=None):
+    r = hfres(name)
+    if r:
+        add(what, fmt_s(r[0]["median"]), fmt_s(r[1]["median"]), r[0]["median"] / r[1]["median"], target)
+
+hf_row("grep -r, warm ($ROWS rows of ~$ROW_BYTES B)", "grep-warm", 10)
+cold = os.path.join(res, "cold.txt")
+if os.path.exists(cold):
+    m = [float(l.split()[1]) for l in open(cold) if l.startswith("mount")]
+    n = [float(l.split()[1]) for l in open(cold) if l.startswith("native")]
+    if m and n:
+        add("grep -r, cold (first pass after a fresh mount; native after drop_caches; %d passes)" % len(m),
+            fmt_s(statistics.median(m)), fmt_s(statistics.median(n)), statistics.median(m) / statistics.median(n), 3)
+hf_row("find MNT -type f | wc -l, warm", "find-warm", 3)
+hf_row("ls -lR, warm, xattrs on", "lslR-xattrs")
+hf_row("ls -lR, warm, --xattrs=false", "lslR-noxattrs", 1.5)
+cp = hfres("cp")
+if cp:
+    add("cp -r of $CP_FILES files of ~$ROW_BYTES B (native: fsync per file)", fmt_s(cp[0]["median"]), fmt_s(cp[1]["median"]), cp[0]["median"] / cp[1]["median"], 5)
+    add("cp -r of $CP_FILES files, native without fsync (reference)", fmt_s(cp[0]["median"]), fmt_s(cp[2]["median"]), cp[0]["median"] / cp[2]["median"])
+rh = load("readhist.json")
+if rh:
+    add("read one row at an arbitrary @<block> (%d versions; vs its current version)" % rh["versions"],
+        "%.0f µs" % rh["history_median_us"], "%.0f µs (current, same mount)" % rh["current_median_us"],
+        rh["history_median_us"] / rh["current_median_us"], 2)
+    add("read one row at the same @<block> again (kernel-cached view)", "%.0f µs" % rh["history_same_block_median_us"],
+        "%.0f µs (current)" % rh["current_median_us"], rh["history_same_block_median_us"] / rh["current_median_us"])
+
+lines = []
+w = lines.append
+w("# kintfs benchmarks")
+w("")
+w("Produced by \`make bench\` (\`scripts/bench.sh\`%s). Every comparison runs in the same invocation: the same"
+  " work on a kintfs dev mount and on the same tree in a native directory on the same disk. Times are medians"
+  " (hyperfine for the warm and cp cases)." % (", QUICK=1: small sizes, not the real numbers" if "$QUICK" == "1" else ""))
+w("")
+w("## Machine")
+w("")
+cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+mem = next((l.split()[1] for l in open("/proc/meminfo") if l.startswith("MemTotal")), "0")
+w("- date: $STARTED (UTC); nproc: $(nproc); CPU: %s; memory: %.1f GiB" % (cpu, int(mem) / 1048576))
+w("- kernel: $(uname -r); filesystem of the native tree and KINT_HOME: $(stat -f -c %T "$WORK")")
+w("- kintfs: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$ROOT" diff --quiet 2>/dev/null || echo ' with uncommitted changes'); $(go version | cut -d' ' -f3); $(hyperfine --version)")
+w("- load average at start: $LOAD_START; at end: $LOAD_END (other jobs may share the 2 cores: noise is possible)")
+w("- dev chain: \`kintfs devchain\` in its own process; KINT_CONFIRMATIONS=1; flushes only through \`.kint/ctl\`")
+w("- page cache dropped for cold runs: %s" % ("yes" if "$CAN_DROP" == "1" else "no (not permitted): cold = fresh mount only"))
+w("")
+w("## Mount vs native")
+w("")
+w("| measurement | mount | native | ratio | target | |")
+w("|---|---|---|---|---|---|")
+for r in rows:
+    w("| " + " | ".join(r) + " |")
+w("")
+
+w("## Vault operations")
+w("")
+w("| measurement | result |")
+w("|---|---|")
+pop = load("populate.json")
+fn = load("flush-new.json")
+if pop and fn:
+    w("| write $ROWS new rows through the mount (copy, close = durable) | %.1f s |" % pop["seconds"])
+    w("| flush $ROWS new rows | %.1f s, %d epochs, %d calldata bytes, %d gas |" % (fn["seconds"], fn["epochs"], fn["calldata_bytes"], fn["gas_used"]))
+rw = load("rewrite.json")
+fc = load("flush-changed.json")
+if rw and fc:
+    w("| rewrite $ROWS rows through the mount | %.1f s |" % rw["seconds"])
+    w("| **flush $ROWS changed rows** | **%.1f s, %d epochs, %d calldata bytes** (%.0f bytes/row), %d gas; %d rows anchored |" % (fc["seconds"], fc["epochs"], fc["calldata_bytes"], fc["calldata_bytes"] / max(fc["rows"], 1), fc["gas_used"], fc["rows"]))
+hw = load("hist-write.json")
+if hw:
+    w("| write + flush one row %d times (history) | %.1f s (%.0f ms per flush) |" % (hw["versions"], hw["seconds"], 1000 * hw["seconds"] / max(hw["versions"], 1)))
+for name, what in (("pull-cold", "cold pull, fresh KINT_HOME"), ("pull-again", "second pull, nothing new"),
+                   ("pull-full-cached", "pull --full on the same home (walks every epoch, blobs from its cache)"),
+                   ("pull-primed", "pull into a fresh replica whose epoch cache is present")):
+    p = load(name + ".json")
+    if p:
+        per = p["rpc_calls"] / p["epochs"] if p["epochs"] else 0
+        meth = ", ".join("%s %d" % kv for kv in sorted(p["methods"].items(), key=lambda kv: -kv[1]))
+        w("| %s: %d-epoch vault | %.2f s; applied %d, fetched %d, from cache %d; %d RPC calls (%.2f per epoch) in %d HTTP requests: %s |"
+          % (what, p["epochs"], p["seconds"], p["applied"], p["fetched"], p["from_cache"], p["rpc_calls"], per, p["http_requests"], meth))
+rss = load("rss.json")
+if rss:
+    verdict = "met" if max(rss["hwm_populate_kb"], rss["hwm_after_walk_kb"]) <= 300 * 1024 else "**missed**"
+    verdicts.append(("peak RSS", verdict, max(rss["hwm_populate_kb"], rss["hwm_after_walk_kb"]) / 1024, 300))
+    w("| populate %d rows through the mount, flushing every $RSS_FLUSH_EVERY%s | %.0f s (writes %.0f s, %d flushes %.0f s) |"
+      % (rss["rows"], " (stopped by the time bound)" if rss["stopped_by_time_bound"] else "", rss["populate_seconds"], rss["write_seconds"], rss["flushes"], rss["flush_seconds"]))
+    w("| **peak RSS (VmHWM) of the mount holding %d rows** (target <= 300 MB): %s | while populating and flushing: %.0f MB; fresh mount: %.0f MB; after find + grep -r + ls -lR of all %d files (%.1f s): %.0f MB (VmRSS %.0f MB) |"
+      % (rss["rows"], verdict, rss["hwm_populate_kb"] / 1024, rss["hwm_fresh_mount_kb"] / 1024, rss["files_seen"], rss["walk_seconds"], rss["hwm_after_walk_kb"] / 1024, rss["rss_after_walk_kb"] / 1024))
+g = load("gas.json")
+if g:
+    verdict = "met" if g["at_floor"] == g["pushes"] else "**missed**"
+    verdicts.append(("gas at the EIP-7623 floor", verdict, g["ratio_max"], 1.0))
+    w("| **gas_used / EIP-7623 floor** (21000 + 10 x (zeros + 4 x nonzeros)) over %d pushes after the first (expected 1.000): %s | min %.4f, median %.4f, max %.4f; %d exactly at the floor |"
+      % (g["pushes"], verdict, g["ratio_min"], g["ratio_median"], g["ratio_max"], g["at_floor"]))
+    for o in g["worst_off_floor"][:3]:
+        w("| &nbsp;&nbsp;off the floor: seq %d | %d calldata bytes, gas %d vs floor %d (%.4f) |" % (o["seq"], o["calldata_bytes"], o["gas_used"], o["floor"], o["ratio"]))
+w("")
+w("## Targets")
+w("")
+for what, verdict, val, target in verdicts:
+    w("- %s: %s (%.3g vs %g)" % (what, verdict.replace("*", ""), val, target))
+w("")
+w("Sizes: ROWS=$ROWS CATS=$CATS ROW_BYTES=$ROW_BYTES CP_FILES=$CP_FILES VERSIONS=$VERSIONS PULL_EPOCHS=$PULL_EPOCHS"
+  " RSS_ROWS=$RSS_ROWS RUNS=$RUNS COLD_RUNS=$COLD_RUNS. Reproduce with \`make bench\` (QUICK=1 for a small run).")
+open(out, "w").write("\n".join(lines) + "\n")
+print("\n".join(lines))
+EOF
+say "written $OUT; raw results in $RES"
