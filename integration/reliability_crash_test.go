@@ -63,9 +63,9 @@ func TestCrashDuringWrites(t *testing.T) {
 	}
 	work := t.TempDir()
 
-	acked, lost, torn, inflight := 0, 0, 0, 0
+	acked, lost, torn, kept, empty := 0, 0, 0, 0, 0
+	mt := m.mountAt(dir)
 	for trial := 1; trial <= trials; trial++ {
-		mt := m.mountAt(dir)
 		ack := filepath.Join(work, fmt.Sprintf("ack-%d", trial))
 		script := exec.Command("sh", "-c", crashWriter)
 		script.Env = append(os.Environ(), "N="+strconv.Itoa(files), "T="+strconv.Itoa(trial), "MNT="+dir, "ACK="+ack)
@@ -93,38 +93,41 @@ func TestCrashDuringWrites(t *testing.T) {
 			got[n] = true
 		}
 		mt = m.mountAt(dir)
-		tl, tt, ti := 0, 0, 0
+		tl, tt, tk, te := 0, 0, 0, 0
 		for i := 1; i <= files; i++ {
 			b, err := os.ReadFile(mt.path(fmt.Sprintf("state/crash-%d-%d", trial, i)))
 			switch {
 			case got[i] && err != nil:
 				tl++
 				t.Errorf("trial %d: file %d was acknowledged but is gone after the crash: %v", trial, i, err)
-			case err == nil && string(b) != crashContent(trial, i):
+			case err == nil && string(b) == crashContent(trial, i):
+				if !got[i] {
+					tk++ // written whole, killed before the script logged it
+				}
+			case err == nil && len(b) == 0 && !got[i]:
+				te++ // created, killed before its write and close returned: like any file system
+			case err == nil:
 				tt++
-				t.Errorf("trial %d: file %d reads %q after the crash", trial, i, b)
-			case !got[i] && err == nil:
-				ti++ // written, killed before the script logged it: kept whole
+				t.Errorf("trial %d: file %d (acknowledged: %v) reads %q after the crash", trial, i, got[i], b)
 			}
 		}
-		t.Logf("trial %d: killed after %d of %d acknowledged writes; %d lost, %d torn, %d unacknowledged kept", trial, len(got), files, tl, tt, ti)
-		acked, lost, torn, inflight = acked+len(got), lost+tl, torn+tt, inflight+ti
+		t.Logf("trial %d: killed after %d of %d acknowledged writes; %d lost, %d torn, %d unacknowledged kept whole, %d created empty",
+			trial, len(got), files, tl, tt, tk, te)
+		acked, lost, torn, kept, empty = acked+len(got), lost+tl, torn+tt, kept+tk, empty+te
 		mt.checkNoPanic()
-		if trial == trials {
-			// what survived the crashes anchors like anything else
-			mt.mustCtl("flush")
-			st := mt.mustStatus()
-			if st.StagedRows != 0 || len(st.Held) != 0 {
-				t.Errorf("after the final flush: %d rows staged, held %v", st.StagedRows, st.Held)
-			}
-		}
-		mt.unmount()
 	}
-	fmt.Printf("crash during writes: %d trials x %d files: writes acknowledged / lost: %d / %d (torn %d, unacknowledged but kept %d)\n",
-		trials, files, acked, lost, torn, inflight)
+	// what survived the crashes anchors like anything else
+	mt.mustCtl("flush")
+	if st := mt.mustStatus(); st.StagedRows != 0 || len(st.Held) != 0 {
+		t.Errorf("after the final flush: %d rows staged, held %v", st.StagedRows, st.Held)
+	}
+	mt.unmount()
+	fmt.Printf("crash during writes: %d trials x %d files: writes acknowledged / lost: %d / %d (torn %d; unacknowledged: %d kept whole, %d created empty)\n",
+		trials, files, acked, lost, torn, kept, empty)
 	recordFigure(t, "trials x files", "%d x %d", trials, files)
 	recordFigure(t, "writes acknowledged / lost", "%d / %d", acked, lost)
 	recordFigure(t, "torn files", "%d", torn)
+	recordFigure(t, "unacknowledged writes kept whole / created empty", "%d / %d", kept, empty)
 	if lost > 0 || torn > 0 {
 		t.Fatalf("%d acknowledged writes lost, %d torn", lost, torn)
 	}

@@ -184,3 +184,34 @@ func TestPushRefusals(t *testing.T) {
 		t.Fatalf("unknown command: exit %d, %q", code, errs)
 	}
 }
+
+// TestRebuildFromCache: a lost state database is rebuilt from the epoch cache alone, with the
+// RPC unreachable.
+func TestRebuildFromCache(t *testing.T) {
+	requireFUSE(t)
+	dc := startDevchain(t)
+	a := newMachine(t, dc, "rebuild")
+	a.connect("pw")
+	ma := a.mount()
+	writeFile(t, ma.path("state/one"), "1")
+	ma.mustCtl("flush")
+	writeFile(t, ma.path("state/two"), "2")
+	ma.mustCtl("flush")
+	want := mirrorOf(ma.status())
+	ma.unmount()
+	if err := os.RemoveAll(a.home + "/db"); err != nil {
+		t.Fatal(err)
+	}
+	a.extra = append(a.extra, "KINT_RPC_URL=http://127.0.0.1:1")
+	st := a.statusJSON()
+	if got := mirrorOf(st); got != want {
+		t.Fatalf("rebuilt mirror %s, want %s", got, want)
+	}
+	if st["offline"] == nil || !strings.Contains(fmt.Sprint(st["offline"]), "offline") {
+		t.Fatalf("status should say offline: %v", st["offline"])
+	}
+	mb := a.mount()
+	if got := readFile(t, mb.path("state/two")); got != "2" {
+		t.Fatalf("state/two after the rebuild = %q", got)
+	}
+}

@@ -2,8 +2,10 @@ package replica
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"sort"
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/crypto"
@@ -77,3 +79,23 @@ func (c *EpochCache) Meta(seq uint64) (*CacheMeta, error) {
 }
 
 func hex0x(h common.Hash) string { return h.Hex() }
+
+// Seqs lists the epochs held in the cache with their metadata, in order.
+func (c *EpochCache) Seqs() ([]uint64, error) {
+	entries, err := os.ReadDir(c.home.Path(c.dir))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []uint64
+	for _, e := range entries {
+		var seq uint64
+		if n, _ := fmt.Sscanf(e.Name(), "%08d.meta.json", &seq); n == 1 && e.Name() == c.name(seq, ".meta.json") {
+			out = append(out, seq)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out, nil
+}

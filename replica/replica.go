@@ -69,6 +69,11 @@ func Open(opt Options) (*Replica, error) {
 	}
 	r := &Replica{Store: st, opt: opt, vault: opt.Vault, cache: newEpochCache(opt.Home, opt.Vault.Space16())}
 	r.status.started = time.Now()
+	if opt.DEK != ([32]byte{}) {
+		if _, err := r.RebuildFromCache(); err != nil {
+			r.logf("%v; a pull will fetch from the chain instead", err)
+		}
+	}
 	return r, nil
 }
 

@@ -72,12 +72,10 @@ func openVault(ctx context.Context, o openOptions) (*vaultEnv, error) {
 	} else if o.chain {
 		return nil, fmt.Errorf("%w: %v", replica.ErrOffline, err)
 	}
-	var dek [32]byte
-	if o.dek {
-		if dek, err = home.LoadDEK(v.Space); err != nil {
-			e.Close()
-			return nil, err
-		}
+	dek, err := home.LoadDEK(v.Space)
+	if err != nil && o.dek {
+		e.Close()
+		return nil, err
 	}
 	key, _ := loadSessionKey(home)
 	logf := o.logf
