@@ -3,6 +3,7 @@ package fs
 import (
 	"context"
 	"syscall"
+	"time"
 
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -27,7 +28,7 @@ func (d *rowDir) createPending(ctx context.Context, name string, flags uint32, o
 	if fn == nil {
 		fn = newFileNode(d.fs, d.v, replica.Key{Tier: seal.TierJournal, Key: name})
 		fn.pendingIn, fn.pendingName = d, name
-		fn.loaded = true
+		fn.loaded, fn.mtime = true, time.Now()
 		if d.pending == nil {
 			d.pending = map[string]*fileNode{}
 		}

@@ -132,3 +132,131 @@ func TestCrashDuringWrites(t *testing.T) {
 		t.Fatalf("%d acknowledged writes lost, %d torn", lost, torn)
 	}
 }
+
+// pushStage is one moment of a flush at which TestCrashDuringPush kills the mount.
+type pushStage struct {
+	name   string
+	hold   string // hold this method at the proxy and kill once it arrives; "" kills at random
+	landed bool   // whether the epoch is on chain when the mount dies
+}
+
+// TestCrashDuringPush kills the mount (SIGKILL) at chosen stages of a flush, with a proxy in
+// front of the node holding the call of that stage, and at random moments. After a restart
+// the mirror agrees with the chain, the push journal is settled (its epoch adopted, or the
+// same signed transaction sent again), every stage's rows are anchored exactly once (the head
+// seq counts one epoch per stage: none duplicated), nothing is lost, and no fork is reported.
+func TestCrashDuringPush(t *testing.T) {
+	requireFUSE(t)
+	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	dc := startDevchain(t)
+	c := dc.client(t)
+	proxy := startRPCProxy(t, dc.info.RPC)
+	m := newMachine(t, dc, "crash-push")
+	m.connect("crash push passphrase")
+	m.useRPC(proxy.URL)
+	dir := filepath.Join(t.TempDir(), "mnt")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stages := []pushStage{
+		{name: "held before the transaction reaches the node", hold: "eth_sendRawTransaction"},
+		{name: "sent, killed waiting for the receipt", hold: "eth_getTransactionReceipt", landed: true},
+		{name: "mined, killed reading the Epoch event back", hold: "eth_getLogs", landed: true},
+		{name: "random moment 1"}, {name: "random moment 2"}, {name: "random moment 3"}, {name: "random moment 4"},
+	}
+	mt := m.mountAt(dir)
+	var outcomes []string
+	for n, stage := range stages {
+		want := map[string]string{}
+		for i := 0; i < 4; i++ {
+			p := fmt.Sprintf("state/push-%d-%d", n, i)
+			want[p] = fmt.Sprintf("stage %d row %d", n, i)
+			writeFile(t, mt.path(p), want[p])
+		}
+		before := proxy.seen(stage.hold)
+		if stage.hold != "" {
+			proxy.setRule(stage.hold, proxyRule{Hold: true})
+		}
+		flushed := make(chan error, 1)
+		go func() { flushed <- mt.ctl("flush") }()
+		if stage.hold != "" {
+			eventually(t, 60*time.Second, "the flush reaches "+stage.hold, func() error {
+				if proxy.seen(stage.hold) <= before {
+					return fmt.Errorf("no %s yet", stage.hold)
+				}
+				return nil
+			})
+		} else {
+			time.Sleep(time.Duration(rng.Intn(1200)) * time.Millisecond)
+		}
+		mt.kill()
+		select {
+		case err := <-flushed:
+			if err == nil && stage.hold != "" {
+				t.Fatalf("stage %q: the flush finished although %s was held", stage.name, stage.hold)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("stage %q: the ctl write did not return after the mount died", stage.name)
+		}
+		proxy.clearRules()
+		proxy.release(false) // a held call is lost with the process that made it
+		landed := chainHead(t, c, m).Seq == uint64(n+1)
+		if stage.hold != "" && landed != stage.landed {
+			t.Fatalf("stage %q: epoch on chain after the kill: %v, want %v", stage.name, landed, stage.landed)
+		}
+
+		mt = m.mountAt(dir)
+		if landed {
+			// the restart alone adopts the epoch this machine sent
+			waitIdle(t, c, m, mt, 60*time.Second)
+		}
+		mt.mustCtl("flush")
+		st := waitIdle(t, c, m, mt, 60*time.Second)
+		if st.StagedRows != 0 || st.StagedDels != 0 || len(st.Gaps) != 0 || len(st.Conflicts) != 0 {
+			t.Fatalf("stage %q: after the restart: %d staged, %d deletions, gaps %v, conflicts %v", stage.name, st.StagedRows, st.StagedDels, st.Gaps, st.Conflicts)
+		}
+		if head := chainHead(t, c, m); head.Seq != uint64(n+1) {
+			t.Fatalf("stage %q: the chain head is seq %d after %d stages: an epoch was duplicated or lost", stage.name, head.Seq, n+1)
+		}
+		for p, body := range want {
+			if got := readFile(t, mt.path(p)); got != body {
+				t.Fatalf("stage %q: %s = %q, want %q", stage.name, p, got, body)
+			}
+		}
+		log := mt.log.String()
+		if strings.Contains(strings.ToLower(log+st.errors()), "fork") {
+			t.Fatalf("stage %q: a fork was reported:\n%s\n%s", stage.name, st.errors(), log)
+		}
+		outcome := "pushed after the restart"
+		switch {
+		case strings.Contains(log, "push journal: adopted"):
+			outcome = "adopted on restart"
+			if strings.Contains(log, "push journal: resent") {
+				outcome = "resent and adopted"
+			}
+		case landed:
+			outcome = "adopted"
+		}
+		outcomes = append(outcomes, fmt.Sprintf("%s: %s", stage.name, outcome))
+		t.Logf("stage %q: epoch landed before the kill: %v; %s", stage.name, landed, outcome)
+		mt.checkNoPanic()
+	}
+	// the epochs this machine holds are exactly the chain's, once each
+	lines := strings.Split(strings.TrimSpace(readFile(t, mt.path(".kint/blocks"))), "\n")
+	seen := map[string]bool{}
+	for _, l := range lines {
+		f := strings.Fields(l)
+		if len(f) < 3 || seen[f[0]] {
+			t.Fatalf(".kint/blocks: %q", lines)
+		}
+		seen[f[0]] = true
+	}
+	if len(lines) != len(stages) {
+		t.Fatalf(".kint/blocks holds %d epochs, want %d", len(lines), len(stages))
+	}
+	mt.unmount()
+	recordFigure(t, "kills during a flush", "%d (epochs on chain %d, duplicated 0, rows lost 0, forks 0)", len(stages), len(lines))
+	for _, o := range outcomes {
+		recordFigure(t, "stage", "%s", o)
+	}
+}
