@@ -41,8 +41,8 @@ func ParseCommand(s string) (string, error) {
 			return cmd, nil
 		}
 	}
-	if len(cmd) > 40 {
-		cmd = cmd[:40] + "..."
+	if len(cmd) > 24 { // the error echoes what was written: keep it short
+		cmd = cmd[:24] + "..."
 	}
 	return "", fmt.Errorf("%w: unknown command %q (one of: %s)", ErrInvalid, cmd, strings.Join(Commands, ", "))
 }
