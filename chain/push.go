@@ -183,15 +183,18 @@ func (c *Client) waitReceipt(ctx context.Context, hash common.Hash, confirmation
 			if r.Status != types.ReceiptStatusSuccessful {
 				return r, l1Fee, fmt.Errorf("%w: %s reverted in block %d", ErrTxFailed, hash, r.BlockNumber)
 			}
+			// The head is asked even for one confirmation: a node can serve a receipt a
+			// moment before its "latest" block includes it, and the caller's next call
+			// (an estimate, a balance) would read the state before it.
 			landed := r.BlockNumber.Uint64()
-			if confirmations == 1 {
-				return r, l1Fee, nil
-			}
 			head, err := c.BlockNumber(ctx)
 			if err != nil {
 				return nil, nil, err
 			}
 			if head+1 >= landed+confirmations {
+				if confirmations == 1 {
+					return r, l1Fee, nil
+				}
 				// Confirmed, unless a reorg moved it meanwhile: look once more.
 				again, l1Fee, err := c.receipt(ctx, hash)
 				if err != nil {

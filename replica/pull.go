@@ -234,7 +234,7 @@ func (r *Replica) applyWalk(list []walked, mirror Head, rep *PullReport) error {
 				if serr := r.applyOne(list[j], rep); serr == nil {
 					gap.SupersededBy = list[j].ev.Seq
 					rep.Skipped = append(rep.Skipped, gap)
-					r.logf("pull: epoch %d cannot be applied (%s); superseded by snapshot %d", gap.Seq, gap.Reason, gap.SupersededBy)
+					r.warnf("pull: epoch %d cannot be applied (%s); superseded by snapshot %d", gap.Seq, gap.Reason, gap.SupersededBy)
 					mirror.Seq = list[j].ev.Seq
 					i = j
 					break
@@ -245,7 +245,7 @@ func (r *Replica) applyWalk(list []walked, mirror Head, rep *PullReport) error {
 			}
 		}
 		rep.Gap = &gap
-		r.logf("pull: stopped at epoch %d: %s", gap.Seq, gap.Reason)
+		r.warnf("pull: stopped at epoch %d: %s", gap.Seq, gap.Reason)
 		gaps = append(openGaps(gaps, 0, gap.Seq), gap)
 		if err := r.setState(kGaps, &gaps); err != nil {
 			return err
@@ -284,14 +284,14 @@ func (r *Replica) adoptKey(blob []byte, seq uint64) {
 		return
 	}
 	if err := r.opt.Home.SaveDEK(r.vault.Space, dek); err != nil {
-		r.logf("pull: cache the data key of epoch %d: %v", seq, err)
+		r.warnf("pull: cache the data key of epoch %d: %v", seq, err)
 		return
 	}
 	r.opt.DEK = dek
 	r.vault.SetWraps(h.Wraps)
 	r.vault.DekID = fmt.Sprintf("%x", h.DekID[:])
 	if err := r.opt.Home.SaveVault(r.vault); err != nil {
-		r.logf("pull: save vault.json: %v", err)
+		r.warnf("pull: save vault.json: %v", err)
 	}
 	r.logf("pull: epoch %d is sealed under data key %s; adopted it from the epoch's wraps", seq, r.vault.DekID)
 }

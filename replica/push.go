@@ -384,7 +384,7 @@ func (r *Replica) recoverPending(ctx context.Context) error {
 			return err
 		}
 		drop := func(why string) error {
-			r.logf("push journal: dropping epoch %d (%s); its rows stay staged", p.Seq, why)
+			r.warnf("push journal: dropping epoch %d (%s); its rows stay staged", p.Seq, why)
 			return r.db.Update(func(txn *badger.Txn) error { return txn.Delete([]byte(pendingKey(p.Seq))) })
 		}
 		if mirror.Seq >= p.Seq {
@@ -422,6 +422,18 @@ func (r *Replica) recoverPending(ctx context.Context) error {
 			return err
 		}
 		if !found {
+			if head.Seq >= p.Seq {
+				// never sent (or long gone) while another machine took the seq
+				if err := drop("another machine took seq " + fmt.Sprint(p.Seq)); err != nil {
+					return err
+				}
+				continue
+			}
+			return fmt.Errorf("epoch %d sent as %s: the node does not know the transaction; it stays in the push journal", p.Seq, p.Tx.Hex())
+		}
+		if block == 0 {
+			// known but not mined yet (just resent, or still in the pool): wait for it, as
+			// sendEpoch would have
 			var tx types.Transaction
 			if err := tx.UnmarshalBinary(p.RawTx); err != nil {
 				return err
@@ -429,8 +441,8 @@ func (r *Replica) recoverPending(ctx context.Context) error {
 			prep := &chain.PreparedPush{Tx: &tx, Hash: tx.Hash(), Digest: p.Digest, Nonce: tx.Nonce()}
 			rc, err := c.WaitPush(ctx, prep, r.vault.Owner, r.vault.Space, r.opt.Confirmations)
 			if err != nil {
-				if head.Seq >= p.Seq {
-					if err := drop("another machine took seq " + fmt.Sprint(p.Seq)); err != nil {
+				if errors.Is(err, chain.ErrTxFailed) {
+					if err := drop("its transaction reverted: another machine took seq " + fmt.Sprint(p.Seq)); err != nil {
 						return err
 					}
 					continue

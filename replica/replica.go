@@ -71,7 +71,7 @@ func Open(opt Options) (*Replica, error) {
 	r.status.started = time.Now()
 	if opt.DEK != ([32]byte{}) {
 		if _, err := r.RebuildFromCache(); err != nil {
-			r.logf("%v; a pull will fetch from the chain instead", err)
+			r.warnf("%v; a pull will fetch from the chain instead", err)
 		}
 	}
 	return r, nil
@@ -138,6 +138,12 @@ func (r *Replica) BlocksText() []byte {
 }
 
 func (r *Replica) logf(format string, args ...any) { r.opt.Logf(format, args...) }
+
+// debugf logs routine background steps: the line starts with "debug: ".
+func (r *Replica) debugf(format string, args ...any) { r.opt.Logf("debug: "+format, args...) }
+
+// warnf logs a failure: the line starts with "warn: " so a quiet log still shows it.
+func (r *Replica) warnf(format string, args ...any) { r.opt.Logf("warn: "+format, args...) }
 
 // At is the read-only tree as anchored at or before block.
 func (r *Replica) At(block uint64) TreeReader { return r.Store.At(block) }

@@ -103,8 +103,10 @@ func (r *Replica) poll(ctx context.Context) error {
 		return err
 	}
 	if head.Seq == mirror.Seq && head.Digest == mirror.Digest {
+		r.debugf("poll: head at seq %d, nothing new", head.Seq)
 		return nil
 	}
+	r.logf("poll: the chain moved to seq %d (this machine is at %d); pulling", head.Seq, mirror.Seq)
 	_, err = r.Pull(ctx, false)
 	return err
 }
@@ -199,7 +201,7 @@ func (w *worker) attempt(op func(context.Context) error) error {
 	}()
 	err := op(ctx)
 	if err != nil && !errors.Is(err, ErrOffline) {
-		w.r.logf("background: %v", err)
+		w.r.warnf("background: %v", err)
 	}
 	return err
 }

@@ -20,7 +20,8 @@
 #   HIST_MAX_SECONDS=1500 RSS_MAX_SECONDS=1500   bounds of the two slow population steps
 # Other knobs: OUT=docs/benchmarks.md (QUICK: bench-work/benchmarks-quick.md), BENCH_WORK,
 # SKIP="warm cp flush hist pull cold noxattr rss gas" (any subset), PROFILE=1 (each mount
-# writes a CPU profile, KINTFS_CPUPROFILE, kept in the results directory), KEEP=1.
+# writes a CPU profile, KINTFS_CPUPROFILE, kept in the results directory), KEEP=1,
+# REPORT_FROM=bench-work/run-.../results (only render that run's results again, to OUT).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -28,8 +29,8 @@ cd "$ROOT"
 
 QUICK=${QUICK:-0}
 if [[ $QUICK == 1 ]]; then
-	: "${ROWS:=1000}" "${CATS:=10}" "${CP_FILES:=200}" "${VERSIONS:=40}" "${HIST_READS:=30}"
-	: "${PULL_EPOCHS:=30}" "${RSS_ROWS:=3000}" "${RSS_FLUSH_EVERY:=1000}" "${RUNS:=3}" "${WARMUP:=1}"
+	: "${ROWS:=1000}" "${CATS:=10}" "${CP_FILES:=200}" "${VERSIONS:=20}" "${HIST_READS:=20}"
+	: "${PULL_EPOCHS:=20}" "${RSS_ROWS:=2000}" "${RSS_FLUSH_EVERY:=1000}" "${RUNS:=3}" "${WARMUP:=1}"
 	: "${CP_RUNS:=3}" "${COLD_RUNS:=1}" "${OUT:=bench-work/benchmarks-quick.md}"
 fi
 : "${ROWS:=10000}" "${CATS:=100}" "${ROW_BYTES:=1024}" "${CP_FILES:=1000}" "${VERSIONS:=1000}"
@@ -37,6 +38,7 @@ fi
 : "${RUNS:=10}" "${WARMUP:=2}" "${CP_RUNS:=5}" "${COLD_RUNS:=3}" "${HIST_MAX_SECONDS:=1500}"
 : "${RSS_MAX_SECONDS:=1500}" "${OUT:=docs/benchmarks.md}" "${BENCH_WORK:=$ROOT/bench-work}"
 : "${SKIP:=}" "${PROFILE:=0}" "${KEEP:=0}"
+SAMPLER_PID=""
 KEYS=$((ROWS / CATS))
 ROWS=$((KEYS * CATS))
 
@@ -47,6 +49,160 @@ skipped() { [[ " $SKIP " == *" $1 "* ]]; }
 now() { printf '%s' "$EPOCHREALTIME"; }
 since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN{printf "%.3f", b-a}'; }
 
+# render_report RESULTS OUT: the markdown of one run, from its results directory.
+render_report() {
+	python3 - "$1" "$2" <<'EOF'
+import json, os, statistics, sys
+res, out = sys.argv[1], sys.argv[2]
+def load(name):
+    p = os.path.join(res, name)
+    return json.load(open(p)) if os.path.exists(p) else None
+P = load("params.json")
+def hfres(name):
+    d = load("hf-%s.json" % name)
+    return d["results"] if d else None
+def fmt_s(x):
+    return "%.0f µs" % (x * 1e6) if x < 1e-3 else ("%.1f ms" % (x * 1e3) if x < 1 else "%.2f s" % x)
+
+rows, verdicts = [], []
+def add(what, mount, native, ratio, target=None):
+    verdict = ""
+    if target is not None and ratio is not None:
+        verdict = "met" if ratio <= target else "**missed**"
+        verdicts.append((what, verdict, "%.2fx" % ratio, "<= %gx" % target))
+    rows.append((what, mount, native, "%.2fx" % ratio if ratio is not None else "", "<= %gx" % target if target else "", verdict))
+def hf_row(what, name, target=None):
+    r = hfres(name)
+    if r:
+        add(what, fmt_s(r[0]["median"]), fmt_s(r[1]["median"]), r[0]["median"] / r[1]["median"], target)
+
+size = "%d rows of ~%d B" % (P["rows"], P["row_bytes"])
+hf_row("`grep -r` (%s), warm" % size, "grep-warm", 10)
+cold = os.path.join(res, "cold.txt")
+if os.path.exists(cold):
+    m = [float(l.split()[1]) for l in open(cold) if l.startswith("mount")]
+    n = [float(l.split()[1]) for l in open(cold) if l.startswith("native")]
+    if m and n:
+        add("`grep -r`, cold: first pass after a fresh mount vs native after drop_caches (%d passes)" % len(m),
+            fmt_s(statistics.median(m)), fmt_s(statistics.median(n)), statistics.median(m) / statistics.median(n), 3)
+hf_row("`find MNT -type f | wc -l`, warm", "find-warm", 3)
+hf_row("`ls -lR`, warm, xattrs on", "lslR-xattrs")
+hf_row("`ls -lR`, warm, `--xattrs=false`", "lslR-noxattrs", 1.5)
+cp = hfres("cp")
+if cp:
+    add("`cp -r` of %d files of ~%d B into the mount (durable on close) vs native with fsync per file" % (P["cp_files"], P["row_bytes"]),
+        fmt_s(cp[0]["median"]), fmt_s(cp[1]["median"]), cp[0]["median"] / cp[1]["median"], 5)
+    add("same, vs native `cp -r` without fsync (reference only)", fmt_s(cp[0]["median"]), fmt_s(cp[2]["median"]), cp[0]["median"] / cp[2]["median"])
+rh = load("readhist.json")
+if rh:
+    add("read one row at an arbitrary `@<block>` (%d versions; %d reads, each a new block) vs its current version" % (rh["versions"], rh["reads"]),
+        "%.0f µs" % rh["history_median_us"], "%.0f µs (current)" % rh["current_median_us"],
+        rh["history_median_us"] / rh["current_median_us"], 2)
+    add("read it again at the same `@<block>` (view already looked up) vs current", "%.0f µs" % rh["history_same_block_median_us"],
+        "%.0f µs (current)" % rh["current_median_us"], rh["history_same_block_median_us"] / rh["current_median_us"])
+
+L = []
+w = L.append
+w("# kintfs benchmarks")
+w("")
+w("Produced by `make bench` (`scripts/bench.sh`%s). Each comparison runs in one invocation: the same work on a"
+  " kintfs dev mount and on the same tree in a native directory on the same disk, side by side. Times are medians"
+  " (hyperfine, `--warmup %d --runs %d`, for the warm cases; `--runs %d` for cp)."
+  % (", **QUICK=1: small sizes, not the reference numbers**" if P["quick"] else "", P["warmup"], P["runs"], P["cp_runs"]))
+w("")
+w("## Machine")
+w("")
+loads = [float(l.split()[1]) for l in open(os.path.join(res, "load.txt"))] if os.path.exists(os.path.join(res, "load.txt")) else []
+w("- date: %s (UTC), run took %s" % (P["started"], ("%.0f min" % (P["seconds"] / 60)) if P.get("seconds") else "?"))
+w("- nproc: %s; CPU: %s; memory: %s" % (P["nproc"], P["cpu"], P["memory"]))
+w("- kernel: %s; native tree and KINT_HOME on %s" % (P["kernel"], P["fstype"]))
+w("- kintfs %s; %s; %s" % (P["commit"], P["go"], P["hyperfine"]))
+if loads:
+    w("- load average (1 min) during the run: min %.1f, median %.1f, max %.1f (sampled every 10 s). Other jobs shared"
+      " the %s cores: numbers above 1 per core mean noise, which hits the mount (several processes per operation) more"
+      " than native" % (min(loads), statistics.median(loads), max(loads), P["nproc"]))
+w("- dev chain: `kintfs devchain` in its own process (the mount's RSS and profile are its own); KINT_CONFIRMATIONS=1;"
+  " flushes only through `.kint/ctl` (quiet and size triggers set out of reach)")
+w("- cold runs: %s" % ("page cache dropped (`sync; echo 3 > /proc/sys/vm/drop_caches`) before each pass" if P["can_drop"] else "page cache could NOT be dropped (not permitted): cold = fresh mount only"))
+w("")
+w("## Mount vs native")
+w("")
+w("| measurement | mount | native | ratio | target | |")
+w("|---|---|---|---|---|---|")
+for r in rows:
+    w("| " + " | ".join(r) + " |")
+w("")
+w("## Vault operations")
+w("")
+w("| measurement | result |")
+w("|---|---|")
+ms = os.path.join(res, "mount-starts.txt")
+if os.path.exists(ms):
+    st = [l.split() for l in open(ms)]
+    w("| mount start-up (`kintfs mount --dev` until `.kint/status` answers), %d starts | %s |" % (len(st), ", ".join("%s %.1f s" % (a, float(b)) for a, b in st)))
+pop, fn = load("populate.json"), load("flush-new.json")
+if pop and fn:
+    w("| write %d new rows through the mount (a copy; each close durable) | %.1f s |" % (pop["files"], pop["seconds"]))
+    w("| flush %d new rows | %.1f s: %d epochs, %d calldata bytes, %d gas |" % (fn["rows"], fn["seconds"], fn["epochs"], fn["calldata_bytes"], fn["gas_used"]))
+rw, fc = load("rewrite.json"), load("flush-changed.json")
+if rw and fc:
+    w("| rewrite the %d rows through the mount | %.1f s |" % (rw["files"], rw["seconds"]))
+    w("| **flush %d changed rows** | **%.1f s: %d epochs, %d calldata bytes** (%.0f per row), %d gas |"
+      % (fc["rows"], fc["seconds"], fc["epochs"], fc["calldata_bytes"], fc["calldata_bytes"] / max(fc["rows"], 1), fc["gas_used"]))
+hw = load("hist-write.json")
+if hw:
+    w("| write + flush one row, %d times (its history) | %.0f s, %.0f ms per write + flush |" % (hw["versions"], hw["seconds"], 1000 * hw["seconds"] / max(hw["versions"], 1)))
+for name, what in (("pull-cold", "**cold pull** into a fresh KINT_HOME"),
+                   ("pull-again", "**warm pull**: second pull, same home, nothing new"),
+                   ("pull-full-cached", "`pull --full` on that home (walks every epoch again)"),
+                   ("pull-primed", "pull into a fresh replica whose epoch cache is already present")):
+    p = load(name + ".json")
+    if p:
+        per = p["rpc_calls"] / p["epochs"] if p["epochs"] else 0
+        meth = ", ".join("%s %d" % kv for kv in sorted(p["methods"].items(), key=lambda kv: -kv[1]))
+        w("| %s, %d-epoch vault | %.2f s; applied %d, fetched %d, from_cache %d; %d RPC calls = %.2f per epoch, in %d HTTP requests (%s) |"
+          % (what, p["epochs"], p["seconds"], p["applied"], p["fetched"], p["from_cache"], p["rpc_calls"], per, p["http_requests"], meth))
+rss = load("rss.json")
+if rss:
+    peak = max(rss["hwm_populate_kb"], rss["hwm_after_walk_kb"]) / 1024
+    verdict = "met" if peak <= 300 else "**missed**"
+    verdicts.append(("peak RSS (VmHWM) of a mount holding %d rows" % rss["rows"], verdict, "%.0f MB" % peak, "<= 300 MB"))
+    w("| populate %d rows through the mount, flush every %d%s | %.0f s (writing %.0f s; %d flushes %.0f s) |"
+      % (rss["rows"], P["rss_flush_every"], " (**stopped by the time bound**)" if rss["stopped_by_time_bound"] else "",
+         rss["populate_seconds"], rss["write_seconds"], rss["flushes"], rss["flush_seconds"]))
+    w("| **peak RSS (VmHWM) of the mount holding %d rows** (target <= 300 MB: %s) | %.0f MB while populating and flushing; %.0f MB right after a fresh mount; %.0f MB after `find` + `grep -r` + `ls -lR` over all %d files (%.1f s); VmRSS then %.0f MB |"
+      % (rss["rows"], verdict.replace("*", ""), rss["hwm_populate_kb"] / 1024, rss["hwm_fresh_mount_kb"] / 1024, rss["hwm_after_walk_kb"] / 1024, rss["files_seen"], rss["walk_seconds"], rss["rss_after_walk_kb"] / 1024))
+    if "hwm_empty_kb" in rss:
+        w("| the same mount process holding an empty vault, for comparison | VmHWM %.0f MB |" % (rss["hwm_empty_kb"] / 1024))
+g = load("gas.json")
+if g:
+    verdict = "met" if g["at_floor"] == g["pushes"] else "**missed**"
+    verdicts.append(("gas_used / EIP-7623 floor over %d pushes after the first" % g["pushes"], verdict, "max %.4f" % g["ratio_max"], "1.000"))
+    w("| **gas_used / EIP-7623 floor** 21000 + 10 x (zeros + 4 x nonzeros) of the calldata, %d pushes after the first (expected 1.000) | min %.4f, median %.4f, max %.4f; %d of %d exactly at the floor |"
+      % (g["pushes"], g["ratio_min"], g["ratio_median"], g["ratio_max"], g["at_floor"], g["pushes"]))
+    for o in (g.get("worst_off_floor") or [])[:3]:
+        w("| &nbsp;&nbsp;off the floor: seq %d | %d calldata bytes, gas %d vs floor %d (%.4f) |" % (o["seq"], o["calldata_bytes"], o["gas_used"], o["floor"], o["ratio"]))
+w("")
+w("## Targets")
+w("")
+w("| target | measured | | |")
+w("|---|---|---|---|")
+for what, verdict, val, target in verdicts:
+    w("| %s | %s | %s | %s |" % (what, val, target, verdict))
+w("")
+w("Sizes: ROWS=%(rows)d CATS=%(cats)d ROW_BYTES=%(row_bytes)d CP_FILES=%(cp_files)d VERSIONS=%(versions)d"
+  " PULL_EPOCHS=%(pull_epochs)d RSS_ROWS=%(rss_rows)d RUNS=%(runs)d COLD_RUNS=%(cold_runs)d. Reproduce with"
+  " `make bench` (QUICK=1 for a small run of a few minutes; the variables above override the sizes)." % P)
+open(out, "w").write("\n".join(L) + "\n")
+print("\n".join(L))
+EOF
+}
+
+if [[ -n ${REPORT_FROM:-} ]]; then
+	render_report "$REPORT_FROM" "$OUT"
+	exit 0
+fi
+
 # --- tools -------------------------------------------------------------------------------------
 command -v fusermount3 >/dev/null && [[ -e /dev/fuse ]] || die "FUSE is not available (need /dev/fuse and fusermount3: apt-get install -y fuse3)"
 if ! command -v hyperfine >/dev/null; then
@@ -56,8 +212,11 @@ fi
 command -v python3 >/dev/null || die "python3 is needed"
 command -v curl >/dev/null || die "curl is needed"
 
+CAN_DROP=0
+if (sync && echo 3 >/proc/sys/vm/drop_caches) 2>/dev/null; then CAN_DROP=1; fi
+drop_caches() { sync; if [[ $CAN_DROP == 1 ]]; then echo 3 >/proc/sys/vm/drop_caches; fi; }
+
 STARTED=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 WORK="$BENCH_WORK/run-$(date +%Y%m%d-%H%M%S)-$$"
 RES="$WORK/results"
 mkdir -p "$RES"
@@ -66,6 +225,22 @@ BT="$WORK/benchtool"
 say "building kintfs and benchtool into $WORK"
 go build -o "$BIN" ./cmd/kintfs
 go build -o "$BT" ./scripts/benchtool
+RUN_T0=$SECONDS
+python3 - "$RES/params.json" <<EOF
+import json, sys
+cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+mem = int(next((l.split()[1] for l in open("/proc/meminfo") if l.startswith("MemTotal")), "0"))
+json.dump({"quick": $QUICK == 1, "rows": $ROWS, "cats": $CATS, "row_bytes": $ROW_BYTES, "cp_files": $CP_FILES,
+           "versions": $VERSIONS, "hist_reads": $HIST_READS, "pull_epochs": $PULL_EPOCHS, "rss_rows": $RSS_ROWS,
+           "rss_flush_every": $RSS_FLUSH_EVERY, "runs": $RUNS, "warmup": $WARMUP, "cp_runs": $CP_RUNS,
+           "cold_runs": $COLD_RUNS, "started": "$STARTED", "nproc": "$(nproc)", "cpu": cpu,
+           "memory": "%.1f GiB" % (mem / 1048576), "kernel": "$(uname -r)", "fstype": "$(stat -f -c %T "$WORK")",
+           "commit": "$(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo ' + uncommitted changes')",
+           "go": "$(go version | cut -d' ' -f3)", "hyperfine": "$(hyperfine --version)",
+           "can_drop": $CAN_DROP == 1}, open(sys.argv[1], "w"), indent=1)
+EOF
+( while :; do echo "$(date +%s) $(cut -d' ' -f1 /proc/loadavg)" >>"$RES/load.txt"; sleep 10; done ) &
+SAMPLER_PID=$!
 
 NEEDLE=zanzibarquill # benchtool's needle: one row in 100 holds it
 H1="$WORK/home"       # the vault that is measured
@@ -73,14 +248,12 @@ MNT="$WORK/mnt"
 NAT="$WORK/native" # the native twin of the mount's tree
 mkdir -p "$MNT" "$NAT"/{entity,state,reference,journal}
 
-CAN_DROP=0
-if (sync && echo 3 >/proc/sys/vm/drop_caches) 2>/dev/null; then CAN_DROP=1; fi
-drop_caches() { sync; if [[ $CAN_DROP == 1 ]]; then echo 3 >/proc/sys/vm/drop_caches; fi; }
 
 # --- processes -----------------------------------------------------------------------------------
 DEVCHAIN_PID="" PROXY_PID="" MOUNT_PID="" MOUNT_DIR=""
 cleanup() {
 	set +e
+	[[ -n $SAMPLER_PID ]] && kill "$SAMPLER_PID" 2>/dev/null && wait "$SAMPLER_PID" 2>/dev/null
 	[[ -n $MOUNT_PID ]] && mount_stop
 	[[ -n $PROXY_PID ]] && kill "$PROXY_PID" 2>/dev/null && wait "$PROXY_PID" 2>/dev/null
 	if [[ -n $DEVCHAIN_PID ]]; then
@@ -120,8 +293,13 @@ mount_start() {
 	mkdir -p "$dir"
 	env "${env[@]}" "$BIN" mount --dev "$@" "$dir" >>"$WORK/mount-$label.log" 2>&1 &
 	MOUNT_PID=$! MOUNT_DIR=$dir
+	local t0
+	t0=$(now)
 	for _ in $(seq 1 1200); do
-		[[ -e $dir/.kint/status ]] && return 0
+		if [[ -e $dir/.kint/status ]]; then
+			echo "$label $(since "$t0")" >>"$RES/mount-starts.txt"
+			return 0
+		fi
 		kill -0 "$MOUNT_PID" 2>/dev/null || { MOUNT_PID=""; die "mount $label exited: $(tail -20 "$WORK/mount-$label.log")"; }
 		sleep 0.1
 	done
@@ -356,6 +534,7 @@ if ! skipped rss; then
 	say "peak RSS: a mount of $RSS_ROWS rows (another vault on the same chain), flushed every $RSS_FLUSH_EVERY rows"
 	mkdir -p "$H4" && chmod 700 "$H4" && ln -s "$H1/devchain" "$H4/devchain"
 	mount_start rss "$H4" "$MNT4"
+	hwm_empty=$(vmhwm_kb "$MOUNT_PID")
 	rss_keys=100
 	rss_cats=$(((RSS_ROWS + rss_keys - 1) / rss_keys))
 	"$BT" gen -dir "$MNT4/entity" -cats "$rss_cats" -keys "$rss_keys" -size "$ROW_BYTES" -variant 1 \
@@ -381,143 +560,16 @@ import json, sys
 p = json.load(open(sys.argv[1]))
 json.dump({"rows": p["files"], "populate_seconds": p["seconds"], "write_seconds": p["write_seconds"],
            "flush_seconds": p["flush_seconds"], "flushes": p["flushes"], "stopped_by_time_bound": p["stopped_by_time_bound"],
-           "staged_after_populate": $staged, "hwm_populate_kb": $hwm_populate, "rss_after_populate_kb": $rss_populate,
+           "staged_after_populate": $staged, "hwm_empty_kb": $hwm_empty, "hwm_populate_kb": $hwm_populate, "rss_after_populate_kb": $rss_populate,
            "hwm_fresh_mount_kb": $hwm_open, "files_seen": $files, "walk_seconds": $walk,
            "hwm_after_walk_kb": $hwm_walk, "rss_after_walk_kb": $rss_walk}, sys.stdout)
 EOF
 	note "$(cat "$RES/rss.json")"
 fi
 
-# --- report --------------------------------------------------------------------------------------------
-LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
+
+PARAMS_SECONDS=$((SECONDS - RUN_T0))
+python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); p["seconds"]=int(sys.argv[2]); json.dump(p, open(sys.argv[1],"w"), indent=1)' "$RES/params.json" "$PARAMS_SECONDS"
 mkdir -p "$(dirname "$OUT")"
-python3 - "$RES" "$OUT" <<EOF
-import json, os, statistics, sys
-res, out = sys.argv[1], sys.argv[2]
-def load(name):
-    p = os.path.join(res, name)
-    return json.load(open(p)) if os.path.exists(p) else None
-def hfres(name):
-    d = load("hf-%s.json" % name)
-    return d["results"] if d else None
-def fmt_s(x):
-    return "%.0f µs" % (x * 1e6) if x < 1e-3 else ("%.1f ms" % (x * 1e3) if x < 1 else "%.2f s" % x)
-
-rows = []   # (measurement, mount, native, ratio, target, verdict)
-verdicts = []
-def add(what, mount, native, ratio, target=None):
-    verdict = ""
-    if target is not None and ratio is not None:
-        verdict = "met" if ratio <= target else "**missed**"
-        verdicts.append((what, verdict, ratio, target))
-    rows.append((what, mount, native, "%.2fx" % ratio if ratio is not None else "", "<= %gx" % target if target else "", verdict))
-
-def hf_row(what, name, target=None):
-    r = hfres(name)
-    if r:
-        add(what, fmt_s(r[0]["median"]), fmt_s(r[1]["median"]), r[0]["median"] / r[1]["median"], target)
-
-hf_row("grep -r, warm ($ROWS rows of ~$ROW_BYTES B)", "grep-warm", 10)
-cold = os.path.join(res, "cold.txt")
-if os.path.exists(cold):
-    m = [float(l.split()[1]) for l in open(cold) if l.startswith("mount")]
-    n = [float(l.split()[1]) for l in open(cold) if l.startswith("native")]
-    if m and n:
-        add("grep -r, cold (first pass after a fresh mount; native after drop_caches; %d passes)" % len(m),
-            fmt_s(statistics.median(m)), fmt_s(statistics.median(n)), statistics.median(m) / statistics.median(n), 3)
-hf_row("find MNT -type f | wc -l, warm", "find-warm", 3)
-hf_row("ls -lR, warm, xattrs on", "lslR-xattrs")
-hf_row("ls -lR, warm, --xattrs=false", "lslR-noxattrs", 1.5)
-cp = hfres("cp")
-if cp:
-    add("cp -r of $CP_FILES files of ~$ROW_BYTES B (native: fsync per file)", fmt_s(cp[0]["median"]), fmt_s(cp[1]["median"]), cp[0]["median"] / cp[1]["median"], 5)
-    add("cp -r of $CP_FILES files, native without fsync (reference)", fmt_s(cp[0]["median"]), fmt_s(cp[2]["median"]), cp[0]["median"] / cp[2]["median"])
-rh = load("readhist.json")
-if rh:
-    add("read one row at an arbitrary @<block> (%d versions; vs its current version)" % rh["versions"],
-        "%.0f µs" % rh["history_median_us"], "%.0f µs (current, same mount)" % rh["current_median_us"],
-        rh["history_median_us"] / rh["current_median_us"], 2)
-    add("read one row at the same @<block> again (kernel-cached view)", "%.0f µs" % rh["history_same_block_median_us"],
-        "%.0f µs (current)" % rh["current_median_us"], rh["history_same_block_median_us"] / rh["current_median_us"])
-
-lines = []
-w = lines.append
-w("# kintfs benchmarks")
-w("")
-w("Produced by \`make bench\` (\`scripts/bench.sh\`%s). Every comparison runs in the same invocation: the same"
-  " work on a kintfs dev mount and on the same tree in a native directory on the same disk. Times are medians"
-  " (hyperfine for the warm and cp cases)." % (", QUICK=1: small sizes, not the real numbers" if "$QUICK" == "1" else ""))
-w("")
-w("## Machine")
-w("")
-cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
-mem = next((l.split()[1] for l in open("/proc/meminfo") if l.startswith("MemTotal")), "0")
-w("- date: $STARTED (UTC); nproc: $(nproc); CPU: %s; memory: %.1f GiB" % (cpu, int(mem) / 1048576))
-w("- kernel: $(uname -r); filesystem of the native tree and KINT_HOME: $(stat -f -c %T "$WORK")")
-w("- kintfs: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$ROOT" diff --quiet 2>/dev/null || echo ' with uncommitted changes'); $(go version | cut -d' ' -f3); $(hyperfine --version)")
-w("- load average at start: $LOAD_START; at end: $LOAD_END (other jobs may share the 2 cores: noise is possible)")
-w("- dev chain: \`kintfs devchain\` in its own process; KINT_CONFIRMATIONS=1; flushes only through \`.kint/ctl\`")
-w("- page cache dropped for cold runs: %s" % ("yes" if "$CAN_DROP" == "1" else "no (not permitted): cold = fresh mount only"))
-w("")
-w("## Mount vs native")
-w("")
-w("| measurement | mount | native | ratio | target | |")
-w("|---|---|---|---|---|---|")
-for r in rows:
-    w("| " + " | ".join(r) + " |")
-w("")
-
-w("## Vault operations")
-w("")
-w("| measurement | result |")
-w("|---|---|")
-pop = load("populate.json")
-fn = load("flush-new.json")
-if pop and fn:
-    w("| write $ROWS new rows through the mount (copy, close = durable) | %.1f s |" % pop["seconds"])
-    w("| flush $ROWS new rows | %.1f s, %d epochs, %d calldata bytes, %d gas |" % (fn["seconds"], fn["epochs"], fn["calldata_bytes"], fn["gas_used"]))
-rw = load("rewrite.json")
-fc = load("flush-changed.json")
-if rw and fc:
-    w("| rewrite $ROWS rows through the mount | %.1f s |" % rw["seconds"])
-    w("| **flush $ROWS changed rows** | **%.1f s, %d epochs, %d calldata bytes** (%.0f bytes/row), %d gas; %d rows anchored |" % (fc["seconds"], fc["epochs"], fc["calldata_bytes"], fc["calldata_bytes"] / max(fc["rows"], 1), fc["gas_used"], fc["rows"]))
-hw = load("hist-write.json")
-if hw:
-    w("| write + flush one row %d times (history) | %.1f s (%.0f ms per flush) |" % (hw["versions"], hw["seconds"], 1000 * hw["seconds"] / max(hw["versions"], 1)))
-for name, what in (("pull-cold", "cold pull, fresh KINT_HOME"), ("pull-again", "second pull, nothing new"),
-                   ("pull-full-cached", "pull --full on the same home (walks every epoch, blobs from its cache)"),
-                   ("pull-primed", "pull into a fresh replica whose epoch cache is present")):
-    p = load(name + ".json")
-    if p:
-        per = p["rpc_calls"] / p["epochs"] if p["epochs"] else 0
-        meth = ", ".join("%s %d" % kv for kv in sorted(p["methods"].items(), key=lambda kv: -kv[1]))
-        w("| %s: %d-epoch vault | %.2f s; applied %d, fetched %d, from cache %d; %d RPC calls (%.2f per epoch) in %d HTTP requests: %s |"
-          % (what, p["epochs"], p["seconds"], p["applied"], p["fetched"], p["from_cache"], p["rpc_calls"], per, p["http_requests"], meth))
-rss = load("rss.json")
-if rss:
-    verdict = "met" if max(rss["hwm_populate_kb"], rss["hwm_after_walk_kb"]) <= 300 * 1024 else "**missed**"
-    verdicts.append(("peak RSS", verdict, max(rss["hwm_populate_kb"], rss["hwm_after_walk_kb"]) / 1024, 300))
-    w("| populate %d rows through the mount, flushing every $RSS_FLUSH_EVERY%s | %.0f s (writes %.0f s, %d flushes %.0f s) |"
-      % (rss["rows"], " (stopped by the time bound)" if rss["stopped_by_time_bound"] else "", rss["populate_seconds"], rss["write_seconds"], rss["flushes"], rss["flush_seconds"]))
-    w("| **peak RSS (VmHWM) of the mount holding %d rows** (target <= 300 MB): %s | while populating and flushing: %.0f MB; fresh mount: %.0f MB; after find + grep -r + ls -lR of all %d files (%.1f s): %.0f MB (VmRSS %.0f MB) |"
-      % (rss["rows"], verdict, rss["hwm_populate_kb"] / 1024, rss["hwm_fresh_mount_kb"] / 1024, rss["files_seen"], rss["walk_seconds"], rss["hwm_after_walk_kb"] / 1024, rss["rss_after_walk_kb"] / 1024))
-g = load("gas.json")
-if g:
-    verdict = "met" if g["at_floor"] == g["pushes"] else "**missed**"
-    verdicts.append(("gas at the EIP-7623 floor", verdict, g["ratio_max"], 1.0))
-    w("| **gas_used / EIP-7623 floor** (21000 + 10 x (zeros + 4 x nonzeros)) over %d pushes after the first (expected 1.000): %s | min %.4f, median %.4f, max %.4f; %d exactly at the floor |"
-      % (g["pushes"], verdict, g["ratio_min"], g["ratio_median"], g["ratio_max"], g["at_floor"]))
-    for o in g["worst_off_floor"][:3]:
-        w("| &nbsp;&nbsp;off the floor: seq %d | %d calldata bytes, gas %d vs floor %d (%.4f) |" % (o["seq"], o["calldata_bytes"], o["gas_used"], o["floor"], o["ratio"]))
-w("")
-w("## Targets")
-w("")
-for what, verdict, val, target in verdicts:
-    w("- %s: %s (%.3g vs %g)" % (what, verdict.replace("*", ""), val, target))
-w("")
-w("Sizes: ROWS=$ROWS CATS=$CATS ROW_BYTES=$ROW_BYTES CP_FILES=$CP_FILES VERSIONS=$VERSIONS PULL_EPOCHS=$PULL_EPOCHS"
-  " RSS_ROWS=$RSS_ROWS RUNS=$RUNS COLD_RUNS=$COLD_RUNS. Reproduce with \`make bench\` (QUICK=1 for a small run).")
-open(out, "w").write("\n".join(lines) + "\n")
-print("\n".join(lines))
-EOF
+render_report "$RES" "$OUT"
 say "written $OUT; raw results in $RES"

@@ -50,7 +50,7 @@ func init() {
 			fs.BoolVar(&mountOpts.readOnly, "read-only", false, "mount with no way to change the vault")
 			fs.BoolVar(&mountOpts.xattrs, "xattrs", true, "serve user.kint.* extended attributes (off: ls -l is faster; use .kint/ and the CLI)")
 			fs.BoolVar(&mountOpts.daemon, "daemon", false, "run in the background; return once the mount answers")
-			fs.CountVarP(&mountOpts.verbose, "verbose", "v", "log more (-vv: every background step)")
+			fs.CountVarP(&mountOpts.verbose, "verbose", "v", "log more: -v every background poll, -vv every FUSE request")
 			fs.StringVar(&mountOpts.logFile, "log-file", "", "append the log to this file instead of stderr")
 			fs.DurationVar(&mountOpts.flushTimeout, "flush-timeout", 60*time.Second, "how long unmounting may spend anchoring what is staged")
 			fs.BoolVar(&mountOpts.debugFuse, "debug-fuse", false, "log every FUSE request")
@@ -73,6 +73,20 @@ func runMount(ctx context.Context, args []string) error {
 	}
 	defer closeLog()
 	say := func(format string, a ...any) { logger.Printf(format, a...) }
+	// the replica's lines: failures always, what it anchors and pulls by default, routine
+	// polls at -v
+	replicaLog := func(format string, a ...any) {
+		switch {
+		case strings.HasPrefix(format, "warn: "):
+			logger.Printf(format, a...)
+		case strings.HasPrefix(format, "debug: "):
+			if mountOpts.verbose >= 1 {
+				logger.Printf(format, a...)
+			}
+		default:
+			logger.Printf("info: "+format, a...)
+		}
+	}
 	if stop := startCPUProfile(say); stop != nil {
 		defer stop()
 	}
@@ -95,7 +109,12 @@ func runMount(ctx context.Context, args []string) error {
 			defer dc.Close()
 		}
 	}
-	e, err := openVault(ctx, openOptions{dek: true, logf: say})
+	if mountOpts.allowOther && os.Getuid() != 0 {
+		if err := checkUserAllowOther(); err != nil {
+			return reportReady(err)
+		}
+	}
+	e, err := openVault(ctx, openOptions{dek: true, logf: replicaLog})
 	if err != nil {
 		return reportReady(err)
 	}
@@ -116,7 +135,7 @@ func runMount(ctx context.Context, args []string) error {
 		}()
 	}
 	m, err := fs.Mount(dir, e.rep, fs.MountOptions{AllowOther: mountOpts.allowOther, ReadOnly: mountOpts.readOnly,
-		AllowNonEmpty: mountOpts.allowNonEmpty, Xattrs: mountOpts.xattrs, Logger: logger, Debug: mountOpts.debugFuse})
+		AllowNonEmpty: mountOpts.allowNonEmpty, Xattrs: mountOpts.xattrs, Logger: logger, Debug: mountOpts.debugFuse || mountOpts.verbose >= 2})
 	if err != nil {
 		_ = e.rep.StopWorker(context.Background())
 		return reportReady(err)
@@ -265,4 +284,18 @@ func sdNotify(state string) {
 	}
 	defer conn.Close()
 	_, _ = conn.Write([]byte(state))
+}
+
+// checkUserAllowOther: FUSE lets a non-root user's mount admit other users only when
+// /etc/fuse.conf says user_allow_other.
+func checkUserAllowOther() error {
+	b, err := os.ReadFile("/etc/fuse.conf")
+	if err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.TrimSpace(line) == "user_allow_other" {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("--allow-other needs user_allow_other in /etc/fuse.conf; add it as root with:  echo user_allow_other >> /etc/fuse.conf")
 }
