@@ -249,8 +249,11 @@ func (m *machine) mountAt(dir string, args ...string) *mounted {
 	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		if _, err := os.Stat(filepath.Join(dir, ".kint", "status")); err == nil {
-			break
+		// the log line, not a stat: the kernel may answer a stat of a dead mount from its cache
+		if strings.Contains(mt.log.String(), "mounted "+dir) {
+			if _, err := os.Stat(filepath.Join(dir, ".kint", "status")); err == nil {
+				break
+			}
 		}
 		if time.Now().After(deadline) || mt.cmd.ProcessState != nil {
 			mt.kill()

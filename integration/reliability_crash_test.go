@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"math/rand"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -216,6 +218,18 @@ func TestCrashDuringPush(t *testing.T) {
 			t.Fatalf("stage %q: epoch on chain after the kill: %v, want %v", stage.name, landed, stage.landed)
 		}
 
+		if !landed {
+			// on a real chain the resent transaction waits in the pool for a while: the
+			// proxy says so the first time it is asked about it
+			var once sync.Once
+			proxy.setLie(func(method string, params, result json.RawMessage) json.RawMessage {
+				out := result
+				if method == "eth_getTransactionByHash" && string(result) != "null" {
+					once.Do(func() { out = pendingTx(result) })
+				}
+				return out
+			})
+		}
 		mt = m.mountAt(dir)
 		// an edit after the crash, to a row the interrupted flush carried: it must stay a
 		// local change on top of this machine's own epoch, never a conflict with it
@@ -223,6 +237,7 @@ func TestCrashDuringPush(t *testing.T) {
 		want[edited] = fmt.Sprintf("stage %d row 0, edited after the crash", n)
 		writeFile(t, mt.path(edited), want[edited])
 		mt.mustCtl("flush")
+		proxy.setLie(nil)
 		st := waitIdle(t, c, m, mt, 60*time.Second)
 		if st.StagedRows != 0 || st.StagedDels != 0 || len(st.Gaps) != 0 || len(st.Conflicts) != 0 {
 			t.Fatalf("stage %q: after the restart: %d staged, %d deletions, gaps %v, conflicts %v", stage.name, st.StagedRows, st.StagedDels, st.Gaps, st.Conflicts)
@@ -288,4 +303,18 @@ func TestCrashDuringPush(t *testing.T) {
 	for _, o := range outcomes {
 		recordFigure(t, "stage", "%s", o)
 	}
+}
+
+// pendingTx rewrites a mined transaction as the node shows one still in its pool.
+func pendingTx(result json.RawMessage) json.RawMessage {
+	var tx map[string]any
+	if err := json.Unmarshal(result, &tx); err != nil {
+		return result
+	}
+	tx["blockNumber"], tx["blockHash"], tx["transactionIndex"] = nil, nil, nil
+	b, err := json.Marshal(tx)
+	if err != nil {
+		return result
+	}
+	return b
 }

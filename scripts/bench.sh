@@ -129,8 +129,10 @@ w("## Mount vs native")
 w("")
 w("| measurement | mount | native | ratio | target | |")
 w("|---|---|---|---|---|---|")
+def cell(x):
+    return str(x).replace("|", "\\|")
 for r in rows:
-    w("| " + " | ".join(r) + " |")
+    w("| " + " | ".join(cell(c) for c in r) + " |")
 w("")
 w("## Vault operations")
 w("")
@@ -155,13 +157,14 @@ if hw:
 for name, what in (("pull-cold", "**cold pull** into a fresh KINT_HOME"),
                    ("pull-again", "**warm pull**: second pull, same home, nothing new"),
                    ("pull-full-cached", "`pull --full` on that home (walks every epoch again)"),
-                   ("pull-primed", "pull into a fresh replica whose epoch cache is already present")):
+                   ("pull-primed", "fresh replica whose epoch cache is already there (a copy of the first's)")):
     p = load(name + ".json")
     if p:
         per = p["rpc_calls"] / p["epochs"] if p["epochs"] else 0
         meth = ", ".join("%s %d" % kv for kv in sorted(p["methods"].items(), key=lambda kv: -kv[1]))
-        w("| %s, %d-epoch vault | %.2f s; applied %d, fetched %d, from_cache %d; %d RPC calls = %.2f per epoch, in %d HTTP requests (%s) |"
-          % (what, p["epochs"], p["seconds"], p["applied"], p["fetched"], p["from_cache"], p["rpc_calls"], per, p["http_requests"], meth))
+        w("| %s, %d-epoch vault | %.2f s; applied %d, fetched %d, from_cache %d; %d RPC calls = %.2f per epoch, in %d HTTP requests (%s)%s |"
+          % (what, p["epochs"], p["seconds"], p["applied"], p["fetched"], p["from_cache"], p["rpc_calls"], per, p["http_requests"], meth,
+             "; it said: " + cell(p["note"]) if p.get("note") else ""))
 rss = load("rss.json")
 if rss:
     peak = max(rss["hwm_populate_kb"], rss["hwm_after_walk_kb"]) / 1024
@@ -188,7 +191,7 @@ w("")
 w("| target | measured | | |")
 w("|---|---|---|---|")
 for what, verdict, val, target in verdicts:
-    w("| %s | %s | %s | %s |" % (what, val, target, verdict))
+    w("| %s | %s | %s | %s |" % (cell(what), val, target, verdict))
 w("")
 w("Sizes: ROWS=%(rows)d CATS=%(cats)d ROW_BYTES=%(row_bytes)d CP_FILES=%(cp_files)d VERSIONS=%(versions)d"
   " PULL_EPOCHS=%(pull_epochs)d RSS_ROWS=%(rss_rows)d RUNS=%(runs)d COLD_RUNS=%(cold_runs)d. Reproduce with"
@@ -434,14 +437,15 @@ run_pull_bench() {
 			die "$name failed: $(cat "$RES/$name.err")"
 		echo "$(since "$t0")" >"$RES/$name.seconds"
 		curl -s "$proxy/__stats" >"$RES/$name.rpc.json"
-		python3 - "$RES/$name.report.json" "$RES/$name.rpc.json" "$RES/$name.seconds" "$epochs" >"$RES/$name.json" <<'EOF'
+		python3 - "$RES/$name.report.json" "$RES/$name.rpc.json" "$RES/$name.seconds" "$epochs" "$RES/$name.err" >"$RES/$name.json" <<'EOF'
 import json, sys
 rep, rpc = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 secs, epochs = float(open(sys.argv[3]).read()), int(sys.argv[4])
 json.dump({"seconds": secs, "epochs": epochs, "walked": rep.get("walked", 0), "applied": rep.get("applied", 0),
            "fetched": rep.get("fetched", 0), "from_cache": rep.get("from_cache", 0), "changed": rep.get("changed", 0),
            "rpc_calls": rpc["rpc_calls"], "http_requests": rpc["http_requests"], "methods": rpc["methods"],
-           "response_bytes": rpc["response_bytes"], "mirror_seq": rep["mirror"]["seq"], "head_seq": rep["head"]["seq"]}, sys.stdout)
+           "response_bytes": rpc["response_bytes"], "mirror_seq": rep["mirror"]["seq"], "head_seq": rep["head"]["seq"],
+           "note": " ".join(l.strip() for l in open(sys.argv[5]) if l.strip())[:200]}, sys.stdout)
 EOF
 		note "$name: $(cat "$RES/$name.json")"
 	done

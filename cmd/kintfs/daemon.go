@@ -25,7 +25,7 @@ func daemonize() error {
 		return err
 	}
 	var args []string
-	for _, a := range os.Args[1:] {
+	for _, a := range currentArgv {
 		if a != "--daemon" {
 			args = append(args, a)
 		}

@@ -62,8 +62,14 @@ func run(argv []string) int {
 	return runIO(context.Background(), argv, &cmdIO{out: os.Stdout, err: os.Stderr})
 }
 
+// currentArgv is the command line being run, for --daemon to run it again in the background.
+var currentArgv []string
+
 // runIO runs one command writing to io; io.env is set when it runs inside a mount.
 func runIO(base context.Context, argv []string, cio *cmdIO) int {
+	if cio.env == nil {
+		currentArgv = argv
+	}
 	stderr := cio.err
 	if len(argv) == 0 || argv[0] == "-h" || argv[0] == "--help" || argv[0] == "help" {
 		printUsage()
