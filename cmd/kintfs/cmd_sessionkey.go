@@ -12,7 +12,6 @@ import (
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/spf13/pflag"
 
-	"kintfs/chain"
 	"kintfs/replica"
 )
 
@@ -56,14 +55,7 @@ func runSessionKey(ctx context.Context, args []string) error {
 		if key, err := loadSessionKey(home); err == nil {
 			return usagef("this machine already has a session key %s", crypto.PubkeyToAddress(key.PublicKey).Hex())
 		}
-		pass, err := sessionKeyPass(home)
-		if err != nil {
-			return err
-		}
-		if _, err := home.Ensure("session"); err != nil {
-			return err
-		}
-		addr, err := chain.CreateSessionKey(home.Path("session"), pass)
+		addr, err := createSessionKey(home)
 		if err != nil {
 			return err
 		}

@@ -125,14 +125,7 @@ func devPassphrase(home replica.Home) (pass, where string, err error) {
 func devSessionKey(ctx context.Context, home replica.Home, c *chain.Client, ownerKey *ecdsa.PrivateKey, say func(string, ...any)) error {
 	key, err := loadSessionKey(home)
 	if err != nil {
-		pass, err := sessionKeyPass(home)
-		if err != nil {
-			return err
-		}
-		if _, err := home.Ensure("session"); err != nil {
-			return err
-		}
-		addr, err := chain.CreateSessionKey(home.Path("session"), pass)
+		addr, err := createSessionKey(home)
 		if err != nil {
 			return err
 		}

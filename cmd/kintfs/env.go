@@ -177,3 +177,16 @@ func readSecret(path string, remove bool) (string, error) {
 	}
 	return strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r"), nil
 }
+
+// createSessionKey makes this machine's session key: a V3 keystore under KINT_HOME/session,
+// sealed with a passphrase derived from the local secret.
+func createSessionKey(home replica.Home) (common.Address, error) {
+	pass, err := sessionKeyPass(home)
+	if err != nil {
+		return common.Address{}, err
+	}
+	if _, err := home.Ensure("session"); err != nil {
+		return common.Address{}, err
+	}
+	return chain.CreateSessionKey(home.Path("session"), pass)
+}
