@@ -31,6 +31,8 @@ type PullReport struct {
 	Skipped   []Gap      `json:"skipped,omitempty"`
 	Gap       *Gap       `json:"gap,omitempty"`
 	Conflicts []Conflict `json:"conflicts,omitempty"`
+	RPCCalls  uint64     `json:"rpc_calls"`   // round trips to the RPC (a batch is one)
+	Retries   uint64     `json:"rpc_retries"` // attempts repeated after a transport failure
 }
 
 // walkBatch is how many events the walk collects before it fetches their blobs in one batch.
@@ -45,7 +47,15 @@ type walked struct {
 func (r *Replica) Pull(ctx context.Context, full bool) (*PullReport, error) {
 	r.pushMu.Lock()
 	defer r.pushMu.Unlock()
+	var before chain.Stats
+	if r.opt.Client != nil {
+		before = r.opt.Client.Stats()
+	}
 	rep, err := r.pull(ctx, full)
+	if rep != nil && r.opt.Client != nil {
+		after := r.opt.Client.Stats()
+		rep.RPCCalls, rep.Retries = after.Calls-before.Calls, after.Retries-before.Retries
+	}
 	r.status.notePull(rep, err)
 	return rep, err
 }
