@@ -33,6 +33,7 @@ type EpochReceipt struct {
 	Deleted           int    `json:"deleted"`
 	CalldataBytes     int    `json:"calldata_bytes"`
 	GasUsed           uint64 `json:"gas_used"`
+	FloorGas          uint64 `json:"floor_gas"` // the EIP-7623 calldata floor of the transaction
 	EffectiveGasPrice string `json:"effective_gas_price"`
 	L1Fee             string `json:"l1_fee,omitempty"`
 	Cost              string `json:"cost_wei"`
@@ -323,7 +324,7 @@ func (r *Replica) sendEpoch(ctx context.Context, p *seal.Plaintext, head Head) (
 		return nil, head, err
 	}
 	er := &EpochReceipt{Seq: p.Seq, Block: rc.Block, Tx: rc.TxHash.Hex(), Bucket: sealed.Bucket, Rows: len(p.Rows),
-		Deleted: len(p.Deleted), CalldataBytes: len(prep.Tx.Data()), GasUsed: rc.GasUsed,
+		Deleted: len(p.Deleted), CalldataBytes: len(prep.Tx.Data()), GasUsed: rc.GasUsed, FloorGas: calldataFloor(prep.Tx.Data()),
 		EffectiveGasPrice: bigString(rc.EffectiveGasPrice), Cost: bigString(rc.Cost)}
 	if rc.L1Fee != nil {
 		er.L1Fee = rc.L1Fee.String()
@@ -478,4 +479,18 @@ func bigString(b *big.Int) string {
 		return "0"
 	}
 	return b.String()
+}
+
+// calldataFloor is EIP-7623's floor for a transaction carrying data:
+// 21000 + 10 * (zero bytes + 4 * nonzero bytes).
+func calldataFloor(data []byte) uint64 {
+	var tokens uint64
+	for _, b := range data {
+		if b == 0 {
+			tokens++
+		} else {
+			tokens += 4
+		}
+	}
+	return 21000 + 10*tokens
 }
