@@ -83,6 +83,12 @@ printf '%s' '{"ts":"2026-09-09T21:15:00Z","evaluated":"checked the plan","acted"
 	// an edit with sed -i, anchored in a second epoch
 	sh(t, mt.dir, `sed -i 's/plain ascii/edited/' entity/person/zeta`)
 	mt.mustCtl("flush")
+	// every push after a space's first costs exactly the EIP-7623 calldata floor
+	anchored := mt.status()["last_push"].(map[string]any)["report"].(map[string]any)["anchored"].([]any)
+	ep := anchored[0].(map[string]any)
+	if ep["seq"].(float64) != 2 || ep["gas_used"] != ep["floor_gas"] {
+		t.Fatalf("second push: gas_used %v, floor %v (%v)", ep["gas_used"], ep["floor_gas"], ep)
+	}
 	if got := readFile(t, mt.path("entity/person/zeta")); got != `{"name":"zeta","note":"the edited control"}` {
 		t.Fatalf("after sed -i: %q", got)
 	}
