@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/big"
 	"net"
 	"net/http"
@@ -106,7 +107,7 @@ type Client struct {
 	stats    counters
 }
 
-// anchorABI is EpochAnchor's ABI, parsed once.
+// The EpochAnchor binding, its ABI and the Epoch topic, parsed once.
 var (
 	anchor     = contracts.NewEpochAnchor()
 	anchorABI  = anchor.GetABI()
@@ -155,10 +156,7 @@ func (c *Client) Contract() common.Address { return c.contract }
 // Stats returns a snapshot of the counters.
 func (c *Client) Stats() Stats {
 	c.stats.mu.Lock()
-	m := make(map[string]uint64, len(c.stats.methods))
-	for k, v := range c.stats.methods {
-		m[k] = v
-	}
+	m := maps.Clone(c.stats.methods)
 	c.stats.mu.Unlock()
 	return Stats{Calls: c.stats.calls.Load(), Retries: c.stats.retries.Load(), Methods: m}
 }

@@ -61,7 +61,7 @@ func (c *Client) epochLogs(ctx context.Context, owner common.Address, space comm
 		return err
 	}, "eth_getLogs")
 	if err != nil {
-		return nil, fmt.Errorf("Epoch logs at block %d: %w", block, err)
+		return nil, fmt.Errorf("read Epoch logs at block %d: %w", block, err)
 	}
 	evs := make([]*EpochEvent, 0, len(logs))
 	for i := range logs {
@@ -71,10 +71,10 @@ func (c *Client) epochLogs(ctx context.Context, owner common.Address, space comm
 		}
 		ev, err := c.decodeEpochLog(l)
 		if err != nil {
-			return nil, fmt.Errorf("Epoch logs at block %d: %w", block, err)
+			return nil, fmt.Errorf("read Epoch logs at block %d: %w", block, err)
 		}
 		if ev.Owner != owner || ev.Space != space || ev.Block != block {
-			return nil, fmt.Errorf("Epoch logs at block %d: the RPC returned an event outside the filter (owner %s, space %s, block %d)",
+			return nil, fmt.Errorf("read Epoch logs at block %d: the RPC returned an event outside the filter (owner %s, space %s, block %d)",
 				block, ev.Owner, ev.Space.Hex(), ev.Block)
 		}
 		evs = append(evs, ev)

@@ -52,6 +52,16 @@ var (
 	ErrNoEvent          = errors.New("no Epoch event")
 )
 
+// namedError carries its own message and matches its sentinel with errors.Is, for
+// messages that already say what the sentinel says.
+type namedError struct {
+	sentinel error
+	msg      string
+}
+
+func (e *namedError) Error() string { return e.msg }
+func (e *namedError) Unwrap() error { return e.sentinel }
+
 // NoEventError: the exact-block log query did not return the Epoch event of the wanted
 // seq. The RPC may be pruned, or lying. errors.Is(err, ErrNoEvent) holds.
 type NoEventError struct {

@@ -181,7 +181,7 @@ func (c *Client) waitReceipt(ctx context.Context, hash common.Hash, confirmation
 		}
 		if r != nil {
 			if r.Status != types.ReceiptStatusSuccessful {
-				return r, l1Fee, fmt.Errorf("%w: %s reverted in block %d", ErrTxFailed, hash, r.BlockNumber)
+				return r, l1Fee, fmt.Errorf("%w: reverted in block %d", ErrTxFailed, r.BlockNumber)
 			}
 			// The head is asked even for one confirmation: a node can serve a receipt a
 			// moment before its "latest" block includes it, and the caller's next call
@@ -211,9 +211,9 @@ func (c *Client) waitReceipt(ctx context.Context, hash common.Hash, confirmation
 		case <-ctx.Done():
 			t.Stop()
 			if r == nil {
-				return nil, nil, fmt.Errorf("wait for %s: %w", hash, ctx.Err())
+				return nil, nil, fmt.Errorf("wait for the receipt: %w", ctx.Err())
 			}
-			return nil, nil, fmt.Errorf("wait for %d confirmations of %s (in block %d): %w", confirmations, hash, r.BlockNumber, ctx.Err())
+			return nil, nil, fmt.Errorf("wait for %d confirmations (mined in block %d): %w", confirmations, r.BlockNumber, ctx.Err())
 		case <-t.C:
 		}
 	}
@@ -250,8 +250,9 @@ func (c *Client) WaitPush(ctx context.Context, p *PreparedPush, owner common.Add
 		return nil, fmt.Errorf("read back epoch %d: %w", seq, err)
 	}
 	if ev.TxHash != p.Hash || ev.Digest != p.Digest {
-		return nil, fmt.Errorf("%w: epoch %d landed but the Epoch event digest does not match what was sent (event %s in tx %s, sent %s in tx %s)",
-			ErrEventMismatch, seq, ev.Digest.Hex(), ev.TxHash, p.Digest.Hex(), p.Hash)
+		return nil, &namedError{ErrEventMismatch, fmt.Sprintf(
+			"epoch %d landed but the Epoch event digest does not match what was sent (event %s in tx %s, sent %s in tx %s)",
+			seq, ev.Digest.Hex(), ev.TxHash, p.Digest.Hex(), p.Hash)}
 	}
 
 	price := r.EffectiveGasPrice
@@ -297,5 +298,8 @@ func (c *Client) transact(ctx context.Context, key *ecdsa.PrivateKey, to common.
 		return nil, fmt.Errorf("send %s: %w", tx.Hash(), err)
 	}
 	r, _, err := c.waitReceipt(ctx, tx.Hash(), 1)
-	return r, err
+	if err != nil {
+		return r, fmt.Errorf("transaction %s: %w", tx.Hash(), err)
+	}
+	return r, nil
 }

@@ -67,8 +67,7 @@ func TestRetriesTransportFailures(t *testing.T) {
 
 func TestNoRetryOnAnswers(t *testing.T) {
 	e := newEnv(t)
-	r := e.push(common.Hash{}, []byte("a"))
-	_ = r
+	e.push(common.Hash{}, []byte("a"))
 	before := e.c.Stats()
 	_, err := e.c.PreparePush(e.ctx, e.key, e.owner, e.space, common.Hash{}, []byte("b"))
 	if !errors.Is(err, chain.ErrStaleHead) {

@@ -97,10 +97,12 @@ func (c *Client) Fund(ctx context.Context, from *ecdsa.PrivateKey, to common.Add
 const SessionKeyFile = "session.key"
 
 // SessionKeyScryptN and SessionKeyScryptP are the scrypt parameters of new session key
-// files (go-ethereum's standard ones). Tests may lower them.
+// files. go-ethereum's light ones: the passphrase is a 256-bit secret derived from the local
+// key, not something typed, so the standard setting (256 MB and a second per unlock) would
+// buy nothing and cost every command and every mount.
 var (
-	SessionKeyScryptN = keystore.StandardScryptN
-	SessionKeyScryptP = keystore.StandardScryptP
+	SessionKeyScryptN = keystore.LightScryptN
+	SessionKeyScryptP = keystore.LightScryptP
 )
 
 // ErrSessionKeyExists: CreateSessionKey never overwrites a key.

@@ -21,6 +21,7 @@ import (
 	"github.com/ethereum/go-ethereum/params"
 	"github.com/ethereum/go-ethereum/rpc"
 
+	"kintfs/chain"
 	"kintfs/chain/devchain"
 	"kintfs/contracts"
 )
@@ -233,17 +234,11 @@ func (f *fixture) revert(err error) (string, []any) {
 	if derr != nil || len(data) < 4 {
 		f.t.Fatalf("revert data %q: %v", s, err)
 	}
-	for name, e := range f.anchor.GetABI().Errors {
-		if string(e.ID[:4]) == string(data[:4]) {
-			args, err := e.Inputs.Unpack(data[4:])
-			if err != nil {
-				f.t.Fatalf("unpack %s: %v", name, err)
-			}
-			return name, args
-		}
+	rev := chain.DecodeRevert(data)
+	if rev.Name == "" {
+		f.t.Fatalf("unknown revert data %x", data)
 	}
-	f.t.Fatalf("unknown revert data %x", data)
-	return "", nil
+	return rev.Name, rev.Args
 }
 
 func (f *fixture) wantRevert(err error, want string) []any {

@@ -32,7 +32,7 @@ func toErrno(err error) (errno syscall.Errno, unexpected bool) {
 		return syscall.EXDEV, false
 	case errors.Is(err, replica.ErrOffline):
 		// No chain connection: a ctl command can be tried again later; not a fault.
-		return syscall.EAGAIN, false
+		return syscall.ENOTCONN, false
 	case errors.Is(err, errBadName), errors.Is(err, errUnknownCommand):
 		return syscall.EINVAL, false
 	case errors.Is(err, errNameTooLong):

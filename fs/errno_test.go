@@ -33,7 +33,7 @@ func TestToErrno(t *testing.T) {
 		{errNameTooLong, syscall.ENAMETOOLONG, false},
 		{wrap(errUnknownCommand), syscall.EINVAL, false},
 		{wrap(context.Canceled), syscall.ECANCELED, false},
-		{wrap(replica.ErrOffline), syscall.EAGAIN, false},
+		{wrap(replica.ErrOffline), syscall.ENOTCONN, false},
 		{syscall.EACCES, syscall.EACCES, false},
 		{errors.New("badger: disk on fire"), syscall.EIO, true},
 		{wrap(errors.New("gcm: message authentication failed")), syscall.EIO, true},

@@ -42,6 +42,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	printReliabilitySummary()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -10,7 +10,6 @@ import (
 	"math/rand"
 	"net"
 	"net/http"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -37,8 +36,10 @@ type rpcProxy struct {
 	held      chan struct{} // closed by release
 	heldFwd   bool          // what release does with held calls: forward them, or drop them
 	lie       func(method string, params json.RawMessage, result json.RawMessage) json.RawMessage
-	failed    map[[32]byte]bool // bodies (ids stripped) of faulted round trips, to count retries
+	lose      map[string]int   // lose the answers of this many next round trips carrying a method
+	streak    map[[32]byte]int // faults in a row per call (ids stripped): retries are counted, and capped
 	stats     proxyStats
+	recent    []string // the last round trips with their fate, for a failure message
 }
 
 // proxyRule applies to every round trip that carries a method.
@@ -56,6 +57,8 @@ type proxyStats struct {
 	Methods   map[string]int // calls by method that reached the node
 	Seen      map[string]int // calls by method that arrived (forwarded or not)
 	Forwarded int            // round trips the node answered
+	// LongestStreak is the most faults one call met in a row
+	LongestStreak int
 }
 
 type rpcMsg struct {
@@ -78,6 +81,9 @@ const (
 
 var allFaults = []string{faultDrop, faultReset, faultLost, faultError, faultDelay}
 
+// maxStreak bounds the faults one call meets in a row (below the client's 4 retries).
+const maxStreak = 3
+
 func startRPCProxy(t *testing.T, upstream string) *rpcProxy {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -90,7 +96,8 @@ func startRPCProxy(t *testing.T, upstream string) *rpcProxy {
 		rng:    rand.New(rand.NewSource(time.Now().UnixNano())),
 		rules:  map[string]proxyRule{},
 		held:   make(chan struct{}),
-		failed: map[[32]byte]bool{},
+		streak: map[[32]byte]int{},
+		lose:   map[string]int{},
 	}
 	p.stats = proxyStats{Faults: map[string]int{}, Methods: map[string]int{}, Seen: map[string]int{}}
 	p.srv = &http.Server{Handler: p}
@@ -143,6 +150,13 @@ func (p *rpcProxy) setLie(f func(method string, params json.RawMessage, result j
 	p.lie = f
 }
 
+// loseNext has the node run the next round trip carrying method, and loses its answer.
+func (p *rpcProxy) loseNext(method string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.lose[method]++
+}
+
 func (p *rpcProxy) snapshot() proxyStats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -155,7 +169,14 @@ func (p *rpcProxy) resetStats() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.stats = proxyStats{Faults: map[string]int{}, Methods: map[string]int{}, Seen: map[string]int{}}
-	p.failed = map[[32]byte]bool{}
+	p.streak = map[[32]byte]int{}
+}
+
+// lastRoundTrips lists the latest round trips and what the proxy did with them.
+func (p *rpcProxy) lastRoundTrips() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.Join(p.recent, "\n")
 }
 
 // seen is how many calls of method arrived at the proxy.
@@ -163,13 +184,6 @@ func (p *rpcProxy) seen(method string) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.stats.Seen[method]
-}
-
-// forwarded is how many calls of method the node answered.
-func (p *rpcProxy) forwarded(method string) int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.stats.Methods[method]
 }
 
 func copyCounts(m map[string]int) map[string]int {
@@ -242,10 +256,11 @@ func (p *rpcProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if batch {
 		p.stats.Batches++
 	}
-	if p.failed[key] {
+	streak := p.streak[key]
+	if streak > 0 {
 		p.stats.Retries++
-		delete(p.failed, key)
 	}
+	delete(p.streak, key)
 	var rule proxyRule
 	for _, m := range msgs {
 		p.stats.Seen[m.Method]++
@@ -255,17 +270,40 @@ func (p *rpcProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	fault := ""
-	// eth_chainId is left alone: the client reads it once, at dial, before it has any retry
-	// budget to speak of, and a test machine that cannot dial runs offline instead.
-	if perr == nil && p.faultRate > 0 && !(len(msgs) == 1 && msgs[0].Method == "eth_chainId") && p.rng.Float64() < p.faultRate {
+	for _, m := range msgs {
+		if p.lose[m.Method] > 0 {
+			p.lose[m.Method]--
+			fault = faultLost
+			p.stats.Faults[fault]++
+			p.streak[key] = streak + 1
+			break
+		}
+	}
+	// A call is never failed more than maxStreak times in a row: the client gives each call
+	// five attempts, and at 20% faults one in ten thousand calls would otherwise fail all of
+	// them, which would make the test flaky rather than find anything.
+	if fault == "" && perr == nil && p.faultRate > 0 && streak < maxStreak && p.rng.Float64() < p.faultRate {
 		fault = p.faultKind[p.rng.Intn(len(p.faultKind))]
 		p.stats.Faults[fault]++
 		if fault != faultDelay {
-			p.failed[key] = true
+			p.streak[key] = streak + 1
+			p.stats.LongestStreak = max(p.stats.LongestStreak, streak+1)
 		}
 	}
 	delay := time.Duration(200+p.rng.Intn(1300)) * time.Millisecond
 	held := p.held
+	var methods []string
+	for _, m := range msgs {
+		methods = append(methods, m.Method)
+	}
+	fate := fault
+	if fate == "" {
+		fate = "ok"
+	}
+	p.recent = append(p.recent, fmt.Sprintf("%s %s: %s", time.Now().Format("15:04:05.000"), strings.Join(methods, ","), fate))
+	if len(p.recent) > 60 {
+		p.recent = p.recent[len(p.recent)-60:]
+	}
 	p.mu.Unlock()
 
 	if rule.Delay > 0 {
@@ -372,22 +410,4 @@ func hijackClose(w http.ResponseWriter, reset bool) {
 		tc.SetLinger(0)
 	}
 	conn.Close()
-}
-
-// methodCounts formats counts by method, most first.
-func methodCounts(m map[string]int) string {
-	type kv struct {
-		k string
-		v int
-	}
-	var all []kv
-	for k, v := range m {
-		all = append(all, kv{k, v})
-	}
-	sort.Slice(all, func(i, j int) bool { return all[i].v > all[j].v || all[i].v == all[j].v && all[i].k < all[j].k })
-	var parts []string
-	for _, e := range all {
-		parts = append(parts, fmt.Sprintf("%s %d", e.k, e.v))
-	}
-	return strings.Join(parts, ", ")
 }

@@ -88,11 +88,21 @@ func (r *Replica) pull(ctx context.Context, full bool) (*PullReport, error) {
 	if head.Seq == mirror.Seq && head.Digest != mirror.Digest {
 		return rep, fmt.Errorf("%w: the chain has digest %s at seq %d, this machine applied %s", ErrFork, short(head.Digest), head.Seq, short(mirror.Digest))
 	}
-	list, err := r.walk(ctx, head, mirror, full, rep)
+	list, err := r.walk(ctx, head, mirror, full, full, rep)
 	if err != nil {
 		return rep, err
 	}
 	err = r.applyWalk(list, mirror, rep)
+	if n := len(list); err != nil && !full && rep.Gap != nil && rep.Gap.Seq == list[n-1].ev.Seq && rep.Gap.Seq > mirror.Seq+1 {
+		// the walk stopped at an epoch that claims to be a snapshot, and it does not apply:
+		// the epochs under it still do
+		r.warnf("pull: epoch %d claims to be a snapshot but cannot be applied; walking the full history instead", rep.Gap.Seq)
+		if list, err = r.walk(ctx, head, mirror, false, true, rep); err != nil {
+			return rep, err
+		}
+		rep.Gap = nil
+		err = r.applyWalk(list, mirror, rep)
+	}
 	if m, merr := r.MirrorHead(); merr == nil {
 		rep.Mirror = m
 	}
@@ -118,9 +128,9 @@ func (r *Replica) checkFresh(head Head) error {
 }
 
 // walk reads Epoch events back from head through prevBlock, one exact-block query each, and
-// fetches their blobs in batches. It stops at the mirror, at the first epoch, or (without
-// full) at the newest snapshot. The result is newest first.
-func (r *Replica) walk(ctx context.Context, head, mirror Head, full bool, rep *PullReport) ([]walked, error) {
+// fetches their blobs in batches. It stops at the mirror (unless full), at the first epoch, or
+// (unless pastSnapshots) at the newest snapshot. The result is newest first.
+func (r *Replica) walk(ctx context.Context, head, mirror Head, full, pastSnapshots bool, rep *PullReport) ([]walked, error) {
 	c := r.opt.Client
 	var list []walked
 	fetched := 0 // list[:fetched] have blobs
@@ -150,7 +160,7 @@ func (r *Replica) walk(ctx context.Context, head, mirror Head, full bool, rep *P
 				return nil, err
 			}
 			fetched = len(list)
-			if stop >= 0 && !full {
+			if stop >= 0 && !pastSnapshots {
 				return list[:stop+1], nil
 			}
 		}
@@ -159,7 +169,7 @@ func (r *Replica) walk(ctx context.Context, head, mirror Head, full bool, rep *P
 	if err != nil {
 		return nil, err
 	}
-	if stop >= 0 && !full {
+	if stop >= 0 && !pastSnapshots {
 		list = list[:stop+1]
 	}
 	rep.Walked = len(list)

@@ -197,13 +197,25 @@ func (r *Replica) push(ctx context.Context, opt PushOptions) (*PushReport, error
 	if err != nil {
 		return rep, fmt.Errorf("read head: %w", err)
 	}
+	head := mirror
 	if ch.Seq != mirror.Seq || ch.Digest != mirror.Digest {
-		return rep, fmt.Errorf("%w: the chain is at seq %d, this machine last saw seq %d; pull first", ErrChainMoved, ch.Seq, mirror.Seq)
+		// The owner's snapshot: on a machine whose pull stopped at an epoch it cannot apply,
+		// a snapshot of this store goes on top of the chain head, whatever sits between.
+		open := openGaps(gaps, mirror.Seq, 0)
+		if !opt.Snapshot || len(open) == 0 || ch.Seq <= mirror.Seq {
+			return rep, fmt.Errorf("%w: the chain is at seq %d, this machine last saw seq %d; pull first", ErrChainMoved, ch.Seq, mirror.Seq)
+		}
+		seqs := make([]uint64, len(open))
+		for i, g := range open {
+			seqs[i] = g.Seq
+		}
+		r.warnf("push: OVERRIDE, anchoring a snapshot on top of chain head seq %d (%s) although this machine stopped at seq %d and could not apply epoch(s) %v",
+			ch.Seq, ch.Digest.Hex()[2:14], mirror.Seq, seqs)
+		head = Head{Seq: ch.Seq, Digest: ch.Digest, Block: ch.Block}
 	}
 	if r.opt.SessionKey == nil {
 		return rep, fmt.Errorf("%w: no session key on this machine (kintfs session-key create)", ErrNotAuthorized)
 	}
-	head := mirror
 	for _, chunk := range chunks {
 		for _, d := range chunk.Deleted {
 			delete(leaves, d.ID())
@@ -343,6 +355,16 @@ func (r *Replica) adopt(info *EpochInfo, p *seal.Plaintext, plaintext []byte) er
 	}
 	if err := r.raiseBucket(info.Bucket); err != nil {
 		return err
+	}
+	if info.Snapshot {
+		// a snapshot carries the whole state: the gaps under it are stepped over
+		var gaps []Gap
+		if err := r.getState(kGaps, &gaps); err != nil {
+			return err
+		}
+		if err := r.setState(kGaps, openGaps(gaps, info.Seq, 0)); err != nil {
+			return err
+		}
 	}
 	seen := Head{Seq: info.Seq, Digest: info.Digest, Block: info.Block}
 	var old Head

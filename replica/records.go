@@ -1,7 +1,10 @@
 package replica
 
 import (
+	"encoding/json"
+	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ethereum/go-ethereum/common"
 
@@ -73,4 +76,108 @@ func fromNanos(n int64) time.Time {
 		return time.Unix(0, 0)
 	}
 	return time.Unix(0, n)
+}
+
+// A staged row is stored as JSON, and JSON strings hold only UTF-8: encoding/json would turn
+// every other byte into U+FFFD. Yet a staged row may hold such bytes (a body, a key or a
+// status that is not UTF-8 is held, not anchored, and must read back as written), and so may
+// a local file's name. Those records carry such strings as raw bytes beside the JSON.
+
+// rawStrings holds the strings of a record that are not valid UTF-8, by field name.
+type rawStrings map[string][]byte
+
+// stash moves the strings that are not valid UTF-8 out of the slots (of a copy of the record)
+// into raw bytes.
+func stash(plain map[string]*string, nullable map[string]**string) rawStrings {
+	var raw rawStrings
+	put := func(name, s string) {
+		if raw == nil {
+			raw = rawStrings{}
+		}
+		raw[name] = []byte(s)
+	}
+	for name, p := range plain {
+		if !utf8.ValidString(*p) {
+			put(name, *p)
+			*p = ""
+		}
+	}
+	for name, p := range nullable {
+		if *p != nil && !utf8.ValidString(**p) {
+			put(name, **p)
+			*p = nil
+		}
+	}
+	return raw
+}
+
+// restore puts stashed strings back into their slots.
+func (raw rawStrings) restore(plain map[string]*string, nullable map[string]**string) error {
+	for name, b := range raw {
+		s := string(b)
+		if p, ok := plain[name]; ok {
+			*p = s
+		} else if p, ok := nullable[name]; ok {
+			*p = &s
+		} else {
+			return fmt.Errorf("raw bytes for an unknown field %q", name)
+		}
+	}
+	return nil
+}
+
+func rowSlots(r *seal.Row) (map[string]*string, map[string]**string) {
+	return map[string]*string{"key": &r.Key}, map[string]**string{"category": &r.Category, "status": &r.Status,
+		"body": &r.Body, "meta": &r.Meta, "ts": &r.TS, "evaluated": &r.Evaluated, "acted": &r.Acted,
+		"forward": &r.Forward, "extra": &r.Extra}
+}
+
+func keySlots(k *Key) (map[string]*string, map[string]**string) {
+	return map[string]*string{"key": &k.Key}, map[string]**string{"category": &k.Category}
+}
+
+func (r stagedRec) MarshalJSON() ([]byte, error) {
+	type plain stagedRec
+	w := struct {
+		plain
+		Raw rawStrings `json:"raw,omitempty"`
+	}{plain: plain(r)}
+	w.Raw = stash(rowSlots(&w.Row))
+	return json.Marshal(w)
+}
+
+func (r *stagedRec) UnmarshalJSON(b []byte) error {
+	type plain stagedRec
+	var w struct {
+		plain
+		Raw rawStrings `json:"raw,omitempty"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*r = stagedRec(w.plain)
+	return w.Raw.restore(rowSlots(&r.Row))
+}
+
+func (r localRec) MarshalJSON() ([]byte, error) {
+	type plain localRec
+	w := struct {
+		plain
+		Raw rawStrings `json:"raw,omitempty"`
+	}{plain: plain(r)}
+	w.Raw = stash(keySlots(&w.Key))
+	return json.Marshal(w)
+}
+
+func (r *localRec) UnmarshalJSON(b []byte) error {
+	type plain localRec
+	var w struct {
+		plain
+		Raw rawStrings `json:"raw,omitempty"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*r = localRec(w.plain)
+	return w.Raw.restore(keySlots(&r.Key))
 }

@@ -1,14 +1,19 @@
 // Package devchain runs a real go-ethereum node in-process as a local development chain:
 // dev-mode genesis (every fork through Osaka, so EIP-7623's calldata floor applies), a
-// simulated beacon producing the blocks, JSON-RPC over HTTP on loopback only, a few
-// deterministic funded accounts and EpochAnchor deployed. Everything persists under
-// DataDir: a restart keeps the chain and the contract.
+// simulated beacon producing the blocks, JSON-RPC (eth, net, web3) over HTTP on loopback
+// only, a few deterministic funded accounts and EpochAnchor deployed. Everything persists
+// under DataDir: a restart, even after a kill, keeps the chain and the contract.
 //
 // Blocks: with Period > 0 a block is sealed every Period seconds, transactions or not.
 // With Period 0 (the default) a block is sealed as soon as a transaction arrives, then
 // Confirmations-1 empty blocks right after it, so that a push waiting for up to
 // Confirmations confirmations (default 3; kint's default is 2) is answered at once
-// instead of waiting for the next transaction. Commit seals an empty block on demand.
+// instead of waiting for the next transaction. Waiting for more needs Commit (which
+// seals an empty block on demand), other traffic, or a Period.
+//
+// Block timestamps must increase, so a burst of blocks runs the chain's clock ahead of
+// the wall clock by a second per block, catching up when the chain is idle. Deadlines
+// meant for the contract are safest taken from the latest block's timestamp.
 package devchain
 
 import (
@@ -37,6 +42,7 @@ import (
 	"github.com/ethereum/go-ethereum/eth/ethconfig"
 	"github.com/ethereum/go-ethereum/eth/filters"
 	"github.com/ethereum/go-ethereum/ethclient"
+	"github.com/ethereum/go-ethereum/log"
 	"github.com/ethereum/go-ethereum/node"
 	"github.com/ethereum/go-ethereum/p2p"
 	"github.com/ethereum/go-ethereum/params"
@@ -249,7 +255,7 @@ func ethConfig(n int) ethconfig.Config {
 	c.StateScheme = rawdb.HashScheme
 	c.NoPruning = true
 	c.TransactionHistory = 0 // index every transaction: the calldata is the store
-	c.LogHistory = 0
+	c.LogNoHistory = true    // only exact-block log queries: no index needed
 	c.DatabaseCache = 64
 	c.TrieCleanCache = 32
 	c.TrieDirtyCache = 32
@@ -395,10 +401,21 @@ func (d *DevChain) seal() {
 	}
 }
 
-// commit seals one block and lets the pool catch up with it.
+// commit seals one block, writes it through to disk and lets the pool catch up with it.
 func (d *DevChain) commit() {
 	d.beacon.Commit()
+	d.persist()
 	d.eth.TxPool().Sync()
+}
+
+// persist flushes the database to disk. go-ethereum writes asynchronously and leaves the
+// flushing to a byte threshold a dev chain rarely reaches, so without this a killed dev
+// chain would come back without its last blocks. Once a block is followed by another, it
+// is on disk.
+func (d *DevChain) persist() {
+	if err := d.eth.ChainDb().SyncKeyValue(); err != nil {
+		log.Warn("Dev chain failed to flush its database", "err", err)
+	}
 }
 
 // sealPending seals blocks until no executable transaction is left, then the empty

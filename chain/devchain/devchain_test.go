@@ -258,7 +258,7 @@ func TestMain(m *testing.M) {
 }
 
 // runChild is the test binary re-run by TestKilledChainRestarts: it starts a dev chain in
-// dir, pushes two epochs, says so and waits to be killed.
+// dir, pushes two epochs (two confirmations each), says so and waits to be killed.
 func runChild(dir string) int {
 	d, err := devchain.Start(devchain.Config{DataDir: dir})
 	if err != nil {
@@ -275,12 +275,19 @@ func runChild(dir string) int {
 	owner := crypto.PubkeyToAddress(key.PublicKey)
 	prev := common.Hash{}
 	for i := 0; i < 2; i++ {
-		r, err := c.SendRawBlob(ctx, key, owner, common.Hash{9}, prev, []byte{byte(i + 1)})
+		p, err := c.PreparePush(ctx, key, owner, common.Hash{9}, prev, []byte{byte(i + 1)})
+		if err == nil {
+			err = c.Send(ctx, p)
+		}
+		if err == nil {
+			// Confirmed by a later block: the dev chain has written it through.
+			_, err = c.WaitPush(ctx, p, owner, common.Hash{9}, 2)
+		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		prev = r.Digest
+		prev = p.Digest
 	}
 	fmt.Println("pushed")
 	time.Sleep(time.Minute)

@@ -73,8 +73,10 @@ func runPush(ctx context.Context, opt replica.PushOptions) error {
 	}
 	defer e.Close()
 	if !opt.DryRun {
-		// another machine may have pushed: rebase on it first, as the mount does
-		if err := e.rep.Control(ctx, "refresh"); err != nil {
+		// another machine may have pushed: rebase on it first, as the mount does. A pull that
+		// stopped at an epoch this machine cannot apply is for the push itself to answer: it
+		// refuses and names compact, and compact anchors its snapshot over the gap.
+		if err := e.rep.Control(ctx, "refresh"); err != nil && !errors.Is(err, replica.ErrGapOpen) {
 			return err
 		}
 	}

@@ -52,6 +52,9 @@ func (e usageError) Error() string { return e.msg }
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
 func main() {
+	// Every file kintfs creates is its user's alone: badger creates its tables and value logs
+	// 0666, which the usual umask would leave readable by all, and KINT_HOME is 0600 throughout.
+	syscall.Umask(0o077)
 	if filepath.Base(os.Args[0]) == "mount.kintfs" {
 		os.Exit(runFstab(os.Args[1:]))
 	}
