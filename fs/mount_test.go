@@ -263,7 +263,7 @@ func TestMountRootAndControlFiles(t *testing.T) {
 	failsWith(t, "echo bogus > "+tm.path(".kint", "ctl"), "Invalid argument")
 	failsWith(t, "echo x > "+tm.path(".kint", "status"), "Permission denied")
 	// Without a chain a flush cannot run, and the write says so.
-	failsWith(t, "echo flush > "+tm.path(".kint", "ctl"), "Resource temporarily unavailable")
+	failsWith(t, "echo flush > "+tm.path(".kint", "ctl"), "Transport endpoint is not connected")
 	// The type the spec names.
 	mounts := readFile(t, "/proc/self/mounts")
 	if !strings.Contains(mounts, " "+tm.dir+" fuse.kintfs ") {
