@@ -379,6 +379,16 @@ func (r *Replica) adopt(info *EpochInfo, p *seal.Plaintext, plaintext []byte) er
 	return r.db.Update(func(txn *badger.Txn) error { return txn.Delete([]byte(pendingKey(info.Seq))) })
 }
 
+// prepared is the journaled transaction, signed as it was first sent, ready to resend or wait
+// for: the same bytes, so it can never land twice.
+func (p *pendingPush) prepared() (*chain.PreparedPush, error) {
+	var tx types.Transaction
+	if err := tx.UnmarshalBinary(p.RawTx); err != nil {
+		return nil, fmt.Errorf("push journal entry %d: %w", p.Seq, err)
+	}
+	return &chain.PreparedPush{Tx: &tx, Hash: tx.Hash(), Digest: p.Digest, Nonce: tx.Nonce()}, nil
+}
+
 func pendingKey(seq uint64) string { return pPending + string(be64(seq)) }
 
 // recoverPending settles push journal entries left by a crash: an epoch that landed is adopted
@@ -427,11 +437,10 @@ func (r *Replica) recoverPending(ctx context.Context) error {
 				}
 				continue
 			}
-			var tx types.Transaction
-			if err := tx.UnmarshalBinary(p.RawTx); err != nil {
+			prep, err := p.prepared()
+			if err != nil {
 				return err
 			}
-			prep := &chain.PreparedPush{Tx: &tx, Hash: tx.Hash(), Digest: p.Digest, Nonce: tx.Nonce()}
 			if err := c.Send(ctx, prep); err != nil {
 				if err := drop("resend failed: " + err.Error()); err != nil {
 					return err
@@ -457,11 +466,10 @@ func (r *Replica) recoverPending(ctx context.Context) error {
 		if block == 0 {
 			// known but not mined yet (just resent, or still in the pool): wait for it, as
 			// sendEpoch would have
-			var tx types.Transaction
-			if err := tx.UnmarshalBinary(p.RawTx); err != nil {
+			prep, err := p.prepared()
+			if err != nil {
 				return err
 			}
-			prep := &chain.PreparedPush{Tx: &tx, Hash: tx.Hash(), Digest: p.Digest, Nonce: tx.Nonce()}
 			rc, err := c.WaitPush(ctx, prep, r.vault.Owner, r.vault.Space, r.opt.Confirmations)
 			if err != nil {
 				if errors.Is(err, chain.ErrTxFailed) {
