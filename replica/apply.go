@@ -44,7 +44,7 @@ type ApplyOptions struct {
 	// Own marks an epoch this machine sealed: a staged row that changed again after sealing
 	// stays staged on top of it, instead of becoming a conflict.
 	Own bool
-	// KeepMtime keeps staged rows' write times on the rows this epoch anchors.
+	// Mtime overrides the epoch's created_at as the mtime of the rows it brings (zero: use created_at).
 	Mtime time.Time
 }
 
