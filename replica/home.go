@@ -23,7 +23,9 @@ func DefaultHome() (Home, error) {
 }
 
 // Path joins elements under the home.
-func (h Home) Path(elem ...string) string { return filepath.Join(append([]string{string(h)}, elem...)...) }
+func (h Home) Path(elem ...string) string {
+	return filepath.Join(append([]string{string(h)}, elem...)...)
+}
 
 // Ensure creates the home (and a subdirectory) with mode 0700, tightening an existing one.
 func (h Home) Ensure(sub ...string) (string, error) {

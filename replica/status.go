@@ -100,7 +100,7 @@ type ChainInfo struct {
 func (r *Replica) Status() (*Status, error) {
 	st := &Status{Owner: r.vault.Owner.Hex(), Tenant: r.vault.Tenant, Space: r.vault.Space.Hex(),
 		Chain: ChainInfo{ChainID: r.vault.ChainID, RPC: r.vault.RPC, Contract: r.vault.Contract.Hex()},
-		Held: []HeldRow{}, Conflicts: []Conflict{}, Gaps: []Gap{}}
+		Held:  []HeldRow{}, Conflicts: []Conflict{}, Gaps: []Gap{}}
 	var oldest int64
 	err := r.db.View(func(txn *badger.Txn) error {
 		for key, v := range map[string]any{kSeen: &st.Head, kHead: &st.Mirror, kConflict: &st.Conflicts, kGaps: &st.Gaps} {
