@@ -26,7 +26,9 @@ func init() {
 			fs.BoolVar(&syncOpts.dryRun, "dry-run", false, "report what would be anchored and send nothing")
 			fs.BoolVar(&syncOpts.json, "json", false, "print the report as JSON")
 		},
-		run: func(ctx context.Context, args []string) error { return runPush(ctx, replica.PushOptions{DryRun: syncOpts.dryRun}) },
+		run: func(ctx context.Context, args []string) error {
+			return runPush(ctx, replica.PushOptions{DryRun: syncOpts.dryRun})
+		},
 	})
 	register(&command{
 		name:  "compact",

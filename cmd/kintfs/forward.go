@@ -136,7 +136,9 @@ func (s *controlServer) handle(conn net.Conn) error {
 		}
 		var cred *syscall.Ucred
 		var cerr error
-		raw.Control(func(fd uintptr) { cred, cerr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED) })
+		raw.Control(func(fd uintptr) {
+			cred, cerr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+		})
 		if cerr != nil || (cred.Uid != uint32(os.Getuid()) && cred.Uid != 0) {
 			return fmt.Errorf("refused a connection from uid %v", cred)
 		}
