@@ -168,15 +168,11 @@ func (d *rowDir) entries() ([]dirEntry, error) {
 func (d *rowDir) Getattr(ctx context.Context, f fusefs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	nlink := uint32(2)
 	if d.entityRoot() {
-		list, err := d.v.tree.List(d.tier, nil)
+		cats, err := d.v.tree.CategoryCount()
 		if err != nil {
 			return d.fs.fail("getattr", &d.node, "", err)
 		}
-		for _, e := range list {
-			if e.Dir {
-				nlink++
-			}
-		}
+		nlink += uint32(cats)
 	}
 	d.fs.dirAttr(&out.Attr, d.ino, nlink, 0755)
 	attrTimeout(d.v, out)

@@ -73,6 +73,8 @@ type TreeReader interface {
 	List(tier string, category *string) ([]Dirent, error)
 	// HasCategory reports whether an entity category exists (rows or an explicit mkdir).
 	HasCategory(category string) bool
+	// CategoryCount is the number of entity categories, for entity/'s link count.
+	CategoryCount() (int, error)
 	// DirIno is the stable inode number of a tier directory or entity category.
 	DirIno(tier string, category *string) uint64
 }

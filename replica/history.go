@@ -122,40 +122,82 @@ func (h *History) Content(k Key) ([]byte, error) {
 	return RenderContent(rec.Row), nil
 }
 
-// scan visits the newest version at or before the block of every row whose id starts with
-// idPrefix.
+// newestAt walks the rows whose ids start with idPrefix, newest id first, visiting for each
+// the newest version at or before the block (deleted rows included, with a nil Row). Only
+// that version is decoded: a row with a long history costs one reverse seek, not a read of
+// every version. fn returns where to go on from: "" for the next id, or a key prefix below
+// which to continue (to skip the rest of a category), and stop to end the walk.
+func (h *History) newestAt(txn *badger.Txn, idPrefix string, fn func(rec *histRec) (skipTo string, stop bool)) error {
+	prefix := []byte(pHistory + idPrefix)
+	opts := badger.DefaultIteratorOptions
+	opts.PrefetchValues = false
+	opts.Reverse = true
+	opts.Prefix = prefix
+	it := txn.NewIterator(opts)
+	defer it.Close()
+	// In reverse, Seek finds the greatest key <= the one given.
+	it.Seek(append(append([]byte{}, prefix...), bytes.Repeat([]byte{0xff}, 8)...))
+	for it.ValidForPrefix(prefix) {
+		key := it.Item().Key()
+		if len(key) < len(pHistory)+17 {
+			it.Next()
+			continue
+		}
+		id := string(key[len(pHistory) : len(key)-17])
+		idKey := pHistory + id + "\x00"
+		if beUint64(key[len(key)-16:]) > h.block {
+			it.Seek(historyKey(id, h.block, ^uint64(0)))
+			if !it.ValidForPrefix([]byte(idKey)) || len(it.Item().Key()) != len(idKey)+16 {
+				continue // no version of id at or before the block: go on from where it landed
+			}
+		}
+		var rec histRec
+		if err := it.Item().Value(func(b []byte) error { return json.Unmarshal(b, &rec) }); err != nil {
+			return err
+		}
+		skipTo, stop := fn(&rec)
+		if stop {
+			return nil
+		}
+		if skipTo == "" {
+			skipTo = id + "\x00"
+		}
+		// Every key of the ids skipped is greater than pHistory+skipTo.
+		it.Seek([]byte(pHistory + skipTo))
+	}
+	return nil
+}
+
+// scan visits the newest live version at or before the block of every row whose id starts
+// with idPrefix.
 func (h *History) scan(idPrefix string, fn func(rec *histRec)) error {
 	return h.s.db.View(func(txn *badger.Txn) error {
-		var cur string
-		var best *histRec
-		flush := func() {
-			if best != nil && best.Row != nil {
-				fn(best)
+		return h.newestAt(txn, idPrefix, func(rec *histRec) (string, bool) {
+			if rec.Row != nil {
+				fn(rec)
 			}
-			best = nil
-		}
-		err := scanPrefix(txn, pHistory+idPrefix, func(k, v []byte) error {
-			key := k[len(pHistory):]
-			if len(key) < 17 {
-				return nil
-			}
-			id, block := string(key[:len(key)-17]), beUint64(key[len(key)-16:len(key)-8])
-			if id != cur {
-				flush()
-				cur = id
-			}
-			if block > h.block {
-				return nil
-			}
-			var rec histRec
-			if err := json.Unmarshal(v, &rec); err != nil {
-				return err
-			}
-			best = &rec
-			return nil
+			return "", false
 		})
-		flush()
-		return err
+	})
+}
+
+// categories visits the entity categories that had rows at the block among the ids starting
+// with idPrefix, looking at one live row of each and skipping the rest; fn returns false to
+// stop.
+func (h *History) categories(idPrefix string, fn func(category string) bool) error {
+	return h.s.db.View(func(txn *badger.Txn) error {
+		return h.newestAt(txn, idPrefix, func(rec *histRec) (string, bool) {
+			if rec.Row == nil || rec.Row.Category == nil {
+				return "", false
+			}
+			c := *rec.Row.Category
+			if !fn(c) {
+				return "", true
+			}
+			// Ids of a category all start with this; a null-category row shares it only
+			// when c is "", and those are not categories.
+			return seal.TierEntity + "\x00" + c + "\x00", false
+		})
 	})
 }
 
@@ -198,12 +240,18 @@ func (h *History) List(tier string, category *string) ([]Dirent, error) {
 // HasCategory reports whether an entity category had rows at the block.
 func (h *History) HasCategory(category string) bool {
 	found := false
-	_ = h.scan(seal.TierEntity+"\x00"+category+"\x00", func(rec *histRec) {
-		if rec.Row.Category != nil && *rec.Row.Category == category {
-			found = true
-		}
+	_ = h.categories(seal.TierEntity+"\x00"+category+"\x00", func(c string) bool {
+		found = c == category
+		return !found
 	})
 	return found
+}
+
+// CategoryCount is the number of entity categories that had rows at the block.
+func (h *History) CategoryCount() (int, error) {
+	n := 0
+	err := h.categories(seal.TierEntity+"\x00", func(string) bool { n++; return true })
+	return n, err
 }
 
 // DirIno is the inode number of a directory of this view.

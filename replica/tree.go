@@ -159,6 +159,17 @@ func (t *tree) hasCategory(cat string) bool {
 	return t.cats[cat] > 0 || t.madeCat[cat]
 }
 
+// categoryCount is the number of entity categories, made or holding rows.
+func (t *tree) categoryCount() int {
+	n := len(t.cats)
+	for c := range t.madeCat {
+		if _, ok := t.cats[c]; !ok {
+			n++
+		}
+	}
+	return n
+}
+
 // list returns a sorted snapshot of one directory.
 func (t *tree) list(tier string, cat *string) []Dirent {
 	d := dirOf(Key{Tier: tier, Category: cat})

@@ -70,6 +70,13 @@ func (s *Store) HasCategory(category string) bool {
 	return s.t.hasCategory(category)
 }
 
+// CategoryCount is the number of entity categories in the live tree.
+func (s *Store) CategoryCount() (int, error) {
+	s.t.mu.RLock()
+	defer s.t.mu.RUnlock()
+	return s.t.categoryCount(), nil
+}
+
 // DirIno is the stable inode number of a tier directory or entity category.
 func (s *Store) DirIno(tier string, category *string) uint64 {
 	name := dirInoName(tier, category)
