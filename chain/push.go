@@ -168,12 +168,18 @@ func (c *Client) receipt(ctx context.Context, hash common.Hash) (*types.Receipt,
 	return r, (*big.Int)(extra.L1Fee), nil
 }
 
+// firstReceiptPoll is the first wait between receipt polls.
+const firstReceiptPoll = 20 * time.Millisecond
+
 // waitReceipt polls for the receipt of hash until it has the given number of
 // confirmations (its own block counts as one) and is still in the canonical chain.
 func (c *Client) waitReceipt(ctx context.Context, hash common.Hash, confirmations uint64) (*types.Receipt, *big.Int, error) {
 	if confirmations == 0 {
 		confirmations = 1
 	}
+	// Polled fast at first, then backing off to PollInterval: a dev chain mines at once, and
+	// on a live chain the few early polls cost little next to a block time.
+	wait := min(firstReceiptPoll, c.opt.PollInterval)
 	for {
 		r, l1Fee, err := c.receipt(ctx, hash)
 		if err != nil {
@@ -206,7 +212,8 @@ func (c *Client) waitReceipt(ctx context.Context, hash common.Hash, confirmation
 				continue
 			}
 		}
-		t := time.NewTimer(c.opt.PollInterval)
+		t := time.NewTimer(wait)
+		wait = min(2*wait, c.opt.PollInterval)
 		select {
 		case <-ctx.Done():
 			t.Stop()

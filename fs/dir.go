@@ -239,10 +239,19 @@ func (d *rowDir) childFile(name string, key replica.Key) *fileNode {
 
 func (d *rowDir) OpendirHandle(ctx context.Context, flags uint32) (fusefs.FileHandle, uint32, syscall.Errno) {
 	h := &dirHandle{d: d}
-	if err := h.load(); err != nil {
-		return nil, 0, d.fs.fail("opendir", &d.node, "", err)
+	var fflags uint32
+	if d.cacheListing() {
+		fflags = fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE
 	}
-	return h, 0, 0
+	return h, fflags, 0
+}
+
+// cacheListing reports whether the kernel may keep d's listing across opendirs. It drops it by
+// itself when a change goes through it in d; a pull drops it with a notification (see
+// invalidate). entity/ and journal/ are left out: a category comes or goes with the rows in
+// it, and a new event takes its content key when written, changes made in no call on them.
+func (d *rowDir) cacheListing() bool {
+	return d.v.history || (!d.entityRoot() && d.tier != seal.TierJournal)
 }
 
 func (d *rowDir) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fusefs.Inode, fusefs.FileHandle, uint32, syscall.Errno) {

@@ -12,13 +12,15 @@ import (
 	"kintfs/replica"
 )
 
-// dirHandle is an open row directory: a sorted snapshot taken at opendir (and again on
+// dirHandle is an open row directory: a sorted snapshot taken at the first read (and again on
 // rewinddir), so that a listing in progress never skips or repeats an entry while files come
-// and go.
+// and go. Not at opendir: the kernel, when it keeps listings, dates its copy from the first
+// read, and a file made between opendir and that read must be in it.
 type dirHandle struct {
 	d *rowDir
 
 	mu     sync.Mutex
+	loaded bool
 	list   []fuse.DirEntry
 	byName map[string]replica.Dirent
 	next   int
@@ -58,13 +60,18 @@ func (h *dirHandle) load() error {
 	for i := range list {
 		list[i].Off = uint64(i + 1)
 	}
-	h.list, h.byName, h.next = list, byName, 0
+	h.list, h.byName, h.next, h.loaded = list, byName, 0, true
 	return nil
 }
 
 func (h *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if !h.loaded {
+		if err := h.load(); err != nil {
+			return nil, h.d.fs.fail("readdir", &h.d.node, "", err)
+		}
+	}
 	if h.next >= len(h.list) {
 		return nil, 0
 	}
@@ -76,11 +83,10 @@ func (h *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Err
 func (h *dirHandle) Seekdir(ctx context.Context, off uint64) syscall.Errno {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if off == 0 {
+	if off == 0 || !h.loaded {
 		if err := h.load(); err != nil {
 			return h.d.fs.fail("rewinddir", &h.d.node, "", err)
 		}
-		return 0
 	}
 	if off > uint64(len(h.list)) {
 		off = uint64(len(h.list))

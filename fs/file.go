@@ -217,10 +217,12 @@ func (n *fileNode) open(flags uint32, v *replica.Version) (fusefs.FileHandle, ui
 	case trunc:
 		n.buf, n.loaded, n.dirty, n.stale, n.mtime = n.buf[:0], true, true, false, time.Now()
 		keep = false
+	case n.detached && !n.loaded:
+		return nil, 0, syscall.ENOENT
+	case !write && !n.loaded:
+		// Loaded on the first read that reaches us: with the kernel keeping its pages, a
+		// warm read never does, and grep opens many files it reads from the page cache.
 	case !n.loaded || n.stale:
-		if n.detached && !n.loaded {
-			return nil, 0, syscall.ENOENT
-		}
 		if errno := n.loadLocked(v); errno != 0 {
 			return nil, 0, errno
 		}
@@ -229,6 +231,10 @@ func (n *fileNode) open(flags uint32, v *replica.Version) (fusefs.FileHandle, ui
 	var fflags uint32
 	if keep {
 		fflags |= fuse.FOPEN_KEEP_CACHE
+	}
+	if !write {
+		// Closing a read-only descriptor has nothing to hand over.
+		fflags |= fuse.FOPEN_NOFLUSH
 	}
 	return &fileHandle{n: n, write: write}, fflags, 0
 }

@@ -3,6 +3,8 @@ package fs
 import (
 	"sync"
 
+	fusefs "github.com/hanwen/go-fuse/v2/fs"
+
 	"kintfs/replica"
 	"kintfs/seal"
 )
@@ -86,22 +88,19 @@ func (f *mountFS) changed(keys []replica.Key) {
 }
 
 // invalidate drops what the kernel caches about changed rows: the pages and attributes of
-// files it holds, the buffers of files open here that hold no unsaved change, and names that
-// came or went (so the next access looks them up again). A name that still stands for the same
-// file keeps its entry: dropping it would show an open file or a shell's working directory as
-// deleted. Only the live tree changes.
+// files it holds, the buffers of files open here that hold no unsaved change, names that came
+// or went (so the next access looks them up again), and the listings of the directories they
+// are in. A name that still stands for the same file keeps its entry: dropping it would show
+// an open file or a shell's working directory as deleted. Only the live tree changes.
 func (f *mountFS) invalidate(keys []replica.Key) {
 	root := f.root.EmbeddedInode()
+	dirs := map[*fusefs.Inode]bool{}
 	for _, k := range keys {
 		dir := root.GetChild(k.Tier)
 		if dir == nil {
 			continue
 		}
-		var names []string
-		switch {
-		case k.Local:
-			names = []string{fitName(k.Key, k.Key, maxName)}
-		case k.Tier == seal.TierEntity && k.Category != nil:
+		if k.Tier == seal.TierEntity && k.Category != nil {
 			catName := EscapeName(*k.Category)
 			cat := dir.GetChild(catName)
 			if cat == nil || !f.live.tree.HasCategory(*k.Category) {
@@ -111,8 +110,13 @@ func (f *mountFS) invalidate(keys []replica.Key) {
 				continue
 			}
 			dir = cat
-			names = []string{EscapeName(k.Key)}
-		case k.Tier == seal.TierEntity:
+		}
+		dirs[dir] = true
+		var names []string
+		switch {
+		case k.Local:
+			names = []string{fitName(k.Key, k.Key, maxName)}
+		case k.Tier == seal.TierEntity && k.Category == nil:
 			names = []string{EscapeName(k.Key), collidedName(k.Key)}
 		default:
 			names = []string{EscapeName(k.Key)}
@@ -132,5 +136,8 @@ func (f *mountFS) invalidate(keys []replica.Key) {
 				dir.NotifyEntry(name)
 			}
 		}
+	}
+	for dir := range dirs {
+		dir.NotifyContent(0, 0) // its listing, when the kernel keeps it
 	}
 }

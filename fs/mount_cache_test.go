@@ -42,6 +42,16 @@ func TestPullInvalidates(t *testing.T) {
 	}
 	defer f.Close()
 
+	// The kernel keeps state/'s listing; a row a pull brings must still show in it.
+	if got := lsNames(t, tm.path("state")); len(got) != 1 {
+		t.Fatalf("state lists %q", got)
+	}
+	if _, err := tm.r.Write(stateKey("y"), []byte("y"), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	tm.m.fs.changed([]replica.Key{stateKey("y")})
+	eventually(t, "a new row listed after a pull", func() bool { return len(lsNames(t, tm.path("state"))) == 2 })
+
 	k := stateKey("x")
 	const v2 = "version two, longer than the first\n"
 	if _, err := tm.r.Write(k, []byte(v2), time.Now()); err != nil {

@@ -96,13 +96,14 @@ func TestLocalDotfiles(t *testing.T) {
 	if got, err := getxattr(t, tm.path("state", ".goal.swp"), "user.kint.anchored"); err != nil || !strings.Contains(got, "local") {
 		t.Fatalf("anchored %q %v", got, err)
 	}
-	// A key that starts with '.' is a row, named %2E...
+	// A key that starts with '.' is a row, named %2E... (written as a pull would, and told).
 	if _, err := tm.r.Write(stateKey(".real"), []byte("r"), time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if got := lsNames(t, tm.path("state")); strings.Join(got, " ") != "%2Ereal .goal.swp" {
-		t.Fatalf("state lists %q", got)
-	}
+	tm.m.fs.changed([]replica.Key{stateKey(".real")})
+	eventually(t, "the new row listed", func() bool {
+		return strings.Join(lsNames(t, tm.path("state")), " ") == "%2Ereal .goal.swp"
+	})
 	if got := mustRun(t, "cat", tm.path("state", "%2Ereal")); got != "r" {
 		t.Fatalf("%%2Ereal reads %q", got)
 	}
