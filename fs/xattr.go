@@ -44,12 +44,20 @@ func (n *fileNode) xattrs() ([]string, map[string]string, syscall.Errno) {
 	if err != nil {
 		return nil, nil, n.fs.fail("getxattr", &n.node, "", err)
 	}
+	names, vals := Attrs(v)
+	return names, vals, 0
+}
+
+// Attrs are the user.kint.* extended attributes of a version, by name, in listing order. The
+// CLI shows the same ones, for mounts that serve none.
+func Attrs(v *replica.Version) ([]string, map[string]string) {
+	k := v.Key
 	names := []string{xattrKey}
-	vals := map[string]string{xattrKey: v.Key.Key}
+	vals := map[string]string{xattrKey: k.Key}
 	if k.Local {
 		names = append(names, xattrAnchored)
 		vals[xattrAnchored] = "unanchored; local only"
-		return names, vals, 0
+		return names, vals
 	}
 	if tierHasAttrs(k.Tier) {
 		if v.Row.Status != nil {
@@ -64,7 +72,7 @@ func (n *fileNode) xattrs() ([]string, map[string]string, syscall.Errno) {
 	names = append(names, xattrLeaf, xattrAnchored)
 	vals[xattrLeaf] = hex.EncodeToString(v.Leaf[:])
 	vals[xattrAnchored] = anchoredText(v)
-	return names, vals, 0
+	return names, vals
 }
 
 // anchoredText is user.kint.anchored: where this content was anchored, or "unanchored", and

@@ -173,3 +173,44 @@ func TestHeldRowsAreKept(t *testing.T) {
 		t.Fatalf("after the fix: %v", st)
 	}
 }
+
+// TestAttrWithoutXattrs: with --xattrs=false the kernel gets ENOSYS, and status and meta stay
+// reachable through `kintfs attr`, run inside the mount.
+func TestAttrWithoutXattrs(t *testing.T) {
+	requireFUSE(t)
+	dc := startDevchain(t)
+	a := newMachine(t, dc, "noxattr")
+	a.connect("pass")
+	mt := a.mount("--xattrs=false")
+	p := mt.path("entity/notes/one")
+	writeFile(t, p, `{"n":1}`)
+	if out, err := exec.Command("getfattr", "-n", "user.kint.anchored", p).CombinedOutput(); err == nil {
+		t.Fatalf("getfattr answered with xattrs off: %q", out)
+	}
+	a.mustRun("", "attr", p, "status", "--set", "active")
+	a.mustRun("", "attr", p, "meta", "--set", `{"tags":["x"]}`)
+	mt.mustCtl("flush")
+	out := a.mustRun("", "attr", p)
+	for _, want := range []string{"user.kint.key: one\n", "user.kint.status: active\n", `user.kint.meta: {"tags":["x"]}` + "\n", "user.kint.anchored: seq 1 block "} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("attr lists %q, missing %q", out, want)
+		}
+	}
+	if got := a.mustRun("", "attr", p, "user.kint.status"); got != "active\n" {
+		t.Fatalf("attr status = %q", got)
+	}
+	// refusals: meta that is not JSON, a read-only name, an absent attribute
+	if _, errs, code := a.run("", "attr", p, "meta", "--set", "not json"); code != 2 || !strings.Contains(errs, "invalid") {
+		t.Fatalf("meta not JSON: exit %d, %q", code, errs)
+	}
+	if _, errs, code := a.run("", "attr", p, "leaf", "--set", "00"); code != 2 || !strings.Contains(errs, "only status and meta can be set") {
+		t.Fatalf("set leaf: exit %d, %q", code, errs)
+	}
+	a.mustRun("", "attr", p, "status", "--unset")
+	if _, errs, code := a.run("", "attr", p, "status"); code != 2 || !strings.Contains(errs, "no attribute user.kint.status") {
+		t.Fatalf("unset status: exit %d, %q", code, errs)
+	}
+	if got := readFile(t, p); got != `{"n":1}` {
+		t.Fatalf("attributes changed the body: %q", got)
+	}
+}

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"kintfs/fs"
+)
+
+// attr shows and sets what a mount serves as user.kint.* extended attributes, for mounts
+// started with --xattrs=false and for tools that cannot reach extended attributes.
+var attrOpts struct {
+	set   *string
+	unset bool
+}
+
+func init() {
+	register(&command{
+		name:  "attr",
+		usage: "PATH [NAME] [--set VALUE | --unset]",
+		short: "print a file's kint attributes (status, meta, leaf, anchored, key), or set status or meta",
+		flags: func(f *pflag.FlagSet) {
+			attrOpts.set, attrOpts.unset = nil, false
+			f.Func("set", "set NAME (status or meta; meta must be JSON)", func(v string) error {
+				attrOpts.set = &v
+				return nil
+			})
+			f.BoolVar(&attrOpts.unset, "unset", false, "set NAME to null")
+		},
+		run: runAttr,
+	})
+}
+
+// attrName accepts status as well as user.kint.status.
+func attrName(s string) string {
+	if strings.HasPrefix(s, "user.kint.") {
+		return s
+	}
+	return "user.kint." + s
+}
+
+func runAttr(ctx context.Context, args []string) error {
+	changing := attrOpts.set != nil || attrOpts.unset
+	switch {
+	case len(args) < 1 || len(args) > 2:
+		return usagef("attr PATH [NAME] [--set VALUE | --unset]")
+	case attrOpts.set != nil && attrOpts.unset:
+		return usagef("attr: --set and --unset together")
+	case changing && len(args) != 2:
+		return usagef("attr: --set and --unset need a NAME (status or meta)")
+	}
+	k, err := keyOfPath(ctx, args[0])
+	if err != nil {
+		return err
+	}
+	e, err := openVault(ctx, openOptions{})
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	if changing {
+		name := strings.TrimPrefix(attrName(args[1]), "user.kint.")
+		if name != "status" && name != "meta" {
+			return usagef("attr: only status and meta can be set, not %s", args[1])
+		}
+		return e.rep.SetAttr(k, name, attrOpts.set)
+	}
+	v, err := e.rep.Get(k)
+	if err != nil {
+		return fmt.Errorf("%s: %w", args[0], err)
+	}
+	names, vals := fs.Attrs(v)
+	if len(args) == 2 {
+		val, ok := vals[attrName(args[1])]
+		if !ok {
+			return usagef("%s: no attribute %s", args[0], attrName(args[1]))
+		}
+		fmt.Fprintln(outw(ctx), val)
+		return nil
+	}
+	for _, n := range names {
+		fmt.Fprintf(outw(ctx), "%s: %s\n", n, vals[n])
+	}
+	return nil
+}
