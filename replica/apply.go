@@ -2,7 +2,6 @@ package replica
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -26,17 +25,20 @@ type Conflict struct {
 // ErrRootMismatch stops an apply whose running state does not hash to the anchored root.
 var ErrRootMismatch = fmt.Errorf("rows_root mismatch: the state after the epoch does not hash to its anchored root")
 
-func rootOf(leaves map[string]common.Hash) common.Hash {
-	ids := make([]string, 0, len(leaves))
-	for id := range leaves {
-		ids = append(ids, id)
+// leafChanges are an epoch's puts (by id, with their leaves) and deletions, sorted by id; a
+// put wins over a deletion of the same id.
+func leafChanges(puts map[string]common.Hash, dels map[string]seal.Deleted) []leafChange {
+	ch := make([]leafChange, 0, len(puts)+len(dels))
+	for id, l := range puts {
+		ch = append(ch, leafChange{id: id, leaf: l})
 	}
-	sort.Strings(ids)
-	ls := make([][32]byte, len(ids))
-	for i, id := range ids {
-		ls[i] = leaves[id]
+	for id := range dels {
+		if _, ok := puts[id]; !ok {
+			ch = append(ch, leafChange{id: id, del: true})
+		}
 	}
-	return seal.MerkleRoot(ls)
+	sortChanges(ch)
+	return ch
 }
 
 // ApplyOptions say how an epoch reached this machine.
@@ -62,7 +64,6 @@ func (s *Store) ApplyEpoch(info EpochInfo, p *seal.Plaintext, opt ApplyOptions) 
 		if info.Seq != head.Seq+1 && !p.Snapshot {
 			return fmt.Errorf("epoch %d does not follow the mirror at seq %d", info.Seq, head.Seq)
 		}
-		leaves := s.leaves
 		anchor := Anchor{Seq: info.Seq, Block: info.Block, Tx: info.Tx}
 		mtime := opt.Mtime
 		if mtime.IsZero() {
@@ -70,53 +71,46 @@ func (s *Store) ApplyEpoch(info EpochInfo, p *seal.Plaintext, opt ApplyOptions) 
 				mtime = t
 			}
 		}
-		// the new state: puts and deletions by id
+		// the new state: puts (with their leaves) and deletions by id
 		puts := map[string]*seal.Row{}
+		next := map[string]common.Hash{}
 		for i := range p.Rows {
-			puts[p.Rows[i].ID()] = &p.Rows[i]
+			id := p.Rows[i].ID()
+			puts[id], next[id] = &p.Rows[i], seal.Leaf(&p.Rows[i])
 		}
 		dels := map[string]seal.Deleted{}
 		for _, d := range p.Deleted {
 			dels[d.ID()] = d
 		}
 		if p.Snapshot {
-			for id := range leaves {
-				if _, ok := puts[id]; !ok {
-					if _, ok := dels[id]; !ok {
-						dels[id] = seal.Deleted{} // gone from the full state
+			for _, e := range s.leaves.e {
+				if _, ok := puts[e.id]; !ok {
+					if _, ok := dels[e.id]; !ok {
+						dels[e.id] = seal.Deleted{} // gone from the full state
 					}
 				}
 			}
 		}
-		next := make(map[string]common.Hash, len(leaves)+len(puts))
-		for id, l := range leaves {
-			next[id] = l
-		}
-		for id := range dels {
-			delete(next, id)
-		}
-		for id, r := range puts {
-			next[id] = seal.Leaf(r)
-		}
-		if root := rootOf(next); root != common.Hash(p.RowsRoot) {
+		changes := leafChanges(next, dels)
+		root, nRows := s.leaves.rootWith(changes, p.Snapshot)
+		if root != common.Hash(p.RowsRoot) {
 			return fmt.Errorf("epoch %d: %w (computed %x, anchored %x)", info.Seq, ErrRootMismatch, root[:6], p.RowsRoot[:6])
 		}
-		if len(next) != p.NRows {
-			return fmt.Errorf("epoch %d: n_rows says %d, the state holds %d", info.Seq, p.NRows, len(next))
+		if nRows != p.NRows {
+			return fmt.Errorf("epoch %d: n_rows says %d, the state holds %d", info.Seq, p.NRows, nRows)
 		}
 		for id := range dels {
 			if _, ok := puts[id]; ok {
 				continue
 			}
-			var m mirrorRec
-			found, err := getJSON(txn, pMirror+id, &m)
+			m, found, err := getMirror(txn, id, false)
 			if err != nil {
 				return err
 			}
 			if !found {
 				continue
 			}
-			if err := txn.Delete([]byte(pMirror + id)); err != nil {
+			if err := delMirror(txn, id); err != nil {
 				return err
 			}
 			if err := setJSON(txn, string(historyKey(id, info.Block, info.Seq)), &histRec{Anchor: anchor, Mtime: nanos(mtime)}); err != nil {
@@ -130,9 +124,8 @@ func (s *Store) ApplyEpoch(info EpochInfo, p *seal.Plaintext, opt ApplyOptions) 
 			conflicts = append(conflicts, c...)
 		}
 		for id, r := range puts {
-			if leaves[id] == next[id] {
-				var m mirrorRec
-				if found, _ := getJSON(txn, pMirror+id, &m); found && eqStrp(m.Row.Category, r.Category) {
+			if old, ok := s.leaves.get(id); ok && old == next[id] {
+				if m, found, _ := getMirror(txn, id, false); found && eqStrp(m.Row.Category, r.Category) {
 					continue // a snapshot repeating a row unchanged
 				}
 			}
@@ -143,8 +136,8 @@ func (s *Store) ApplyEpoch(info EpochInfo, p *seal.Plaintext, opt ApplyOptions) 
 			} else if found && opt.Own && !st.Del && seal.Leaf(&st.Row) == next[id] {
 				rowMtime = fromNanos(st.Mtime)
 			}
-			rec := mirrorRec{Row: *r, Leaf: next[id], Anchor: anchor, Mtime: nanos(rowMtime)}
-			if err := setJSON(txn, pMirror+id, &rec); err != nil {
+			rec := newMirrorRec(*r, next[id], anchor, nanos(rowMtime))
+			if err := putMirror(txn, id, &rec); err != nil {
 				return err
 			}
 			if err := setJSON(txn, string(historyKey(id, info.Block, info.Seq)), &histRec{Row: r, Anchor: anchor, Mtime: nanos(rowMtime)}); err != nil {
@@ -157,7 +150,13 @@ func (s *Store) ApplyEpoch(info EpochInfo, p *seal.Plaintext, opt ApplyOptions) 
 			changed = append(changed, k...)
 			conflicts = append(conflicts, c...)
 		}
-		*apply = append(*apply, func() { s.leaves = next })
+		*apply = append(*apply, func() {
+			if p.Snapshot {
+				s.leaves.reset(changes)
+			} else {
+				s.leaves.apply(changes)
+			}
+		})
 		if err := setJSON(txn, string(pEpoch)+string(be64(info.Seq)), &info); err != nil {
 			return err
 		}

@@ -29,9 +29,9 @@ type Store struct {
 	subs        []func([]Key)
 	now         func() time.Time
 	histInos    historyInos
-	leaves      map[string]common.Hash // the mirror's leaves by canonical id; guarded by t.mu
-	onStage     func()                 // told after a commit that staged something
-	stagedNow   bool                   // a staged record changed in this update; guarded by t.mu
+	leaves      leafSet // the mirror's leaves in canonical-id order; guarded by t.mu
+	onStage     func()  // told after a commit that staged something
+	stagedNow   bool    // a staged record changed in this update; guarded by t.mu
 }
 
 // OpenStore opens the state database in dir and loads the live tree.
@@ -40,7 +40,11 @@ func OpenStore(dir string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{db: db, t: newTree(), leaves: map[string]common.Hash{}, StagingCap: DefaultStagingCap, now: time.Now}
+	if err := migrate(db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("upgrade state database: %w", err)
+	}
+	s := &Store{db: db, t: newTree(), StagingCap: DefaultStagingCap, now: time.Now}
 	if err := s.load(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("load state: %w", err)
@@ -56,7 +60,7 @@ func (s *Store) DB() *badger.DB { return s.db }
 
 func nodeFromMirror(m *mirrorRec) *node {
 	row := m.Row
-	n := &node{key: rowKey(&row), size: contentSize(&row), mtime: fromNanos(m.Mtime), leaf: m.Leaf}
+	n := &node{key: rowKey(&row), size: m.Size, mtime: fromNanos(m.Mtime), leaf: m.Leaf}
 	a := m.Anchor
 	n.anchor = &a
 	row.Body = nil
@@ -101,15 +105,16 @@ func (s *Store) load() error {
 			return err
 		}
 		anchors := map[string]*Anchor{}
-		err = scanPrefix(txn, pMirror, func(k, v []byte) error {
+		err = scanValues(txn, pMirror, func(k, v []byte) error {
 			var m mirrorRec
 			if err := json.Unmarshal(v, &m); err != nil {
 				return fmt.Errorf("mirror row %q: %w", k, err)
 			}
+			id := string(k[len(pMirror):])
 			n := nodeFromMirror(&m)
 			n.ino = t.inos[inoName(n.key)]
-			anchors[string(k[len(pMirror):])] = n.anchor
-			s.leaves[string(k[len(pMirror):])] = m.Leaf
+			anchors[id] = n.anchor
+			s.leaves.add(id, m.Leaf)
 			t.put(n)
 			return nil
 		})
@@ -202,8 +207,7 @@ func checkKey(k Key) error {
 func (s *Store) stagePut(txn *badger.Txn, apply *[]func(), row seal.Row, mtime time.Time) (*node, error) {
 	id := row.ID()
 	key := rowKey(&row)
-	var m mirrorRec
-	inMirror, err := getJSON(txn, pMirror+id, &m)
+	m, inMirror, err := getMirror(txn, id, false)
 	if err != nil {
 		return nil, err
 	}
@@ -258,8 +262,7 @@ func (s *Store) stagePut(txn *badger.Txn, apply *[]func(), row seal.Row, mtime t
 func (s *Store) stageDelete(txn *badger.Txn, apply *[]func(), k Key) error {
 	id := seal.CanonicalID(k.Tier, k.Category, k.Key)
 	old := s.t.get(k)
-	var m mirrorRec
-	inMirror, err := getJSON(txn, pMirror+id, &m)
+	m, inMirror, err := getMirror(txn, id, false)
 	if err != nil {
 		return err
 	}
@@ -315,12 +318,14 @@ func (s *Store) readContent(txn *badger.Txn, n *node) ([]byte, error) {
 		}
 		return RenderContent(&r.Row), nil
 	}
-	var m mirrorRec
-	found, err := getJSON(txn, pMirror+id, &m)
+	m, found, err := getMirror(txn, id, false)
 	if err != nil || !found {
 		return nil, orNotFound(err)
 	}
-	return RenderContent(&m.Row), nil
+	if m.Row.Tier == seal.TierJournal || !m.HasBody {
+		return RenderContent(&m.Row), nil
+	}
+	return mirrorBody(txn, id)
 }
 
 // fullRow is n's row with its body, read inside txn.

@@ -171,19 +171,12 @@ func (r *Replica) push(ctx context.Context, opt PushOptions) (*PushReport, error
 	if !opt.Snapshot && len(rows) == 0 && len(dels) == 0 {
 		return rep, ErrNothingToPush
 	}
-	r.t.mu.RLock()
-	leaves := make(map[string]common.Hash, len(r.leaves))
-	for id, l := range r.leaves {
-		leaves[id] = l
-	}
-	r.t.mu.RUnlock()
 	if opt.Snapshot {
 		full, err := r.snapshotRows(rows, dels)
 		if err != nil {
 			return rep, err
 		}
 		chunks = []seal.Chunk{{Rows: full, Deleted: dels}}
-		leaves = map[string]common.Hash{}
 	}
 	rep.Chunks = len(chunks)
 	if opt.DryRun {
@@ -217,14 +210,10 @@ func (r *Replica) push(ctx context.Context, opt PushOptions) (*PushReport, error
 		return rep, fmt.Errorf("%w: no session key on this machine (kintfs session-key create)", ErrNotAuthorized)
 	}
 	for _, chunk := range chunks {
-		for _, d := range chunk.Deleted {
-			delete(leaves, d.ID())
-		}
-		for i := range chunk.Rows {
-			leaves[chunk.Rows[i].ID()] = seal.Leaf(&chunk.Rows[i])
-		}
+		// each epoch goes on the mirror as the one before it left it: sendEpoch applies it
+		root, nRows := r.rootAfter(chunk, opt.Snapshot)
 		p := &seal.Plaintext{Tenant: r.vault.Tenant, Space: r.vault.Space, Seq: head.Seq + 1, Prev: head.Digest,
-			Rows: chunk.Rows, Deleted: chunk.Deleted, RowsRoot: rootOf(leaves), NRows: len(leaves),
+			Rows: chunk.Rows, Deleted: chunk.Deleted, RowsRoot: root, NRows: nRows,
 			CreatedAt: seal.FormatCreatedAt(time.Now()), Snapshot: opt.Snapshot}
 		er, next, err := r.sendEpoch(ctx, p, head)
 		if err != nil {
@@ -236,17 +225,43 @@ func (r *Replica) push(ctx context.Context, opt PushOptions) (*PushReport, error
 	return rep, nil
 }
 
+// rootAfter is the rows_root and the row count of the mirror with chunk applied, or of the
+// chunk alone for a snapshot.
+func (r *Replica) rootAfter(chunk seal.Chunk, snapshot bool) (common.Hash, int) {
+	puts := make(map[string]common.Hash, len(chunk.Rows))
+	for i := range chunk.Rows {
+		puts[chunk.Rows[i].ID()] = seal.Leaf(&chunk.Rows[i])
+	}
+	dels := make(map[string]seal.Deleted, len(chunk.Deleted))
+	for _, d := range chunk.Deleted {
+		dels[d.ID()] = d
+	}
+	changes := leafChanges(puts, dels)
+	r.t.mu.RLock()
+	defer r.t.mu.RUnlock()
+	return r.leaves.rootWith(changes, snapshot)
+}
+
 // snapshotRows is the whole state after the staged changes: the mirror with staged rows
 // replacing and staged deletions removing.
 func (r *Replica) snapshotRows(staged []seal.Row, dels []seal.Deleted) ([]seal.Row, error) {
 	byID := map[string]seal.Row{}
 	err := r.db.View(func(txn *badger.Txn) error {
-		return scanPrefix(txn, pMirror, func(k, v []byte) error {
+		return scanValues(txn, pMirror, func(k, v []byte) error {
 			var m mirrorRec
 			if err := decodeJSON(v, &m); err != nil {
 				return err
 			}
-			byID[string(k[len(pMirror):])] = m.Row
+			id := string(k[len(pMirror):])
+			if m.HasBody {
+				body, err := mirrorBody(txn, id)
+				if err != nil {
+					return err
+				}
+				b := string(body)
+				m.Row.Body = &b
+			}
+			byID[id] = m.Row
 			return nil
 		})
 	})

@@ -2,7 +2,6 @@ package replica
 
 import (
 	"fmt"
-	"sort"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/ethereum/go-ethereum/common"
@@ -68,18 +67,10 @@ func (r *Replica) Prove(k Key) (*Proof, error) {
 	}
 	id := seal.CanonicalID(k.Tier, k.Category, k.Key)
 	r.t.mu.RLock()
-	ids := make([]string, 0, len(r.leaves))
-	for i := range r.leaves {
-		ids = append(ids, i)
-	}
-	sort.Strings(ids)
-	leaves := make([][32]byte, len(ids))
-	index := -1
-	for i, x := range ids {
-		leaves[i] = r.leaves[x]
-		if x == id {
-			index = i
-		}
+	leaves := r.leaves.leaves()
+	index, held := r.leaves.find(id)
+	if !held {
+		index = -1
 	}
 	n := r.t.get(k)
 	r.t.mu.RUnlock()

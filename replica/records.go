@@ -11,12 +11,19 @@ import (
 	"kintfs/seal"
 )
 
-// mirrorRec is a row as of the newest applied epoch.
+// mirrorRec is a row as of the newest applied epoch. The stored record leaves the body out
+// (it is kept under pBody), so the tree loads without reading a single body.
 type mirrorRec struct {
-	Row    seal.Row    `json:"row"`
-	Leaf   common.Hash `json:"leaf"`
-	Anchor Anchor      `json:"anchor"`
-	Mtime  int64       `json:"mtime"` // unix nanoseconds
+	Row     seal.Row    `json:"row"`
+	Leaf    common.Hash `json:"leaf"`
+	Anchor  Anchor      `json:"anchor"`
+	Mtime   int64       `json:"mtime"`    // unix nanoseconds
+	Size    int64       `json:"size"`     // bytes of the file content
+	HasBody bool        `json:"has_body"` // the row's body is not null: it is stored under pBody
+}
+
+func newMirrorRec(row seal.Row, leaf common.Hash, anchor Anchor, mtime int64) mirrorRec {
+	return mirrorRec{Row: row, Leaf: leaf, Anchor: anchor, Mtime: mtime, Size: contentSize(&row), HasBody: row.Body != nil}
 }
 
 // stagedRec is a local change not yet anchored: a new row version, or a deletion.

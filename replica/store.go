@@ -13,7 +13,8 @@ import (
 // Badger key prefixes. Canonical ids contain NUL bytes, which sort below every printable byte,
 // so a prefix scan over "m/<tier>\x00" visits exactly one tier.
 const (
-	pMirror   = "m/" // canonical id -> mirrorRec: the row after the newest applied epoch
+	pMirror   = "m/" // canonical id -> mirrorRec: the row after the newest applied epoch, without its body
+	pBody     = "b/" // canonical id -> the body of the mirror row, raw bytes
 	pStaged   = "s/" // canonical id -> stagedRec: a local change not yet anchored
 	pLocal    = "l/" // local id -> localRec: dotfiles and conflict copies, never anchored
 	pCategory = "c/" // category -> "": an entity category made by mkdir
@@ -27,7 +28,12 @@ const (
 	kBucket   = "x/bucket"    // the bucket ratchet
 	kGaps     = "x/gaps"      // []Gap
 	kConflict = "x/conflicts" // []Conflict
+	kFormat   = "x/format"    // the layout of the database, storeFormat
 )
+
+// storeFormat is the layout this code writes. 1 (no kFormat key) kept each mirror row's body
+// inside its record; 2 keeps it under pBody.
+const storeFormat = 2
 
 // openBadger opens (or creates) the badger database in dir with settings sized for a mount:
 // every commit is synced, and caches are kept small so a large vault stays within its memory
@@ -105,6 +111,24 @@ func scanPrefix(txn *badger.Txn, prefix string, fn func(key, val []byte) error) 
 			return err
 		}
 		if err := fn(item.KeyCopy(nil), val); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scanValues is scanPrefix without copies: key and val are valid only inside fn. It suits a
+// scan of many small records that fn decodes on the spot.
+func scanValues(txn *badger.Txn, prefix string, fn func(key, val []byte) error) error {
+	opts := badger.DefaultIteratorOptions
+	opts.Prefix = []byte(prefix)
+	opts.PrefetchValues = false
+	it := txn.NewIterator(opts)
+	defer it.Close()
+	for it.Seek(opts.Prefix); it.ValidForPrefix(opts.Prefix); it.Next() {
+		item := it.Item()
+		err := item.Value(func(val []byte) error { return fn(item.Key(), val) })
+		if err != nil {
 			return err
 		}
 	}

@@ -34,6 +34,42 @@ func MerkleRoot(leaves [][32]byte) [32]byte {
 	return level[0]
 }
 
+// MerkleBuilder computes MerkleRoot of leaves added one at a time, in order, keeping only one
+// node per level: a state of any size is hashed without holding its leaves.
+type MerkleBuilder struct {
+	// stack holds the roots of complete subtrees, largest first; heights strictly decrease.
+	stack []merkleNode
+}
+
+type merkleNode struct {
+	hash   [32]byte
+	height int
+}
+
+// Add appends the next leaf.
+func (b *MerkleBuilder) Add(leaf [32]byte) {
+	n := merkleNode{hash: leaf}
+	for len(b.stack) > 0 && b.stack[len(b.stack)-1].height == n.height {
+		top := b.stack[len(b.stack)-1]
+		b.stack = b.stack[:len(b.stack)-1]
+		n = merkleNode{hash: hashPair(&top.hash, &n.hash), height: n.height + 1}
+	}
+	b.stack = append(b.stack, n)
+}
+
+// Root is MerkleRoot of the leaves added so far. The complete subtrees left over fold from the
+// right: that is where MerkleRoot's odd last nodes, moved up level by level, meet them.
+func (b *MerkleBuilder) Root() [32]byte {
+	if len(b.stack) == 0 {
+		return EmptyRoot()
+	}
+	acc := b.stack[len(b.stack)-1].hash
+	for i := len(b.stack) - 2; i >= 0; i-- {
+		acc = hashPair(&b.stack[i].hash, &acc)
+	}
+	return acc
+}
+
 // StateRoot is the rows_root of a full state given in any order.
 func StateRoot(rows []Row) [32]byte {
 	sorted := make([]Row, len(rows))

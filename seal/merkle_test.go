@@ -85,3 +85,19 @@ func TestProofEverySize(t *testing.T) {
 		t.Errorf("root of three = %x, want %x", got, want)
 	}
 }
+
+func TestMerkleBuilderMatchesMerkleRoot(t *testing.T) {
+	var b MerkleBuilder
+	if b.Root() != EmptyRoot() {
+		t.Fatal("an empty builder is not the empty root")
+	}
+	var leaves [][32]byte
+	for n := 1; n <= 600; n++ {
+		leaf := crypto.Keccak256Hash([]byte{byte(n), byte(n >> 8)})
+		leaves = append(leaves, leaf)
+		b.Add(leaf)
+		if got, want := b.Root(), MerkleRoot(leaves); got != want {
+			t.Fatalf("n=%d: builder root %x, MerkleRoot %x", n, got[:6], want[:6])
+		}
+	}
+}

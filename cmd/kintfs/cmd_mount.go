@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"syscall"
@@ -88,6 +89,9 @@ func runMount(ctx context.Context, args []string) error {
 		}
 	}
 	if stop := startCPUProfile(say); stop != nil {
+		defer stop()
+	}
+	if stop := startHeapProfile(say); stop != nil {
 		defer stop()
 	}
 	if err := clearStaleMount(dir, say); err != nil {
@@ -211,6 +215,48 @@ func startCPUProfile(say func(string, ...any)) func() {
 		if err := f.Close(); err != nil {
 			say("cpu profile: %v", err)
 		}
+	}
+}
+
+// startHeapProfile writes heap profiles to $KINTFS_MEMPROFILE when it is set (for
+// benchmarks): one to PATH.N on each SIGUSR1, and one to PATH when the returned func runs at
+// exit; it is nil when profiling is off.
+func startHeapProfile(say func(string, ...any)) func() {
+	path := os.Getenv("KINTFS_MEMPROFILE")
+	if path == "" {
+		return nil
+	}
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	done := make(chan struct{})
+	go func() {
+		for n := 1; ; n++ {
+			select {
+			case <-usr1:
+				writeHeapProfile(fmt.Sprintf("%s.%d", path, n), say)
+			case <-done:
+				return
+			}
+		}
+	}()
+	say("heap profiles: %s (at exit) and %s.N (on SIGUSR1)", path, path)
+	return func() {
+		signal.Stop(usr1)
+		close(done)
+		writeHeapProfile(path, say)
+	}
+}
+
+func writeHeapProfile(path string, say func(string, ...any)) {
+	f, err := os.Create(path)
+	if err != nil {
+		say("heap profile: %v", err)
+		return
+	}
+	defer f.Close()
+	runtime.GC() // the profile's in-use figures are as of the last collection
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		say("heap profile: %v", err)
 	}
 }
 

@@ -1,0 +1,132 @@
+package replica
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// putMirror stores m as the mirror row id: the record without the body under pMirror, the
+// body as raw bytes under pBody.
+func putMirror(txn *badger.Txn, id string, m *mirrorRec) error {
+	rec := *m
+	rec.Row.Body = nil
+	if err := setJSON(txn, pMirror+id, &rec); err != nil {
+		return err
+	}
+	if m.Row.Body == nil {
+		return txn.Delete([]byte(pBody + id))
+	}
+	return txn.Set([]byte(pBody+id), []byte(*m.Row.Body))
+}
+
+// getMirror reads the mirror row id, with its body only when withBody.
+func getMirror(txn *badger.Txn, id string, withBody bool) (m mirrorRec, found bool, err error) {
+	found, err = getJSON(txn, pMirror+id, &m)
+	if err != nil || !found || !withBody || !m.HasBody {
+		return m, found, err
+	}
+	body, err := mirrorBody(txn, id)
+	if err != nil {
+		return m, found, err
+	}
+	b := string(body)
+	m.Row.Body = &b
+	return m, true, nil
+}
+
+// mirrorBody is the body of the mirror row id, which has one.
+func mirrorBody(txn *badger.Txn, id string) ([]byte, error) {
+	item, err := txn.Get([]byte(pBody + id))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, fmt.Errorf("mirror row %q: its body is missing", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return item.ValueCopy(nil)
+}
+
+// delMirror deletes the mirror row id.
+func delMirror(txn *badger.Txn, id string) error {
+	if err := txn.Delete([]byte(pMirror + id)); err != nil {
+		return err
+	}
+	return txn.Delete([]byte(pBody + id))
+}
+
+// migrate brings a database written in an older layout to storeFormat.
+func migrate(db *badger.DB) error {
+	var format int
+	err := db.View(func(txn *badger.Txn) error {
+		_, err := getJSON(txn, kFormat, &format)
+		return err
+	})
+	switch {
+	case err != nil:
+		return err
+	case format > storeFormat:
+		return fmt.Errorf("the state database has layout %d, newer than this kintfs (%d)", format, storeFormat)
+	case format == storeFormat:
+		return nil
+	}
+	if err := splitMirrorBodies(db); err != nil {
+		return fmt.Errorf("move mirror bodies out of their records: %w", err)
+	}
+	return db.Update(func(txn *badger.Txn) error { return setJSON(txn, kFormat, storeFormat) })
+}
+
+// splitMirrorBodies rewrites every mirror record of layout 1 as putMirror stores it, a batch
+// at a time. A record already moved (HasBody) is left alone and one without a body comes out
+// the same, so a crash part way through is harmless.
+func splitMirrorBodies(db *badger.DB) error {
+	const batch = 1000
+	after := pMirror
+	for {
+		var recs []mirrorRec
+		var ids []string
+		last := ""
+		err := db.View(func(txn *badger.Txn) error {
+			opts := badger.DefaultIteratorOptions
+			opts.Prefix = []byte(pMirror)
+			it := txn.NewIterator(opts)
+			defer it.Close()
+			for it.Seek([]byte(after)); it.ValidForPrefix(opts.Prefix); it.Next() {
+				key := string(it.Item().Key())
+				if key == after {
+					continue
+				}
+				if len(ids) == batch {
+					break
+				}
+				last = key
+				var m mirrorRec
+				if err := it.Item().Value(func(b []byte) error { return json.Unmarshal(b, &m) }); err != nil {
+					return fmt.Errorf("mirror row %q: %w", key, err)
+				}
+				if !m.HasBody {
+					recs, ids = append(recs, m), append(ids, key[len(pMirror):])
+				}
+			}
+			return nil
+		})
+		if err != nil || last == "" {
+			return err
+		}
+		err = db.Update(func(txn *badger.Txn) error {
+			for i := range recs {
+				m := newMirrorRec(recs[i].Row, recs[i].Leaf, recs[i].Anchor, recs[i].Mtime)
+				if err := putMirror(txn, ids[i], &m); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		after = last
+	}
+}
