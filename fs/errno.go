@@ -33,6 +33,19 @@ func toErrno(err error) (errno syscall.Errno, unexpected bool) {
 	case errors.Is(err, replica.ErrOffline):
 		// No chain connection: a ctl command can be tried again later; not a fault.
 		return syscall.ENOTCONN, false
+	// What stops a ctl flush or pull, as the CLI's exit codes tell them apart.
+	case errors.Is(err, replica.ErrGapOpen):
+		return syscall.EBADMSG, false // an epoch that cannot be applied: see gaps in status
+	case errors.Is(err, replica.ErrChainMoved), errors.Is(err, replica.ErrFork):
+		return syscall.ESTALE, false
+	case replica.LyingRPC(err):
+		return syscall.EPROTO, false
+	case errors.Is(err, replica.ErrKeyMissing):
+		return syscall.ENOKEY, false
+	case errors.Is(err, replica.ErrKeyExpired):
+		return syscall.EKEYEXPIRED, false
+	case errors.Is(err, replica.ErrNotAuthorized):
+		return syscall.EKEYREJECTED, false
 	case errors.Is(err, errBadName), errors.Is(err, errUnknownCommand):
 		return syscall.EINVAL, false
 	case errors.Is(err, errNameTooLong):

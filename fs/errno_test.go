@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"kintfs/chain"
 	"kintfs/replica"
 )
 
@@ -34,6 +35,14 @@ func TestToErrno(t *testing.T) {
 		{wrap(errUnknownCommand), syscall.EINVAL, false},
 		{wrap(context.Canceled), syscall.ECANCELED, false},
 		{wrap(replica.ErrOffline), syscall.ENOTCONN, false},
+		{wrap(replica.ErrGapOpen), syscall.EBADMSG, false},
+		{wrap(replica.ErrChainMoved), syscall.ESTALE, false},
+		{wrap(replica.ErrFork), syscall.ESTALE, false},
+		{wrap(replica.ErrStaleRPC), syscall.EPROTO, false},
+		{wrap(chain.ErrDigestMismatch), syscall.EPROTO, false},
+		{wrap(replica.ErrKeyMissing), syscall.ENOKEY, false},
+		{wrap(replica.ErrKeyExpired), syscall.EKEYEXPIRED, false},
+		{wrap(replica.ErrNotAuthorized), syscall.EKEYREJECTED, false},
 		{syscall.EACCES, syscall.EACCES, false},
 		{errors.New("badger: disk on fire"), syscall.EIO, true},
 		{wrap(errors.New("gcm: message authentication failed")), syscall.EIO, true},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -171,6 +172,9 @@ func TestForgedEpochs(t *testing.T) {
 		pullErr, flushErr := ma.ctl("pull"), ma.ctl("flush")
 		if pullErr == nil || flushErr == nil {
 			t.Fatalf("%s: over a bad epoch, ctl pull: %v, ctl flush: %v; want both refused", fc.name, pullErr, flushErr)
+		}
+		if errnoOf(pullErr) != syscall.EBADMSG || errnoOf(flushErr) != syscall.EBADMSG {
+			t.Fatalf("%s: over a bad epoch, ctl pull: %v, ctl flush: %v; want EBADMSG for both", fc.name, pullErr, flushErr)
 		}
 		if n == 0 {
 			recordFigure(t, "errno of ctl pull / flush over a gap", "%s / %s", errnoName(errnoOf(pullErr)), errnoName(errnoOf(flushErr)))

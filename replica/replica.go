@@ -25,6 +25,19 @@ var (
 	ErrNotAuthorized = errors.New("the session key is not authorized to push for this owner")
 )
 
+// LyingRPC reports whether err is the chain package refusing what an RPC served: an Epoch
+// event it withheld, or a transaction that is not the push the event names.
+func LyingRPC(err error) bool {
+	for _, e := range []error{ErrStaleRPC, chain.ErrNoEvent, chain.ErrTxNotFound, chain.ErrTxMismatch,
+		chain.ErrWrongContract, chain.ErrNotPush, chain.ErrCalldataMismatch, chain.ErrDigestMismatch, chain.ErrBrokenChain,
+		chain.ErrEventMismatch} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
 // Options configure a replica.
 type Options struct {
 	Home          Home

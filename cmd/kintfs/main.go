@@ -141,7 +141,7 @@ func exitCode(err error) int {
 		return exitKey
 	case errors.Is(err, replica.ErrChainMoved), errors.Is(err, replica.ErrFork), errors.Is(err, chain.ErrStaleHead):
 		return exitMoved
-	case errors.Is(err, replica.ErrStaleRPC), lyingRPC(err):
+	case replica.LyingRPC(err):
 		return exitStaleRPC
 	case errors.Is(err, replica.ErrNothingToPush), errors.Is(err, replica.ErrNoVault), errors.Is(err, seal.ErrEmptyPassphrase),
 		errors.Is(err, seal.ErrRecoveryChecksum), errors.Is(err, seal.ErrSignatureOwner), errors.Is(err, seal.ErrDekIDMismatch),
@@ -154,18 +154,6 @@ func exitCode(err error) int {
 		return exitMountBusy
 	}
 	return exitFailure
-}
-
-// lyingRPC reports whether err is the chain package refusing what the RPC served: an Epoch
-// event it withheld, or a transaction that is not the push the event names.
-func lyingRPC(err error) bool {
-	for _, e := range []error{chain.ErrNoEvent, chain.ErrTxNotFound, chain.ErrTxMismatch, chain.ErrWrongContract, chain.ErrNotPush,
-		chain.ErrCalldataMismatch, chain.ErrDigestMismatch, chain.ErrBrokenChain, chain.ErrEventMismatch} {
-		if errors.Is(err, e) {
-			return true
-		}
-	}
-	return false
 }
 
 func printUsage() {
