@@ -157,6 +157,9 @@ func (s *Store) ApplyEpoch(info EpochInfo, p *seal.Plaintext, opt ApplyOptions) 
 				s.leaves.apply(changes)
 			}
 		})
+		if err := s.recordCategoryCount(txn, info.Block, info.Seq); err != nil {
+			return err
+		}
 		if err := setJSON(txn, string(pEpoch)+string(be64(info.Seq)), &info); err != nil {
 			return err
 		}

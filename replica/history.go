@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/dgraph-io/badger/v4"
@@ -55,6 +57,7 @@ func (h *History) ino(name string) uint64 {
 func (h *History) latest(txn *badger.Txn, id string) (*histRec, error) {
 	prefix := append([]byte(pHistory+id), 0)
 	opts := badger.DefaultIteratorOptions
+	opts.PrefetchValues = false // one value is read, not the next hundred
 	opts.Reverse = true
 	opts.Prefix = prefix
 	it := txn.NewIterator(opts)
@@ -122,12 +125,36 @@ func (h *History) Content(k Key) ([]byte, error) {
 	return RenderContent(rec.Row), nil
 }
 
-// newestAt walks the rows whose ids start with idPrefix, newest id first, visiting for each
-// the newest version at or before the block (deleted rows included, with a nil Row). Only
-// that version is decoded: a row with a long history costs one reverse seek, not a read of
-// every version. fn returns where to go on from: "" for the next id, or a key prefix below
-// which to continue (to skip the rest of a category), and stop to end the walk.
-func (h *History) newestAt(txn *badger.Txn, idPrefix string, fn func(rec *histRec) (skipTo string, stop bool)) error {
+// histEntry is the newest version of one row at a view's block, read only when asked.
+type histEntry struct {
+	id   string
+	item *badger.Item
+}
+
+// deletedHistPrefix starts every encoded deletion: histRec encodes its Row first, and a
+// deletion's Row is null. It lets a walk skip deletions without decoding anything.
+var deletedHistPrefix = []byte(`{"row":null`)
+
+func (e histEntry) deleted() (bool, error) {
+	var del bool
+	err := e.item.Value(func(b []byte) error {
+		del = bytes.HasPrefix(b, deletedHistPrefix)
+		return nil
+	})
+	return del, err
+}
+
+func (e histEntry) decode() (*histRec, error) {
+	var rec histRec
+	err := e.item.Value(func(b []byte) error { return json.Unmarshal(b, &rec) })
+	return &rec, err
+}
+
+// newestAt walks the rows whose ids start with idPrefix, greatest id first, visiting for each
+// the newest version at or before the block (deletions included). A row with a long history
+// costs one reverse seek, not a read of every version. fn returns where to go on from: "" for
+// the next id, or a prefix of ids to skip whole (the rest of a category); stop ends the walk.
+func (h *History) newestAt(txn *badger.Txn, idPrefix string, fn func(e histEntry) (skipTo string, stop bool, err error)) error {
 	prefix := []byte(pHistory + idPrefix)
 	opts := badger.DefaultIteratorOptions
 	opts.PrefetchValues = false
@@ -151,13 +178,9 @@ func (h *History) newestAt(txn *badger.Txn, idPrefix string, fn func(rec *histRe
 				continue // no version of id at or before the block: go on from where it landed
 			}
 		}
-		var rec histRec
-		if err := it.Item().Value(func(b []byte) error { return json.Unmarshal(b, &rec) }); err != nil {
+		skipTo, stop, err := fn(histEntry{id: id, item: it.Item()})
+		if err != nil || stop {
 			return err
-		}
-		skipTo, stop := fn(&rec)
-		if stop {
-			return nil
 		}
 		if skipTo == "" {
 			skipTo = id + "\x00"
@@ -172,32 +195,42 @@ func (h *History) newestAt(txn *badger.Txn, idPrefix string, fn func(rec *histRe
 // with idPrefix.
 func (h *History) scan(idPrefix string, fn func(rec *histRec)) error {
 	return h.s.db.View(func(txn *badger.Txn) error {
-		return h.newestAt(txn, idPrefix, func(rec *histRec) (string, bool) {
-			if rec.Row != nil {
+		return h.newestAt(txn, idPrefix, func(e histEntry) (string, bool, error) {
+			rec, err := e.decode()
+			if err == nil && rec.Row != nil {
 				fn(rec)
 			}
-			return "", false
+			return "", false, err
 		})
 	})
 }
 
 // categories visits the entity categories that had rows at the block among the ids starting
 // with idPrefix, looking at one live row of each and skipping the rest; fn returns false to
-// stop.
-func (h *History) categories(idPrefix string, fn func(category string) bool) error {
-	return h.s.db.View(func(txn *badger.Txn) error {
-		return h.newestAt(txn, idPrefix, func(rec *histRec) (string, bool) {
-			if rec.Row == nil || rec.Row.Category == nil {
-				return "", false
+// stop. The category is read from the id; only the ids that cannot tell the "" category from
+// a null one are decoded.
+func (h *History) categories(txn *badger.Txn, idPrefix string, fn func(category string) bool) error {
+	entityPrefix := seal.TierEntity + "\x00"
+	return h.newestAt(txn, idPrefix, func(e histEntry) (string, bool, error) {
+		c, _, ok := strings.Cut(strings.TrimPrefix(e.id, entityPrefix), "\x00")
+		if !ok || !strings.HasPrefix(e.id, entityPrefix) {
+			return "", false, nil
+		}
+		if del, err := e.deleted(); err != nil || del {
+			return "", false, err
+		}
+		if c == "" {
+			rec, err := e.decode()
+			if err != nil || rec.Row == nil || rec.Row.Category == nil {
+				return "", false, err
 			}
-			c := *rec.Row.Category
-			if !fn(c) {
-				return "", true
-			}
-			// Ids of a category all start with this; a null-category row shares it only
-			// when c is "", and those are not categories.
-			return seal.TierEntity + "\x00" + c + "\x00", false
-		})
+		}
+		if !fn(c) {
+			return "", true, nil
+		}
+		// Every id of the category starts with this (the null-category ones too when c
+		// is "", and those are not categories).
+		return entityPrefix + c + "\x00", false, nil
 	})
 }
 
@@ -240,18 +273,73 @@ func (h *History) List(tier string, category *string) ([]Dirent, error) {
 // HasCategory reports whether an entity category had rows at the block.
 func (h *History) HasCategory(category string) bool {
 	found := false
-	_ = h.categories(seal.TierEntity+"\x00"+category+"\x00", func(c string) bool {
-		found = c == category
-		return !found
+	_ = h.s.db.View(func(txn *badger.Txn) error {
+		return h.categories(txn, seal.TierEntity+"\x00"+category+"\x00", func(c string) bool {
+			found = c == category
+			return !found
+		})
 	})
 	return found
 }
 
+// pCategoryCount keys the number of entity categories after each applied epoch:
+// block(8) seq(8) -> decimal count. entity/'s link count at any block is then one seek.
+const pCategoryCount = "n/"
+
 // CategoryCount is the number of entity categories that had rows at the block.
 func (h *History) CategoryCount() (int, error) {
 	n := 0
-	err := h.categories(seal.TierEntity+"\x00", func(string) bool { n++; return true })
+	err := h.s.db.View(func(txn *badger.Txn) error {
+		var found bool
+		var err error
+		if n, found, err = h.recordedCategoryCount(txn); err != nil || found {
+			return err
+		}
+		// Epochs applied before the count was recorded: count them.
+		n, err = h.countCategories(txn)
+		return err
+	})
 	return n, err
+}
+
+// recordedCategoryCount reads the count recorded by the newest epoch at or before the block.
+// Every epoch since the first one recorded has one, so the newest record found is the one of
+// the newest epoch at or before the block.
+func (h *History) recordedCategoryCount(txn *badger.Txn) (int, bool, error) {
+	opts := badger.DefaultIteratorOptions
+	opts.PrefetchValues = false
+	opts.Reverse = true
+	opts.Prefix = []byte(pCategoryCount)
+	it := txn.NewIterator(opts)
+	defer it.Close()
+	it.Seek(append(append([]byte(pCategoryCount), be64(h.block)...), bytes.Repeat([]byte{0xff}, 8)...))
+	if !it.ValidForPrefix(opts.Prefix) {
+		return 0, false, nil
+	}
+	var n int
+	err := it.Item().Value(func(b []byte) error {
+		var err error
+		n, err = strconv.Atoi(string(b))
+		return err
+	})
+	return n, err == nil, err
+}
+
+func (h *History) countCategories(txn *badger.Txn) (int, error) {
+	n := 0
+	err := h.categories(txn, seal.TierEntity+"\x00", func(string) bool { n++; return true })
+	return n, err
+}
+
+// recordCategoryCount records, in the transaction that applies an epoch (after its history
+// entries are written), the number of entity categories at its block.
+func (s *Store) recordCategoryCount(txn *badger.Txn, block, seq uint64) error {
+	n, err := s.At(block).countCategories(txn)
+	if err != nil {
+		return err
+	}
+	key := append(append([]byte(pCategoryCount), be64(block)...), be64(seq)...)
+	return txn.Set(key, []byte(strconv.Itoa(n)))
 }
 
 // DirIno is the inode number of a directory of this view.

@@ -1,12 +1,15 @@
 package replica
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"sort"
 	"strings"
 	"testing"
 
+	"github.com/dgraph-io/badger/v4"
 	"github.com/ethereum/go-ethereum/common"
 
 	"kintfs/seal"
@@ -110,7 +113,7 @@ func TestHistoryMatchesModel(t *testing.T) {
 	}
 	for b := uint64(0); b <= block+1; b++ {
 		want := stateAt(b)
-		h := r.At(b)
+		h := r.Store.At(b)
 		dirs := []*string{nil}
 		dirs = append(dirs, cats[1:]...)
 		for _, c := range dirs {
@@ -135,6 +138,20 @@ func TestHistoryMatchesModel(t *testing.T) {
 		if got, err := h.CategoryCount(); err != nil || got != n {
 			t.Fatalf("block %d: CategoryCount %d, %v; want %d", b, got, err, n)
 		}
+		// the count as recorded by each epoch, and as counted without the records
+		var counted int
+		var recorded bool
+		err := r.Store.db.View(func(txn *badger.Txn) error {
+			var err error
+			if _, recorded, err = h.recordedCategoryCount(txn); err != nil {
+				return err
+			}
+			counted, err = h.countCategories(txn)
+			return err
+		})
+		if err != nil || counted != n || recorded != (b >= blocks[0]) {
+			t.Fatalf("block %d: counted %d (want %d), recorded %v, %v", b, counted, n, recorded, err)
+		}
 		for id, row := range want {
 			body, err := h.Content(rowKey(&row))
 			if err != nil || string(body) != *row.Body {
@@ -158,4 +175,16 @@ func dedupeDels(dels []seal.Deleted, rows []seal.Row) []seal.Deleted {
 		}
 	}
 	return out
+}
+
+// TestDeletedHistPrefix pins what the walks rely on to skip deletions without decoding them.
+func TestDeletedHistPrefix(t *testing.T) {
+	del, err := json.Marshal(&histRec{Anchor: Anchor{Seq: 1}, Mtime: 5})
+	if err != nil || !bytes.HasPrefix(del, deletedHistPrefix) {
+		t.Fatalf("a deletion encodes as %s", del)
+	}
+	live, err := json.Marshal(&histRec{Row: &seal.Row{Tier: "state", Key: "k", Body: cat("null")}})
+	if err != nil || bytes.HasPrefix(live, deletedHistPrefix) {
+		t.Fatalf("a row encodes as %s", live)
+	}
 }
