@@ -48,23 +48,22 @@ func (r *Replica) Pull(ctx context.Context, full bool) (*PullReport, error) {
 	r.pushMu.Lock()
 	defer r.pushMu.Unlock()
 	var before chain.Stats
-	if r.opt.Client != nil {
-		before = r.opt.Client.Stats()
+	c, err := r.connect(ctx)
+	if err != nil {
+		r.status.notePull(nil, err)
+		return nil, err
 	}
-	rep, err := r.pull(ctx, full)
-	if rep != nil && r.opt.Client != nil {
-		after := r.opt.Client.Stats()
+	before = c.Stats()
+	rep, err := r.pull(ctx, c, full)
+	if rep != nil {
+		after := c.Stats()
 		rep.RPCCalls, rep.Retries = after.Calls-before.Calls, after.Retries-before.Retries
 	}
 	r.status.notePull(rep, err)
 	return rep, err
 }
 
-func (r *Replica) pull(ctx context.Context, full bool) (*PullReport, error) {
-	c := r.opt.Client
-	if c == nil {
-		return nil, ErrOffline
-	}
+func (r *Replica) pull(ctx context.Context, c *chain.Client, full bool) (*PullReport, error) {
 	if err := r.recoverPending(ctx); err != nil {
 		return nil, err
 	}
@@ -131,7 +130,7 @@ func (r *Replica) checkFresh(head Head) error {
 // fetches their blobs in batches. It stops at the mirror (unless full), at the first epoch, or
 // (unless pastSnapshots) at the newest snapshot. The result is newest first.
 func (r *Replica) walk(ctx context.Context, head, mirror Head, full, pastSnapshots bool, rep *PullReport) ([]walked, error) {
-	c := r.opt.Client
+	c := r.Client()
 	var list []walked
 	fetched := 0 // list[:fetched] have blobs
 	block, seq := head.Block, head.Seq
@@ -197,7 +196,7 @@ func (r *Replica) fetch(ctx context.Context, list []walked, from int, rep *PullR
 		idx = append(idx, i)
 	}
 	if len(need) > 0 {
-		blobs, err := r.opt.Client.FetchBlobs(ctx, need)
+		blobs, err := r.Client().FetchBlobs(ctx, need)
 		if err != nil {
 			return -1, err
 		}

@@ -128,11 +128,12 @@ func (r *Replica) hold(row seal.Row, reason string) error {
 
 func (r *Replica) push(ctx context.Context, opt PushOptions) (*PushReport, error) {
 	rep := &PushReport{DryRun: opt.DryRun}
-	c := r.opt.Client
-	if c == nil && !opt.DryRun {
-		return rep, ErrOffline
-	}
+	var c *chain.Client
 	if !opt.DryRun {
+		var err error
+		if c, err = r.connect(ctx); err != nil {
+			return rep, err
+		}
 		if err := r.recoverPending(ctx); err != nil {
 			return rep, err
 		}
@@ -298,7 +299,7 @@ func removeRow(rows []seal.Row, id string) []seal.Row {
 
 // sendEpoch seals p, journals it, sends it, waits for it and applies it as this machine's own.
 func (r *Replica) sendEpoch(ctx context.Context, p *seal.Plaintext, head Head) (*EpochReceipt, Head, error) {
-	c := r.opt.Client
+	c := r.Client()
 	var prevBucket int
 	if err := r.getState(kBucket, &prevBucket); err != nil {
 		return nil, head, err
@@ -425,7 +426,7 @@ func (r *Replica) recoverPending(ctx context.Context) error {
 	if err != nil || len(pend) == 0 {
 		return err
 	}
-	c := r.opt.Client
+	c := r.Client()
 	for _, p := range pend {
 		mirror, err := r.MirrorHead()
 		if err != nil {

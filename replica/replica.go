@@ -1,11 +1,13 @@
 package replica
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"errors"
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -44,6 +46,9 @@ type Options struct {
 	Vault         *VaultConfig
 	DEK           [32]byte
 	Client        *chain.Client     // nil: offline, local reads and writes only
+	// Connect dials the chain while the replica has no client; each poll, flush and pull
+	// tries it again, so a mount started offline comes online. nil: stay as Client says.
+	Connect       func(ctx context.Context) (*chain.Client, error)
 	SessionKey    *ecdsa.PrivateKey // sends push; nil: cannot push
 	Confirmations uint64            // default 2
 	Logf          func(format string, args ...any)
@@ -57,6 +62,8 @@ type Replica struct {
 	vault  *VaultConfig
 	cache  *EpochCache
 	pushMu sync.Mutex // one push or pull at a time
+	client atomic.Pointer[chain.Client]
+	dialMu sync.Mutex
 	status statusState
 	worker *worker
 }
@@ -82,6 +89,7 @@ func Open(opt Options) (*Replica, error) {
 	}
 	r := &Replica{Store: st, opt: opt, vault: opt.Vault, cache: newEpochCache(opt.Home, opt.Vault.Space16())}
 	r.status.started = time.Now()
+	r.client.Store(opt.Client)
 	if opt.DEK != ([32]byte{}) {
 		if _, err := r.RebuildFromCache(); err != nil {
 			r.warnf("%v; a pull will fetch from the chain instead", err)
@@ -94,7 +102,29 @@ func Open(opt Options) (*Replica, error) {
 func (r *Replica) Vault() *VaultConfig { return r.vault }
 
 // Client is the chain client, nil when offline.
-func (r *Replica) Client() *chain.Client { return r.opt.Client }
+func (r *Replica) Client() *chain.Client { return r.client.Load() }
+
+// connect returns the chain client, dialing it first when there is none yet.
+func (r *Replica) connect(ctx context.Context) (*chain.Client, error) {
+	if c := r.client.Load(); c != nil || r.opt.Connect == nil {
+		if c == nil {
+			return nil, ErrOffline
+		}
+		return c, nil
+	}
+	r.dialMu.Lock()
+	defer r.dialMu.Unlock()
+	if c := r.client.Load(); c != nil {
+		return c, nil
+	}
+	c, err := r.opt.Connect(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrOffline, err)
+	}
+	r.client.Store(c)
+	r.logf("connected to the chain")
+	return c, nil
+}
 
 func (r *Replica) epochContext(seq uint64, prev [32]byte) seal.EpochContext {
 	return seal.EpochContext{ChainID: r.vault.ChainID, Owner: r.vault.Owner, Space: r.vault.Space, Seq: seq, Prev: prev}

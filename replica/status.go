@@ -146,7 +146,7 @@ func (r *Replica) Status() (*Status, error) {
 	st.LastPoll = stamp(r.status.lastPoll)
 	if !r.status.offlineSince.IsZero() {
 		st.Offline = "offline since " + stamp(r.status.offlineSince) + ": " + r.status.offlineWhy
-	} else if r.opt.Client == nil {
+	} else if r.Client() == nil {
 		st.Offline = "offline: no chain connection"
 	}
 	r.status.mu.Unlock()

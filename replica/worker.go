@@ -89,9 +89,10 @@ func (r *Replica) Flush(ctx context.Context) error {
 
 // poll reads the head and pulls when it moved.
 func (r *Replica) poll(ctx context.Context) error {
-	c := r.opt.Client
-	if c == nil {
-		return ErrOffline
+	c, err := r.connect(ctx)
+	if err != nil {
+		r.status.notePoll(err)
+		return err
 	}
 	head, err := c.Head(ctx, r.vault.Owner, r.vault.Space)
 	r.status.notePoll(err)
@@ -144,7 +145,7 @@ func (r *Replica) StopWorker(ctx context.Context) error {
 	}
 	w.once.Do(func() { close(w.stop) })
 	<-w.done
-	if r.opt.Client == nil {
+	if r.Client() == nil {
 		return nil
 	}
 	st, err := r.Status()

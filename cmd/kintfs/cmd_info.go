@@ -58,7 +58,7 @@ func runStatus(ctx context.Context, args []string) error {
 		return err
 	}
 	defer e.Close()
-	if e.client != nil {
+	if e.client() != nil {
 		_ = e.rep.Control(ctx, "refresh") // best effort: status still answers offline
 	}
 	st, err := e.rep.Status()

@@ -118,20 +118,20 @@ func runMount(ctx context.Context, args []string) error {
 			return reportReady(err)
 		}
 	}
-	e, err := openVault(ctx, openOptions{dek: true, logf: replicaLog})
+	e, err := openVault(ctx, openOptions{dek: true, redial: true, logf: replicaLog})
 	if err != nil {
 		return reportReady(err)
 	}
 	defer e.Close()
-	if e.client == nil {
-		say("offline: cannot reach %s; serving the local replica, changes stay staged", e.vault.RPC)
+	if e.client() == nil {
+		say("offline: cannot reach %s; serving the local replica, changes stay staged; trying again at each poll", e.vault.RPC)
 	}
 	e.rep.StartWorker(replica.WorkerOptions{
 		Quiet:       envDuration("KINT_QUIET_SECONDS", 300*time.Second),
 		SizeTrigger: envInt("KINT_SIZE_TRIGGER_BYTES", 32768),
 		Poll:        mountOpts.poll,
 	})
-	if e.client != nil {
+	if e.client() != nil {
 		go func() { // catch up with other machines without holding up the mount
 			if err := e.rep.Control(context.Background(), "refresh"); err != nil {
 				say("initial pull: %v", err)

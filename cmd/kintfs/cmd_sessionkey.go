@@ -73,11 +73,11 @@ func runSessionKey(ctx context.Context, args []string) error {
 		return err
 	}
 	defer e.Close()
-	bal, err := e.client.Balance(ctx, addr)
+	bal, err := e.client().Balance(ctx, addr)
 	if err != nil {
 		return err
 	}
-	exp, err := e.client.SessionKeyExpiry(ctx, e.vault.Owner, addr)
+	exp, err := e.client().SessionKeyExpiry(ctx, e.vault.Owner, addr)
 	if err != nil {
 		return err
 	}
@@ -105,7 +105,7 @@ func runAuthorize(ctx context.Context, args []string) error {
 	switch {
 	case authOpts.printDigest:
 		deadline := big.NewInt(time.Now().Add(time.Hour).Unix())
-		d, nonce, err := e.client.AuthorizationDigest(ctx, e.vault.Owner, addr, expiry, deadline)
+		d, nonce, err := e.client().AuthorizationDigest(ctx, e.vault.Owner, addr, expiry, deadline)
 		if err != nil {
 			return err
 		}
@@ -124,7 +124,7 @@ func runAuthorize(ctx context.Context, args []string) error {
 		if authOpts.deadline == 0 {
 			return usagef("--deadline is the one the digest was printed with")
 		}
-		if _, err := e.client.SetSessionKeyBySig(ctx, key, e.vault.Owner, addr, expiry, big.NewInt(authOpts.deadline), sig); err != nil {
+		if _, err := e.client().SetSessionKeyBySig(ctx, key, e.vault.Owner, addr, expiry, big.NewInt(authOpts.deadline), sig); err != nil {
 			return err
 		}
 	default:
@@ -139,7 +139,7 @@ func runAuthorize(ctx context.Context, args []string) error {
 		if crypto.PubkeyToAddress(owner.PublicKey) != e.vault.Owner {
 			return usagef("KINT_OWNER_KEY is not the key of the vault's owner %s", e.vault.Owner.Hex())
 		}
-		if _, err := e.client.SetSessionKey(ctx, owner, addr, expiry); err != nil {
+		if _, err := e.client().SetSessionKey(ctx, owner, addr, expiry); err != nil {
 			return err
 		}
 	}

@@ -23,7 +23,6 @@ import (
 type vaultEnv struct {
 	home   replica.Home
 	vault  *replica.VaultConfig
-	client *chain.Client
 	rep    *replica.Replica
 	shared bool // the mount's own: closed by the mount
 }
@@ -34,15 +33,19 @@ func (e *vaultEnv) Close() {
 	}
 	if e.rep != nil {
 		e.rep.Close()
-	}
-	if e.client != nil {
-		e.client.Close()
+		if c := e.rep.Client(); c != nil {
+			c.Close()
+		}
 	}
 }
+
+// client is the vault's chain client; nil when offline.
+func (e *vaultEnv) client() *chain.Client { return e.rep.Client() }
 
 // openOptions say what a command needs.
 type openOptions struct {
 	chain   bool // fail when the RPC cannot be reached (else run offline)
+	redial  bool // when offline, dial again at each poll, flush and pull (the mount)
 	dek     bool // the data key must be unlocked
 	logf    func(string, ...any)
 	verbose bool
@@ -51,7 +54,7 @@ type openOptions struct {
 // openVault opens the vault this KINT_HOME is connected to.
 func openVault(ctx context.Context, o openOptions) (*vaultEnv, error) {
 	if e := ioOf(ctx).env; e != nil {
-		return &vaultEnv{home: e.home, vault: e.vault, client: e.client, rep: e.rep, shared: true}, nil
+		return &vaultEnv{home: e.home, vault: e.vault, rep: e.rep, shared: true}, nil
 	}
 	home, err := replica.DefaultHome()
 	if err != nil {
@@ -63,14 +66,16 @@ func openVault(ctx context.Context, o openOptions) (*vaultEnv, error) {
 	}
 	applyEnvOverrides(v)
 	e := &vaultEnv{home: home, vault: v}
-	if c, err := dialChain(ctx, v.RPC, v.Contract); err == nil {
-		if c.ChainID() != v.ChainID {
-			c.Close()
-			return nil, fmt.Errorf("the RPC %s serves chain %d, but the vault lives on chain %d", v.RPC, c.ChainID(), v.ChainID)
-		}
-		e.client = c
-	} else if o.chain {
+	client, err := dialVaultChain(ctx, v)
+	if errors.Is(err, errWrongChain) {
+		return nil, err
+	}
+	if err != nil && o.chain {
 		return nil, fmt.Errorf("%w: %v", replica.ErrOffline, err)
+	}
+	var connect func(context.Context) (*chain.Client, error)
+	if o.redial {
+		connect = func(ctx context.Context) (*chain.Client, error) { return dialVaultChain(ctx, v) }
 	}
 	dek, err := home.LoadDEK(v.Space)
 	if err != nil && o.dek {
@@ -86,7 +91,7 @@ func openVault(ctx context.Context, o openOptions) (*vaultEnv, error) {
 	if term.IsTerminal(int(os.Stderr.Fd())) {
 		progress = os.Stderr
 	}
-	e.rep, err = replica.Open(replica.Options{Home: home, Vault: v, DEK: dek, Client: e.client, SessionKey: key,
+	e.rep, err = replica.Open(replica.Options{Home: home, Vault: v, DEK: dek, Client: client, Connect: connect, SessionKey: key,
 		Confirmations: confirmations(), Logf: logf, Progress: progress})
 	if err != nil {
 		e.Close()
@@ -102,6 +107,21 @@ func applyEnvOverrides(v *replica.VaultConfig) {
 	if c := os.Getenv("KINT_CONTRACT"); common.IsHexAddress(c) {
 		v.Contract = common.HexToAddress(c)
 	}
+}
+
+var errWrongChain = errors.New("the RPC serves another chain")
+
+// dialVaultChain dials the vault's RPC and checks that it serves the vault's chain.
+func dialVaultChain(ctx context.Context, v *replica.VaultConfig) (*chain.Client, error) {
+	c, err := dialChain(ctx, v.RPC, v.Contract)
+	if err != nil {
+		return nil, err
+	}
+	if c.ChainID() != v.ChainID {
+		c.Close()
+		return nil, fmt.Errorf("%w: %s serves chain %d, but the vault lives on chain %d", errWrongChain, v.RPC, c.ChainID(), v.ChainID)
+	}
+	return c, nil
 }
 
 func dialChain(ctx context.Context, rpc string, contract common.Address) (*chain.Client, error) {
