@@ -48,6 +48,7 @@ const (
 	defaultBackoff      = 200 * time.Millisecond
 	defaultPollInterval = 500 * time.Millisecond
 	maxBackoff          = 10 * time.Second
+	dialRetries         = 3 // about 1.4 s of backoff before a dial gives up
 	// blobBatchSize bounds one eth_getTransactionByHash batch (a push carries up to ~100 KB).
 	blobBatchSize = 16
 )
@@ -126,8 +127,10 @@ func Dial(ctx context.Context, rpcURL string, contract common.Address, opt Optio
 		contract: contract,
 		opt:      opt.withDefaults(),
 	}
+	// A dial is a probe, retried briefly: an unreachable RPC means offline, and a mount
+	// dials again at its next poll.
 	var id *big.Int
-	err = c.do(ctx, func(ctx context.Context) (err error) {
+	err = c.doRetrying(ctx, min(c.opt.Retries, dialRetries), func(ctx context.Context) (err error) {
 		id, err = c.eth.ChainID(ctx)
 		return err
 	}, "eth_chainId")
@@ -164,6 +167,11 @@ func (c *Client) Stats() Stats {
 // do runs one logical RPC round trip (fn) under a per-attempt timeout, retrying
 // transport failures with exponential backoff.
 func (c *Client) do(ctx context.Context, fn func(ctx context.Context) error, methods ...string) error {
+	return c.doRetrying(ctx, c.opt.Retries, fn, methods...)
+}
+
+// doRetrying is do with its own bound on retries.
+func (c *Client) doRetrying(ctx context.Context, retries int, fn func(ctx context.Context) error, methods ...string) error {
 	c.stats.record(methods...)
 	delay := c.opt.Backoff
 	for attempt := 0; ; attempt++ {
@@ -174,7 +182,7 @@ func (c *Client) do(ctx context.Context, fn func(ctx context.Context) error, met
 		if err == nil {
 			return nil
 		}
-		if ctx.Err() != nil || attempt >= c.opt.Retries || !(attemptTimedOut || retryable(err)) {
+		if ctx.Err() != nil || attempt >= retries || !(attemptTimedOut || retryable(err)) {
 			return err
 		}
 		c.stats.retries.Add(1)

@@ -42,10 +42,10 @@ func LyingRPC(err error) bool {
 
 // Options configure a replica.
 type Options struct {
-	Home          Home
-	Vault         *VaultConfig
-	DEK           [32]byte
-	Client        *chain.Client     // nil: offline, local reads and writes only
+	Home   Home
+	Vault  *VaultConfig
+	DEK    [32]byte
+	Client *chain.Client // nil: offline, local reads and writes only
 	// Connect dials the chain while the replica has no client; each poll, flush and pull
 	// tries it again, so a mount started offline comes online. nil: stay as Client says.
 	Connect       func(ctx context.Context) (*chain.Client, error)
@@ -64,8 +64,11 @@ type Replica struct {
 	pushMu sync.Mutex // one push or pull at a time
 	client atomic.Pointer[chain.Client]
 	dialMu sync.Mutex
-	status statusState
-	worker *worker
+	// The last failed dial: a ctl command right after it answers at once.
+	lastDial time.Time
+	dialErr  error
+	status   statusState
+	worker   *worker
 }
 
 // Open opens the replica of the vault in opt.Home.
@@ -104,6 +107,9 @@ func (r *Replica) Vault() *VaultConfig { return r.vault }
 // Client is the chain client, nil when offline.
 func (r *Replica) Client() *chain.Client { return r.client.Load() }
 
+// redialGap is the least time between two dials while offline.
+const redialGap = 5 * time.Second
+
 // connect returns the chain client, dialing it first when there is none yet.
 func (r *Replica) connect(ctx context.Context) (*chain.Client, error) {
 	if c := r.client.Load(); c != nil || r.opt.Connect == nil {
@@ -117,8 +123,12 @@ func (r *Replica) connect(ctx context.Context) (*chain.Client, error) {
 	if c := r.client.Load(); c != nil {
 		return c, nil
 	}
+	if time.Since(r.lastDial) < redialGap {
+		return nil, fmt.Errorf("%w: %v", ErrOffline, r.dialErr)
+	}
 	c, err := r.opt.Connect(ctx)
 	if err != nil {
+		r.lastDial, r.dialErr = time.Now(), err
 		return nil, fmt.Errorf("%w: %v", ErrOffline, err)
 	}
 	r.client.Store(c)
