@@ -39,14 +39,7 @@ func modelListing(state map[string]seal.Row, tier string, category *string) stri
 }
 
 func sortedNames(ds []Dirent) string {
-	var out []string
-	for _, d := range ds {
-		n := d.Name
-		if d.Dir {
-			n += "/"
-		}
-		out = append(out, n)
-	}
+	out := strings.Split(names(ds), ",")
 	sort.Strings(out)
 	return strings.Join(out, ",")
 }
