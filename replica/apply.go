@@ -238,13 +238,12 @@ func (s *Store) settle(txn *badger.Txn, apply *[]func(), id string, k Key, m *mi
 	case found && !st.Del:
 		var a *Anchor
 		if m != nil {
-			aa := m.Anchor
-			a = &aa
+			a = s.sharedAnchor(m.Anchor)
 		}
 		n = nodeFromStaged(&st, a)
 	case found && st.Del:
 	case m != nil:
-		n = nodeFromMirror(m)
+		n = s.nodeFromMirror(m)
 	}
 	if n != nil {
 		ino, err := s.t.ino(txn, inoName(n.key))

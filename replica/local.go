@@ -29,43 +29,86 @@ type Store struct {
 	subs        []func([]Key)
 	now         func() time.Time
 	histInos    historyInos
-	leaves      leafSet // the mirror's leaves in canonical-id order; guarded by t.mu
-	onStage     func()  // told after a commit that staged something
-	stagedNow   bool    // a staged record changed in this update; guarded by t.mu
+	leaves      leafSet            // the mirror's leaves in canonical-id order; guarded by t.mu
+	anchors     map[uint64]*Anchor // by seq, for sharedAnchor; guarded by t.mu
+	release     *releaser
+	gcStop      chan struct{} // closed by Close: the value log collector stops
+	gcDone      chan struct{}
+	closeOnce   sync.Once
+	onStage     func() // told after a commit that staged something
+	stagedNow   bool   // a staged record changed in this update; guarded by t.mu
 }
 
 // OpenStore opens the state database in dir and loads the live tree.
 func OpenStore(dir string) (*Store, error) {
+	release := startReleaser(dir)
 	db, err := openBadger(dir)
 	if err != nil {
+		release.Stop()
 		return nil, err
 	}
 	if err := migrate(db); err != nil {
+		release.Stop()
 		db.Close()
 		return nil, fmt.Errorf("upgrade state database: %w", err)
 	}
-	s := &Store{db: db, t: newTree(), StagingCap: DefaultStagingCap, now: time.Now}
+	s := &Store{db: db, t: newTree(), anchors: map[uint64]*Anchor{}, release: release, StagingCap: DefaultStagingCap, now: time.Now}
 	if err := s.load(); err != nil {
+		release.Stop()
 		db.Close()
 		return nil, fmt.Errorf("load state: %w", err)
 	}
+	s.gcStop, s.gcDone = make(chan struct{}), make(chan struct{})
+	go s.collectValueLogEvery(valueLogGCEvery)
 	return s, nil
 }
 
+// collectValueLogEvery runs collectValueLog every period until Close.
+func (s *Store) collectValueLogEvery(period time.Duration) {
+	defer close(s.gcDone)
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.gcStop:
+			return
+		case <-t.C:
+			collectValueLog(s.db)
+		}
+	}
+}
+
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.gcStop)
+		<-s.gcDone
+		s.release.Stop()
+	})
+	return s.db.Close()
+}
 
 // DB is the badger database, for the replica's own use.
 func (s *Store) DB() *badger.DB { return s.db }
 
-func nodeFromMirror(m *mirrorRec) *node {
+func (s *Store) nodeFromMirror(m *mirrorRec) *node {
 	row := m.Row
-	n := &node{key: rowKey(&row), size: m.Size, mtime: fromNanos(m.Mtime), leaf: m.Leaf}
-	a := m.Anchor
-	n.anchor = &a
+	n := &node{key: rowKey(&row), size: m.Size, mtime: fromNanos(m.Mtime), leaf: m.Leaf, anchor: s.sharedAnchor(m.Anchor)}
 	row.Body = nil
 	n.row = row
 	return n
+}
+
+// sharedAnchor is a, one copy for every node the same epoch anchored (nodes never change an
+// anchor in place): a vault's rows share a few thousand anchors, not one each. Callers hold
+// t.mu for writing, or are loading.
+func (s *Store) sharedAnchor(a Anchor) *Anchor {
+	if p, ok := s.anchors[a.Seq]; ok && *p == a {
+		return p
+	}
+	p := &a
+	s.anchors[a.Seq] = p
+	return p
 }
 
 func nodeFromStaged(r *stagedRec, anchor *Anchor) *node {
@@ -111,7 +154,7 @@ func (s *Store) load() error {
 				return fmt.Errorf("mirror row %q: %w", k, err)
 			}
 			id := string(k[len(pMirror):])
-			n := nodeFromMirror(&m)
+			n := s.nodeFromMirror(&m)
 			n.ino = t.inos[inoName(n.key)]
 			anchors[id] = n.anchor
 			s.leaves.add(id, m.Leaf)
@@ -226,14 +269,13 @@ func (s *Store) stagePut(txn *badger.Txn, apply *[]func(), row seal.Row, mtime t
 		if err := txn.Delete([]byte(pStaged + id)); err != nil {
 			return nil, err
 		}
-		n = nodeFromMirror(&m)
+		n = s.nodeFromMirror(&m)
 	} else {
 		rec := stagedRec{Row: row, Mtime: nanos(mtime), Held: heldReason(&row), At: nanos(s.now())}
 		var anchor *Anchor
 		if inMirror {
 			rec.Base = m.Leaf
-			a := m.Anchor
-			anchor = &a
+			anchor = s.sharedAnchor(m.Anchor)
 		}
 		if s.stagedBytes-oldStaged+contentSize(&row) > s.StagingCap {
 			return nil, fmt.Errorf("%w: %d bytes staged, cap %d", ErrStagingFull, s.stagedBytes, s.StagingCap)

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
 )
 
 // Badger key prefixes. Canonical ids contain NUL bytes, which sort below every printable byte,
@@ -31,13 +33,32 @@ const (
 	kFormat   = "x/format"    // the layout of the database, storeFormat
 )
 
+// valueThreshold is the size from which badger keeps a value in its value log; a mirror
+// record (a row without its body) stays below it.
+const valueThreshold = 512
+
+// valueLogGCEvery is how often the value log is rewritten to drop the bodies of versions
+// replaced since.
+const valueLogGCEvery = 10 * time.Minute
+
 // storeFormat is the layout this code writes. 1 (no kFormat key) kept each mirror row's body
 // inside its record; 2 keeps it under pBody.
 const storeFormat = 2
 
 // openBadger opens (or creates) the badger database in dir with settings sized for a mount:
-// every commit is synced, and caches are kept small so a large vault stays within its memory
-// budget.
+// every commit is synced, and a large vault stays within its memory budget.
+//
+// Values of valueThreshold bytes or more (bodies, history versions) go to the value log, so
+// the tables hold keys and the small mirror records: memtables fill slowly, and flushing or
+// compacting them builds small tables. Badger builds a table whole in memory and keeps the
+// buffers of up to eight builders for reuse, so small tables are what bounds that memory.
+// Tables are not compressed: a read then takes its block straight from the mapped file,
+// where a compressed table allocates a decompressed copy of the block on every miss of a
+// block cache. With nothing to decompress no block cache is needed, and without an index
+// cache the table indexes stay in the mapped files too.
+//
+// A transaction (one applied epoch) may hold 15% of a memtable, counting a value in the log
+// as its pointer: 1.2 MB of keys and small values.
 func openBadger(dir string) (*badger.DB, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create %s: %w", dir, err)
@@ -45,10 +66,13 @@ func openBadger(dir string) (*badger.DB, error) {
 	opts := badger.DefaultOptions(dir).
 		WithLogger(nil).
 		WithSyncWrites(true).
-		WithMemTableSize(16 << 20).
+		WithCompression(options.None).
+		WithMemTableSize(8 << 20).
+		WithBaseTableSize(1 << 20).
+		WithValueThreshold(valueThreshold).
 		WithNumMemtables(2).
-		WithBlockCacheSize(16 << 20).
-		WithIndexCacheSize(8 << 20).
+		WithBlockCacheSize(0).
+		WithIndexCacheSize(0).
 		WithValueLogFileSize(64 << 20).
 		WithNumCompactors(2).
 		WithDetectConflicts(false)
@@ -57,6 +81,12 @@ func openBadger(dir string) (*badger.DB, error) {
 		return nil, fmt.Errorf("open state database %s: %w", dir, err)
 	}
 	return db, nil
+}
+
+// collectValueLog rewrites the value log files that are mostly replaced values, until none is.
+func collectValueLog(db *badger.DB) {
+	for db.RunValueLogGC(0.5) == nil {
+	}
 }
 
 func be64(n uint64) []byte {

@@ -39,6 +39,17 @@ func MerkleRoot(leaves [][32]byte) [32]byte {
 type MerkleBuilder struct {
 	// stack holds the roots of complete subtrees, largest first; heights strictly decrease.
 	stack []merkleNode
+	kh    crypto.KeccakState // reused: a state of a hundred thousand rows hashes as many pairs
+	buf   [64]byte
+}
+
+func (b *MerkleBuilder) pair(left, right *[32]byte) [32]byte {
+	if b.kh == nil {
+		b.kh = crypto.NewKeccakState()
+	}
+	copy(b.buf[:32], left[:])
+	copy(b.buf[32:], right[:])
+	return crypto.HashData(b.kh, b.buf[:])
 }
 
 type merkleNode struct {
@@ -52,7 +63,7 @@ func (b *MerkleBuilder) Add(leaf [32]byte) {
 	for len(b.stack) > 0 && b.stack[len(b.stack)-1].height == n.height {
 		top := b.stack[len(b.stack)-1]
 		b.stack = b.stack[:len(b.stack)-1]
-		n = merkleNode{hash: hashPair(&top.hash, &n.hash), height: n.height + 1}
+		n = merkleNode{hash: b.pair(&top.hash, &n.hash), height: n.height + 1}
 	}
 	b.stack = append(b.stack, n)
 }
@@ -65,7 +76,7 @@ func (b *MerkleBuilder) Root() [32]byte {
 	}
 	acc := b.stack[len(b.stack)-1].hash
 	for i := len(b.stack) - 2; i >= 0; i-- {
-		acc = hashPair(&b.stack[i].hash, &acc)
+		acc = b.pair(&b.stack[i].hash, &acc)
 	}
 	return acc
 }

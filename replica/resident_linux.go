@@ -1,0 +1,130 @@
+package replica
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Badger maps its tables and logs into memory, and every page of them this process has read
+// or written stays in its resident set until the kernel runs short: after a mount has read
+// every file once, its resident size holds the whole database. The releaser hands those pages
+// back, with MADV_PAGEOUT, whenever the mapped pages resident have grown by releaseSlack
+// since it last did: clean pages leave the page cache and are read again from disk when next
+// needed. Nothing is lost whatever a range holds (dirty pages are kept, and anonymous memory
+// without swap cannot be paged out), so a mapping that goes away between the read of
+// /proc/self/maps and the call is harmless.
+const (
+	releaseCheck = 100 * time.Millisecond
+	releaseSlack = 16 << 20
+)
+
+const madvPageout = 21 // MADV_PAGEOUT, Linux 5.4
+
+type releaser struct {
+	stop chan struct{}
+	done chan struct{}
+	once sync.Once
+}
+
+// startReleaser starts releasing the pages of the files mapped from dir.
+func startReleaser(dir string) *releaser {
+	r := &releaser{stop: make(chan struct{}), done: make(chan struct{})}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	go func() {
+		defer close(r.done)
+		t := time.NewTicker(releaseCheck)
+		defer t.Stop()
+		floor := int64(0) // mapped bytes resident after the last release
+		for {
+			select {
+			case <-r.stop:
+				return
+			case <-t.C:
+			}
+			if mapped := residentMapped(); mapped >= 0 && mapped < floor+releaseSlack {
+				continue
+			}
+			if !releaseMapped(dir) {
+				return // the kernel has no MADV_PAGEOUT
+			}
+			floor = residentMapped()
+		}
+	}()
+	return r
+}
+
+// Stop stops the releaser and waits for it.
+func (r *releaser) Stop() {
+	r.once.Do(func() { close(r.stop) })
+	<-r.done
+}
+
+// releaseMapped pages out every mapping of a file under dir; it returns false when the kernel
+// refuses MADV_PAGEOUT.
+func releaseMapped(dir string) bool {
+	maps, err := os.Open("/proc/self/maps")
+	if err != nil {
+		return true
+	}
+	defer maps.Close()
+	prefix := []byte(dir + "/")
+	sc := bufio.NewScanner(maps)
+	for sc.Scan() {
+		// start-end perms offset dev inode path: the path is all from the first '/' on
+		line := sc.Bytes()
+		slash := bytes.IndexByte(line, '/')
+		if slash < 0 || !bytes.HasPrefix(line[slash:], prefix) {
+			continue
+		}
+		addrs, _, _ := bytes.Cut(line, []byte(" "))
+		start, end, ok := addrRange(addrs)
+		if !ok {
+			continue
+		}
+		_, _, errno := syscall.Syscall(syscall.SYS_MADVISE, start, end-start, madvPageout)
+		if errno == syscall.EINVAL {
+			return false
+		}
+	}
+	return true
+}
+
+// residentMapped is the bytes of file-backed pages resident in this process (the binary's own
+// among them), or -1 when unknown.
+func residentMapped() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return -1
+	}
+	// size resident shared text lib data dt, in pages
+	f := bytes.Fields(b)
+	if len(f) < 3 {
+		return -1
+	}
+	shared, err := strconv.ParseInt(string(f[2]), 10, 64)
+	if err != nil {
+		return -1
+	}
+	return shared * int64(os.Getpagesize())
+}
+
+func addrRange(b []byte) (start, end uintptr, ok bool) {
+	lo, hi, found := bytes.Cut(b, []byte("-"))
+	if !found {
+		return 0, 0, false
+	}
+	s, err1 := strconv.ParseUint(string(lo), 16, 64)
+	e, err2 := strconv.ParseUint(string(hi), 16, 64)
+	if err1 != nil || err2 != nil || e <= s {
+		return 0, 0, false
+	}
+	return uintptr(s), uintptr(e), true
+}

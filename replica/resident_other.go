@@ -1,0 +1,10 @@
+//go:build !linux
+
+package replica
+
+// Elsewhere mapped pages are left to the kernel.
+type releaser struct{}
+
+func startReleaser(string) *releaser { return &releaser{} }
+
+func (r *releaser) Stop() {}
