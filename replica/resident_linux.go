@@ -20,8 +20,8 @@ import (
 // without swap cannot be paged out), so a mapping that goes away between the read of
 // /proc/self/maps and the call is harmless.
 const (
-	releaseCheck = 100 * time.Millisecond
-	releaseSlack = 16 << 20
+	releaseCheck = 50 * time.Millisecond
+	releaseSlack = 8 << 20
 )
 
 const madvPageout = 21 // MADV_PAGEOUT, Linux 5.4

@@ -198,7 +198,7 @@ func runMount(ctx context.Context, args []string) error {
 // heap of a mount is mostly the tree index (a few hundred bytes a row) and badger's buffers;
 // without a limit the collector lets garbage grow as large again before it runs, which a
 // mount of a hundred thousand rows would spend on nothing.
-const mountMemoryLimit = 200 << 20
+const mountMemoryLimit = 180 << 20
 
 // limitMemory sets mountMemoryLimit, unless GOMEMLIMIT already says otherwise.
 func limitMemory() {
