@@ -153,15 +153,17 @@ func runMount(ctx context.Context, args []string) error {
 		return reportReady(err)
 	}
 	defer ctl.Close()
+	// Caught before anyone hears the mount is ready: a SIGTERM right after READY=1 must
+	// flush and unmount, not kill.
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sig)
 	say("mounted %s (owner %s, tenant %q, chain %d)", dir, e.vault.Owner.Hex(), e.vault.Tenant, e.vault.ChainID)
 	_ = reportReady(nil)
 	sdNotify("READY=1")
 
 	unmounted := make(chan struct{})
 	go func() { m.Wait(); close(unmounted) }()
-	sig := make(chan os.Signal, 2)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sig)
 	for done := false; !done; {
 		select {
 		case s := <-sig:
