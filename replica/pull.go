@@ -47,13 +47,12 @@ type walked struct {
 func (r *Replica) Pull(ctx context.Context, full bool) (*PullReport, error) {
 	r.pushMu.Lock()
 	defer r.pushMu.Unlock()
-	var before chain.Stats
 	c, err := r.connect(ctx)
 	if err != nil {
 		r.status.notePull(nil, err)
 		return nil, err
 	}
-	before = c.Stats()
+	before := c.Stats()
 	rep, err := r.pull(ctx, c, full)
 	if rep != nil {
 		after := c.Stats()
