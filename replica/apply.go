@@ -130,8 +130,7 @@ func (s *Store) ApplyEpoch(info EpochInfo, p *seal.Plaintext, opt ApplyOptions) 
 				}
 			}
 			rowMtime := mtime
-			var st stagedRec
-			if found, err := getJSON(txn, pStaged+id, &st); err != nil {
+			if st, found, err := getStaged(txn, id); err != nil {
 				return err
 			} else if found && opt.Own && !st.Del && seal.Leaf(&st.Row) == next[id] {
 				rowMtime = fromNanos(st.Mtime)
@@ -187,8 +186,7 @@ func (s *Store) ApplyEpoch(info EpochInfo, p *seal.Plaintext, opt ApplyOptions) 
 // settle brings the live tree in line after the mirror row id changed to m (nil: deleted),
 // reconciling a staged change to the same row.
 func (s *Store) settle(txn *badger.Txn, apply *[]func(), id string, k Key, m *mirrorRec, info EpochInfo, opt ApplyOptions) ([]Key, []Conflict, error) {
-	var st stagedRec
-	found, err := getJSON(txn, pStaged+id, &st)
+	st, found, err := getStaged(txn, id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -202,7 +200,7 @@ func (s *Store) settle(txn *badger.Txn, apply *[]func(), id string, k Key, m *mi
 		same := (st.Del && m == nil) || (!st.Del && m != nil && seal.Leaf(&st.Row) == m.Leaf)
 		switch {
 		case same:
-			if err := txn.Delete([]byte(pStaged + id)); err != nil {
+			if err := delStaged(txn, id); err != nil {
 				return nil, nil, err
 			}
 			found = false
@@ -210,7 +208,7 @@ func (s *Store) settle(txn *badger.Txn, apply *[]func(), id string, k Key, m *mi
 			// changed again after sealing, or the chain did not touch what it was based on:
 			// the staged change rebases on the new mirror
 			st.Base = chainLeaf
-			if err := setJSON(txn, pStaged+id, &st); err != nil {
+			if err := putStaged(txn, id, &st); err != nil {
 				return nil, nil, err
 			}
 		default:
@@ -226,7 +224,7 @@ func (s *Store) settle(txn *badger.Txn, apply *[]func(), id string, k Key, m *mi
 				c.Copy = local.Key
 				changed = append(changed, local)
 			}
-			if err := txn.Delete([]byte(pStaged + id)); err != nil {
+			if err := delStaged(txn, id); err != nil {
 				return nil, nil, err
 			}
 			conflicts = append(conflicts, c)

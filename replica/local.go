@@ -164,11 +164,7 @@ func (s *Store) load() error {
 		if err != nil {
 			return err
 		}
-		err = scanPrefix(txn, pStaged, func(k, v []byte) error {
-			var r stagedRec
-			if err := json.Unmarshal(v, &r); err != nil {
-				return fmt.Errorf("staged row %q: %w", k, err)
-			}
+		err = scanStaged(txn, true, func(id string, r *stagedRec) error {
 			key := rowKey(&r.Row)
 			if r.Del {
 				t.remove(key)
@@ -177,7 +173,7 @@ func (s *Store) load() error {
 			if old := t.get(key); old != nil {
 				t.remove(key) // a null and an empty category share an id but not a directory
 			}
-			n := nodeFromStaged(&r, anchors[string(k[len(pStaged):])])
+			n := nodeFromStaged(r, anchors[id])
 			n.ino = t.inos[inoName(n.key)]
 			t.put(n)
 			s.stagedBytes += n.size
@@ -189,9 +185,17 @@ func (s *Store) load() error {
 		err = scanPrefix(txn, pLocal, func(k, v []byte) error {
 			var l localRec
 			if err := json.Unmarshal(v, &l); err != nil {
-				return fmt.Errorf("local file %q: %w", k, err)
+				return fmt.Errorf("local file %q: %w", k, errUndecodable)
 			}
-			t.put(&node{key: l.Key, size: int64(len(l.Body)), mtime: fromNanos(l.Mtime),
+			size := int64(len(l.Body))
+			if l.RawBody {
+				item, err := txn.Get([]byte(pLocalBody + string(k[len(pLocal):])))
+				if err != nil {
+					return fmt.Errorf("local file %s: its content: %w", keyString(l.Key), err)
+				}
+				size = item.ValueSize()
+			}
+			t.put(&node{key: l.Key, size: size, mtime: fromNanos(l.Mtime),
 				ino: t.inos[inoName(l.Key)], row: seal.Row{Tier: l.Key.Tier, Key: l.Key.Key, Category: l.Key.Category}})
 			return nil
 		})
@@ -266,7 +270,7 @@ func (s *Store) stagePut(txn *badger.Txn, apply *[]func(), row seal.Row, mtime t
 	leaf := common.Hash(seal.Leaf(&row))
 	var n *node
 	if inMirror && leaf == m.Leaf && eqStrp(m.Row.Category, row.Category) {
-		if err := txn.Delete([]byte(pStaged + id)); err != nil {
+		if err := delStaged(txn, id); err != nil {
 			return nil, err
 		}
 		n = s.nodeFromMirror(&m)
@@ -280,7 +284,7 @@ func (s *Store) stagePut(txn *badger.Txn, apply *[]func(), row seal.Row, mtime t
 		if s.stagedBytes-oldStaged+contentSize(&row) > s.StagingCap {
 			return nil, fmt.Errorf("%w: %d bytes staged, cap %d", ErrStagingFull, s.stagedBytes, s.StagingCap)
 		}
-		if err := setJSON(txn, pStaged+id, &rec); err != nil {
+		if err := putStaged(txn, id, &rec); err != nil {
 			return nil, err
 		}
 		n = nodeFromStaged(&rec, anchor)
@@ -310,10 +314,10 @@ func (s *Store) stageDelete(txn *badger.Txn, apply *[]func(), k Key) error {
 	}
 	if inMirror {
 		rec := stagedRec{Del: true, Row: m.Row, Base: m.Leaf, Mtime: nanos(s.now()), At: nanos(s.now())}
-		if err := setJSON(txn, pStaged+id, &rec); err != nil {
+		if err := putStaged(txn, id, &rec); err != nil {
 			return err
 		}
-	} else if err := txn.Delete([]byte(pStaged + id)); err != nil {
+	} else if err := delStaged(txn, id); err != nil {
 		return err
 	}
 	*apply = append(*apply, func() {
@@ -332,7 +336,7 @@ func (s *Store) putLocal(txn *badger.Txn, apply *[]func(), k Key, body []byte, m
 		return nil, err
 	}
 	rec := localRec{Key: k, Body: body, Mtime: nanos(mtime)}
-	if err := setJSON(txn, pLocal+localID(k), &rec); err != nil {
+	if err := putLocalRec(txn, localID(k), &rec); err != nil {
 		return nil, err
 	}
 	n := &node{key: k, size: int64(len(body)), mtime: mtime, ino: ino,
@@ -344,8 +348,7 @@ func (s *Store) putLocal(txn *badger.Txn, apply *[]func(), k Key, body []byte, m
 // readContent reads the content of the live node n inside txn.
 func (s *Store) readContent(txn *badger.Txn, n *node) ([]byte, error) {
 	if n.key.Local {
-		var l localRec
-		found, err := getJSON(txn, pLocal+localID(n.key), &l)
+		l, found, err := getLocalRec(txn, localID(n.key))
 		if err != nil || !found {
 			return nil, orNotFound(err)
 		}
@@ -353,8 +356,7 @@ func (s *Store) readContent(txn *badger.Txn, n *node) ([]byte, error) {
 	}
 	id := n.row.ID()
 	if n.staged {
-		var r stagedRec
-		found, err := getJSON(txn, pStaged+id, &r)
+		r, found, err := getStaged(txn, id)
 		if err != nil || !found {
 			return nil, orNotFound(err)
 		}

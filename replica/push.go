@@ -84,11 +84,7 @@ func (r *Replica) Push(ctx context.Context, opt PushOptions) (*PushReport, error
 // held ones.
 func (r *Replica) collectStaged() (rows []seal.Row, dels []seal.Deleted, held []HeldRow, err error) {
 	err = r.db.View(func(txn *badger.Txn) error {
-		return scanPrefix(txn, pStaged, func(k, v []byte) error {
-			var st stagedRec
-			if err := decodeJSON(v, &st); err != nil {
-				return err
-			}
+		return scanStaged(txn, true, func(id string, st *stagedRec) error {
 			switch {
 			case st.Del:
 				dels = append(dels, seal.Deleted{Tier: st.Row.Tier, Category: st.Row.Category, Key: st.Row.Key})
@@ -107,13 +103,12 @@ func (r *Replica) collectStaged() (rows []seal.Row, dels []seal.Deleted, held []
 func (r *Replica) hold(row seal.Row, reason string) error {
 	id := row.ID()
 	return r.update(func(txn *badger.Txn, apply *[]func()) error {
-		var st stagedRec
-		found, err := getJSON(txn, pStaged+id, &st)
+		st, found, err := getStaged(txn, id)
 		if err != nil || !found {
 			return err
 		}
 		st.Held = reason
-		if err := setJSON(txn, pStaged+id, &st); err != nil {
+		if err := putStaged(txn, id, &st); err != nil {
 			return err
 		}
 		k := rowKey(&st.Row)

@@ -115,16 +115,12 @@ func (r *Replica) Status() (*Status, error) {
 		if err != nil {
 			return err
 		}
-		return scanPrefix(txn, pStaged, func(k, v []byte) error {
-			var s stagedRec
-			if err := decodeJSON(v, &s); err != nil {
-				return err
-			}
+		return scanStaged(txn, false, func(id string, s *stagedRec) error {
 			if s.Del {
 				st.StagedDels++
 			} else {
 				st.StagedRows++
-				st.StagedBytes += contentSize(&s.Row)
+				st.StagedBytes += s.Size
 			}
 			if s.Held != "" {
 				st.Held = append(st.Held, HeldRow{Tier: s.Row.Tier, Category: s.Row.Category, Key: s.Row.Key, Reason: s.Held})

@@ -102,6 +102,9 @@ func (s *Store) Write(k Key, content []byte, mtime time.Time) (*Version, error) 
 	if err := checkKey(k); err != nil {
 		return nil, err
 	}
+	if len(content) > MaxFileBytes {
+		return nil, fmt.Errorf("%w: %s is %d bytes, the limit is %d", ErrFileTooBig, keyString(k), len(content), MaxFileBytes)
+	}
 	if k.Tier == seal.TierJournal && !k.Local {
 		return s.appendJournal(content, mtime)
 	}
@@ -168,7 +171,7 @@ func (s *Store) removeTx(txn *badger.Txn, apply *[]func(), k Key) error {
 		return ErrNotFound
 	}
 	if k.Local {
-		if err := txn.Delete([]byte(pLocal + localID(k))); err != nil {
+		if err := delLocalRec(txn, localID(k)); err != nil {
 			return err
 		}
 		*apply = append(*apply, func() { s.t.remove(k) })
