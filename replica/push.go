@@ -112,11 +112,7 @@ func (r *Replica) hold(row seal.Row, reason string) error {
 			return err
 		}
 		k := rowKey(&st.Row)
-		*apply = append(*apply, func() {
-			if n := r.t.get(k); n != nil {
-				n.held = reason
-			}
-		})
+		*apply = append(*apply, func() { r.t.setHeld(k, reason) })
 		return nil
 	})
 }

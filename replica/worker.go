@@ -169,8 +169,9 @@ func (w *worker) run() {
 		case <-w.stop:
 			return
 		case <-w.kick:
+			// only what can be anchored counts: a held row waits for a new version
 			w.r.t.mu.RLock()
-			size := w.r.stagedBytes
+			size := w.r.t.anchorable
 			w.r.t.mu.RUnlock()
 			if size >= w.o.SizeTrigger {
 				quiet.Reset(0)
