@@ -145,7 +145,7 @@ func exitCode(err error) int {
 		return exitStaleRPC
 	case errors.Is(err, replica.ErrNothingToPush), errors.Is(err, replica.ErrNoVault), errors.Is(err, seal.ErrEmptyPassphrase),
 		errors.Is(err, seal.ErrRecoveryChecksum), errors.Is(err, seal.ErrSignatureOwner), errors.Is(err, seal.ErrDekIDMismatch),
-		errors.Is(err, replica.ErrInvalid):
+		errors.Is(err, replica.ErrInvalid), errors.Is(err, seal.ErrSnapshotTooLarge):
 		return exitUsage
 	case errors.Is(err, replica.ErrGapOpen), errors.Is(err, replica.ErrOffline), errors.Is(err, chain.ErrWouldRevert),
 		errors.As(err, new(*seal.RowTooLargeError)):
