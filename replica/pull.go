@@ -54,6 +54,9 @@ func (r *Replica) Pull(ctx context.Context, full bool) (*PullReport, error) {
 	}
 	before := c.Stats()
 	rep, err := r.pull(ctx, c, full)
+	if serr := r.endSealing(); err == nil && serr != nil {
+		return rep, serr
+	}
 	if rep != nil {
 		after := c.Stats()
 		rep.RPCCalls, rep.Retries = after.Calls-before.Calls, after.Retries-before.Retries
