@@ -4,7 +4,7 @@ BIN      ?= bin/kintfs
 MNT      ?= $(HOME)/kint
 FUZZTIME ?= 5s
 
-.PHONY: build test test-unit run bench fuzz vet contracts contracts-check clean
+.PHONY: build test test-unit stress run bench fuzz vet contracts contracts-check clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/kintfs
@@ -14,6 +14,11 @@ build:
 test: vet
 	$(GO) test -race -count=1 -timeout 40m ./...
 	$(MAKE) fuzz
+
+# The randomized flush model at length: 100,000 steps of changes interleaved with paused,
+# failed and finished flushes and restarts, against a real dev chain.
+stress:
+	KINT_MODEL_OPS=$${KINT_MODEL_OPS:-100000} $(GO) test -count=1 -timeout 0 -run '^TestSealingModel$$' -v ./replica/
 
 test-unit:
 	$(GO) test -count=1 ./seal/... ./replica/... ./chain/...

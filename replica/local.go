@@ -37,6 +37,10 @@ type Store struct {
 	closeOnce   sync.Once
 	onStage     func() // told after a commit that staged something
 	stagedNow   bool   // a staged record changed in this update; guarded by t.mu
+	// sealing holds the canonical ids of the rows an unfinished push has sealed (or a push
+	// journal entry still holds): their next anchored version is not the mirror's, so a change
+	// to them is always staged, never compared with the mirror and dropped. Guarded by t.mu.
+	sealing map[string]bool
 }
 
 // OpenStore opens the state database in dir and loads the live tree.
@@ -52,7 +56,8 @@ func OpenStore(dir string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("upgrade state database: %w", err)
 	}
-	s := &Store{db: db, t: newTree(), anchors: map[uint64]*Anchor{}, release: release, StagingCap: DefaultStagingCap, now: time.Now}
+	s := &Store{db: db, t: newTree(), anchors: map[uint64]*Anchor{}, release: release, StagingCap: DefaultStagingCap, now: time.Now,
+		sealing: map[string]bool{}}
 	if err := s.load(); err != nil {
 		release.Stop()
 		db.Close()
@@ -250,7 +255,9 @@ func checkKey(k Key) error {
 }
 
 // stagePut stages row (with its body) as the new version of its canonical id. A row that is
-// back to the mirror's version is unstaged instead: there is nothing to anchor.
+// back to the mirror's version is unstaged instead: there is nothing to anchor. That holds
+// only while no push is sealing the row: then the version about to be anchored is the sealed
+// one, and the change stays staged on top of it (settle drops it if it matches what landed).
 func (s *Store) stagePut(txn *badger.Txn, apply *[]func(), row seal.Row, mtime time.Time) (*node, error) {
 	id := row.ID()
 	key := rowKey(&row)
@@ -269,7 +276,7 @@ func (s *Store) stagePut(txn *badger.Txn, apply *[]func(), row seal.Row, mtime t
 	}
 	leaf := common.Hash(seal.Leaf(&row))
 	var n *node
-	if inMirror && leaf == m.Leaf && eqStrp(m.Row.Category, row.Category) {
+	if inMirror && leaf == m.Leaf && eqStrp(m.Row.Category, row.Category) && !s.sealing[id] {
 		if err := delStaged(txn, id); err != nil {
 			return nil, err
 		}
@@ -304,7 +311,9 @@ func (s *Store) stagePut(txn *badger.Txn, apply *[]func(), row seal.Row, mtime t
 	return n, nil
 }
 
-// stageDelete stages the deletion of the row named by k.
+// stageDelete stages the deletion of the row named by k. A row that was never anchored just
+// loses its staged record, unless a push is sealing it: then it is about to be anchored, and
+// the deletion is staged to follow it.
 func (s *Store) stageDelete(txn *badger.Txn, apply *[]func(), k Key) error {
 	id := seal.CanonicalID(k.Tier, k.Category, k.Key)
 	old := s.t.get(k)
@@ -312,8 +321,11 @@ func (s *Store) stageDelete(txn *badger.Txn, apply *[]func(), k Key) error {
 	if err != nil {
 		return err
 	}
-	if inMirror {
-		rec := stagedRec{Del: true, Row: m.Row, Base: m.Leaf, Mtime: nanos(s.now()), At: nanos(s.now())}
+	if inMirror || s.sealing[id] {
+		rec := stagedRec{Del: true, Row: seal.Row{Tier: k.Tier, Category: k.Category, Key: k.Key}, Mtime: nanos(s.now()), At: nanos(s.now())}
+		if inMirror {
+			rec.Row, rec.Base = m.Row, m.Leaf
+		}
 		if err := putStaged(txn, id, &rec); err != nil {
 			return err
 		}
@@ -407,4 +419,88 @@ func categoryTwin(k Key) (Key, bool) {
 		return Key{Tier: k.Tier, Key: k.Key}, true
 	}
 	return Key{}, false
+}
+
+// endSealing settles the rows a push or a push journal entry marked as sealing, once none
+// holds them any more: a staged change that is back to the anchored version is unstaged, and
+// a staged deletion of a row that was never anchored is dropped. Rows still in the journal
+// (a push whose outcome is unknown) stay marked.
+func (r *Replica) endSealing() error {
+	keep, err := r.journalIDs()
+	if err != nil {
+		return err
+	}
+	return r.update(func(txn *badger.Txn, apply *[]func()) error {
+		for id := range r.sealing {
+			if keep[id] {
+				continue
+			}
+			if err := r.unstageIfAnchored(txn, apply, id); err != nil {
+				return err
+			}
+		}
+		*apply = append(*apply, func() { r.sealing = keep })
+		return nil
+	})
+}
+
+// unstageIfAnchored drops the staged record of id when it changes nothing the mirror holds.
+func (s *Store) unstageIfAnchored(txn *badger.Txn, apply *[]func(), id string) error {
+	st, found, err := getStaged(txn, id)
+	if err != nil || !found {
+		return err
+	}
+	m, inMirror, err := getMirror(txn, id, false)
+	if err != nil {
+		return err
+	}
+	k := rowKey(&st.Row)
+	switch {
+	case st.Del && !inMirror:
+		if err := delStaged(txn, id); err != nil {
+			return err
+		}
+	case !st.Del && inMirror && seal.Leaf(&st.Row) == m.Leaf && eqStrp(m.Row.Category, st.Row.Category):
+		if err := delStaged(txn, id); err != nil {
+			return err
+		}
+		n := s.nodeFromMirror(&m)
+		ino, err := s.t.ino(txn, inoName(n.key))
+		if err != nil {
+			return err
+		}
+		n.ino = ino
+		*apply = append(*apply, func() {
+			if old := s.t.get(k); old != nil && old.staged {
+				s.stagedBytes -= old.size
+			}
+			s.t.put(n)
+		})
+	}
+	return nil
+}
+
+// journalIDs are the canonical ids of the rows the push journal's entries carry.
+func (r *Replica) journalIDs() (map[string]bool, error) {
+	ids := map[string]bool{}
+	err := r.db.View(func(txn *badger.Txn) error {
+		return scanPrefix(txn, pPending, func(k, v []byte) error {
+			var p pendingPush
+			if err := decodeJSON(v, &p); err != nil {
+				return err
+			}
+			pt, err := seal.DecodePlaintext(p.Plaintext)
+			if err != nil {
+				return fmt.Errorf("push journal entry %d: %w", p.Seq, err)
+			}
+			for i := range pt.Rows {
+				ids[pt.Rows[i].ID()] = true
+			}
+			for _, d := range pt.Deleted {
+				ids[d.ID()] = true
+			}
+			return nil
+		})
+	})
+	return ids, err
 }

@@ -27,6 +27,7 @@ type PullReport struct {
 	Fetched   int        `json:"fetched"`
 	FromCache int        `json:"from_cache"`
 	Applied   int        `json:"applied"`
+	Recorded  int        `json:"recorded"` // epochs under a snapshot whose history pull --full recorded
 	Changed   int        `json:"changed"`
 	Skipped   []Gap      `json:"skipped,omitempty"`
 	Gap       *Gap       `json:"gap,omitempty"`
@@ -54,6 +55,9 @@ func (r *Replica) Pull(ctx context.Context, full bool) (*PullReport, error) {
 	}
 	before := c.Stats()
 	rep, err := r.pull(ctx, c, full)
+	if serr := r.endSealing(); err == nil && serr != nil {
+		return rep, serr
+	}
 	if rep != nil {
 		after := c.Stats()
 		rep.RPCCalls, rep.Retries = after.Calls-before.Calls, after.Retries-before.Retries
@@ -62,7 +66,24 @@ func (r *Replica) Pull(ctx context.Context, full bool) (*PullReport, error) {
 	return rep, err
 }
 
+// pull brings the mirror up to the head. full walks every epoch on a machine that has none
+// yet; on one that has, it pulls as usual and then records the history of the epochs an
+// earlier pull stepped over.
 func (r *Replica) pull(ctx context.Context, c *chain.Client, full bool) (*PullReport, error) {
+	mirror, err := r.MirrorHead()
+	if err != nil {
+		return nil, err
+	}
+	rep, err := r.pullMirror(ctx, c, full && mirror.Seq == 0)
+	if err != nil || !full {
+		return rep, err
+	}
+	br, err := r.runBackfill(ctx, BackfillOptions{})
+	rep.Recorded, rep.Skipped = br.Recorded, append(rep.Skipped, br.Skipped...)
+	return rep, err
+}
+
+func (r *Replica) pullMirror(ctx context.Context, c *chain.Client, full bool) (*PullReport, error) {
 	if err := r.recoverPending(ctx); err != nil {
 		return nil, err
 	}

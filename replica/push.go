@@ -69,11 +69,47 @@ type pendingPush struct {
 	Bucket    int         `json:"bucket"`
 }
 
+// PushStage is a point in the sealing of one epoch where a test hook may act.
+type PushStage int
+
+const (
+	StageSealed  PushStage = iota + 1 // sealed, not yet journaled or sent
+	StageSent                         // journaled and sent, no receipt yet
+	StageReceipt                      // the receipt is in; the epoch is not applied yet
+	StageApplied                      // applied as this machine's own
+)
+
+func (s PushStage) String() string {
+	return [...]string{"?", "sealed", "sent", "receipt", "applied"}[s]
+}
+
+// SetPushHook installs fn, called at each stage of each epoch a push seals; an error from it
+// fails the push at that point, as a network error or a crash there would. For tests; nil
+// removes it.
+func (r *Replica) SetPushHook(fn func(stage PushStage, seq uint64) error) { r.pushHook = fn }
+
+func (r *Replica) atStage(stage PushStage, seq uint64) error {
+	if r.pushHook == nil {
+		return nil
+	}
+	if err := r.pushHook(stage, seq); err != nil {
+		return fmt.Errorf("epoch %d at %s: %w", seq, stage, err)
+	}
+	return nil
+}
+
 // Push anchors the staged rows.
 func (r *Replica) Push(ctx context.Context, opt PushOptions) (*PushReport, error) {
 	r.pushMu.Lock()
 	defer r.pushMu.Unlock()
 	rep, err := r.push(ctx, opt)
+	if !opt.DryRun {
+		// the rows this push sealed and did not anchor stay staged; those it anchored, or that
+		// changed back to what is anchored, are settled against the mirror
+		if serr := r.endSealing(); err == nil {
+			err = serr
+		}
+	}
 	if !opt.DryRun {
 		r.status.notePush(rep, err)
 	}
@@ -81,12 +117,21 @@ func (r *Replica) Push(ctx context.Context, opt PushOptions) (*PushReport, error
 }
 
 // collectStaged reads the staged rows that can be anchored and the deletions, and lists the
-// held ones.
-func (r *Replica) collectStaged() (rows []seal.Row, dels []seal.Deleted, held []HeldRow, err error) {
+// held ones. With mark set, it marks what it read as sealing in the same instant, so no
+// change can slip between the read and the mark.
+func (r *Replica) collectStaged(mark bool) (rows []seal.Row, dels []seal.Deleted, held []HeldRow, err error) {
+	r.t.mu.Lock()
+	defer r.t.mu.Unlock()
 	err = r.db.View(func(txn *badger.Txn) error {
 		return scanStaged(txn, true, func(id string, st *stagedRec) error {
+			if mark && st.Held == "" {
+				r.sealing[id] = true
+			}
 			switch {
 			case st.Del:
+				if _, err := txn.Get([]byte(pMirror + id)); errors.Is(err, badger.ErrKeyNotFound) {
+					return nil // a row that was never anchored: nothing to delete
+				}
 				dels = append(dels, seal.Deleted{Tier: st.Row.Tier, Category: st.Row.Category, Key: st.Row.Key})
 			case st.Held != "":
 				held = append(held, HeldRow{Tier: st.Row.Tier, Category: st.Row.Category, Key: st.Row.Key, Reason: st.Held})
@@ -136,7 +181,7 @@ func (r *Replica) push(ctx context.Context, opt PushOptions) (*PushReport, error
 	if g := openGaps(gaps, 0, 0); len(g) > 0 && !opt.Snapshot {
 		return rep, fmt.Errorf("%w: epoch %d (%s); run kintfs compact to anchor a snapshot over it", ErrGapOpen, g[0].Seq, g[0].Reason)
 	}
-	rows, dels, held, err := r.collectStaged()
+	rows, dels, held, err := r.collectStaged(!opt.DryRun)
 	if err != nil {
 		return rep, err
 	}
@@ -307,6 +352,9 @@ func (r *Replica) sendEpoch(ctx context.Context, p *seal.Plaintext, head Head) (
 	if err != nil {
 		return nil, head, fmt.Errorf("seal epoch %d: %w", p.Seq, err)
 	}
+	if err := r.atStage(StageSealed, p.Seq); err != nil {
+		return nil, head, err
+	}
 	prep, err := c.PreparePush(ctx, r.opt.SessionKey, r.vault.Owner, r.vault.Space, p.Prev, sealed.Blob)
 	if err != nil {
 		switch {
@@ -332,14 +380,23 @@ func (r *Replica) sendEpoch(ctx context.Context, p *seal.Plaintext, head Head) (
 	if err := c.Send(ctx, prep); err != nil {
 		return nil, head, fmt.Errorf("send epoch %d: %w", p.Seq, err)
 	}
+	if err := r.atStage(StageSent, p.Seq); err != nil {
+		return nil, head, err
+	}
 	rc, err := c.WaitPush(ctx, prep, r.vault.Owner, r.vault.Space, r.opt.Confirmations)
 	if err != nil {
 		return nil, head, fmt.Errorf("epoch %d sent as %s: %w", p.Seq, prep.Hash.Hex(), err)
+	}
+	if err := r.atStage(StageReceipt, p.Seq); err != nil {
+		return nil, head, err
 	}
 	info := EpochInfo{Seq: p.Seq, Block: rc.Block, Tx: rc.TxHash.Hex(), Digest: sealed.Digest, Prev: p.Prev,
 		Bucket: sealed.Bucket, RowsRoot: p.RowsRoot, Writer: rc.Event.Writer, CreatedAt: p.CreatedAt,
 		Snapshot: p.Snapshot, NRows: p.NRows, Rows: len(p.Rows), Deleted: len(p.Deleted)}
 	if err := r.adopt(&info, p, sealed.Plaintext); err != nil {
+		return nil, head, err
+	}
+	if err := r.atStage(StageApplied, p.Seq); err != nil {
 		return nil, head, err
 	}
 	er := &EpochReceipt{Seq: p.Seq, Block: rc.Block, Tx: rc.TxHash.Hex(), Bucket: sealed.Bucket, Rows: len(p.Rows),

@@ -69,6 +69,7 @@ type Replica struct {
 	dialErr  error
 	status   statusState
 	worker   *worker
+	pushHook func(PushStage, uint64) error // tests pause or fail a push here; nil in production
 }
 
 // Open opens the replica of the vault in opt.Home.
@@ -92,6 +93,11 @@ func Open(opt Options) (*Replica, error) {
 	}
 	r := &Replica{Store: st, opt: opt, vault: opt.Vault, cache: newEpochCache(opt.Home, opt.Vault.Space16())}
 	r.status.started = time.Now()
+	// rows an interrupted push sent are sealing until its journal entry is settled
+	if r.sealing, err = r.journalIDs(); err != nil {
+		st.Close()
+		return nil, err
+	}
 	r.client.Store(opt.Client)
 	if opt.DEK != ([32]byte{}) {
 		if _, err := r.RebuildFromCache(); err != nil {

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"encoding/json"
+	"fmt"
 	"sync"
 	"time"
 
@@ -17,6 +18,24 @@ type statusState struct {
 	lastPoll     time.Time
 	offlineSince time.Time
 	offlineWhy   string
+	backfill     string // "" until a backfill ran
+}
+
+// noteBackfill records how the last backfill ended.
+func (s *statusState) noteBackfill(rep *BackfillReport, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case err != nil:
+		s.backfill = "stopped: " + err.Error()
+	case rep.Missing == 0:
+		s.backfill = "done"
+	case len(rep.Skipped) > 0:
+		g := rep.Skipped[len(rep.Skipped)-1]
+		s.backfill = fmt.Sprintf("stopped: epoch %d cannot be recorded (%s); %d epochs missing", g.Seq, g.Reason, rep.Missing)
+	default:
+		s.backfill = fmt.Sprintf("running: %d recorded, %d missing", rep.Recorded, rep.Missing)
+	}
 }
 
 type opStatus struct {
@@ -87,6 +106,10 @@ type Status struct {
 	PendingPush  []uint64   `json:"pending_push,omitempty"`
 	LastPush     *opStatus  `json:"last_push"`
 	LastPull     *opStatus  `json:"last_pull"`
+	// HistoryFrom is the oldest epoch from which this machine holds every version (@<block>
+	// before its block answers ENODATA); Backfill says how filling in the rest goes.
+	HistoryFrom Head   `json:"history_from"`
+	Backfill    string `json:"backfill"`
 }
 
 // ChainInfo names the chain the vault lives on.
@@ -134,11 +157,22 @@ func (r *Replica) Status() (*Status, error) {
 	if err != nil {
 		return nil, err
 	}
+	if st.HistoryFrom, err = r.HistoryFrom(); err != nil {
+		return nil, err
+	}
 	if oldest != 0 {
 		st.OldestStaged = time.Since(fromNanos(oldest)).Seconds()
 	}
 	r.status.mu.Lock()
 	st.LastPush, st.LastPull = r.status.lastPush, r.status.lastPull
+	st.Backfill = r.status.backfill
+	if st.Backfill == "" {
+		if holes, err := r.historyHoles(); err == nil && len(holes) == 0 {
+			st.Backfill = "done"
+		} else {
+			st.Backfill = "not started"
+		}
+	}
 	st.LastPoll = stamp(r.status.lastPoll)
 	if !r.status.offlineSince.IsZero() {
 		st.Offline = "offline since " + stamp(r.status.offlineSince) + ": " + r.status.offlineWhy

@@ -115,7 +115,7 @@ func TestRenameCategoriesAndRemove(t *testing.T) {
 		t.Fatalf("remove twice: %v", err)
 	}
 	// a row created and removed before anything was anchored leaves nothing to push
-	if rows, dels, _, err := r.collectStaged(); err != nil || len(rows)+len(dels) != 0 {
+	if rows, dels, _, err := r.collectStaged(false); err != nil || len(rows)+len(dels) != 0 {
 		t.Fatalf("staged after create+remove: %v %v %v", rows, dels, err)
 	}
 }
@@ -190,7 +190,7 @@ func TestLocalFileBecomesRow(t *testing.T) {
 	if _, err := r.Get(tmp); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("the temp file remains: %v", err)
 	}
-	rows, _, _, _ := r.collectStaged()
+	rows, _, _, _ := r.collectStaged(false)
 	if len(rows) != 1 || rows[0].Key != "doc" {
 		t.Fatalf("local files must never be staged for anchoring: %+v", rows)
 	}
