@@ -65,8 +65,9 @@ func rowLimit(r *seal.Row) string {
 		return fmt.Sprintf("its body is %d bytes, more than the %d a value may hold", len(*r.Body), valueLogFileSize)
 	}
 	// The largest value is the history record: the whole row as JSON, where an escaped byte
-	// takes at most six. Only a row that might pass the limit is encoded to measure it.
-	n := 1024
+	// takes at most six, plus its field names and the anchor. Only a row that might pass the
+	// limit is encoded to measure it.
+	n := 2048
 	for _, f := range []*string{r.Category, r.Status, r.Body, r.Meta, r.TS, r.Evaluated, r.Acted, r.Forward, r.Extra} {
 		if f != nil {
 			n += 6 * len(*f)
