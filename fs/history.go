@@ -2,10 +2,13 @@ package fs
 
 import (
 	"context"
+	"errors"
 	"syscall"
 
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"kintfs/replica"
 )
 
 // histRoot is @<block>/: the tree as anchored at or before a block, read-only. Any decimal
@@ -27,6 +30,24 @@ var (
 	_ = (fusefs.NodeRmdirer)((*histRoot)(nil))
 	_ = (fusefs.NodeRenamer)((*histRoot)(nil))
 )
+
+// refuseHistory answers a lookup of @<block> that this machine cannot show truthfully:
+// ENODATA, and one log line for each block asked for (up to a bound) naming the way out.
+func (f *mountFS) refuseHistory(name string, err error) syscall.Errno {
+	if !errors.Is(err, replica.ErrHistoryIncomplete) {
+		return f.fail("lookup", nil, name, err)
+	}
+	f.mu.Lock()
+	first := !f.refused[name] && len(f.refused) < 256
+	if first {
+		f.refused[name] = true
+	}
+	f.mu.Unlock()
+	if first {
+		f.logf("%s: %v", name, err)
+	}
+	return syscall.ENODATA
+}
 
 func newHistRoot(ctx context.Context, parent *node, block uint64, out *fuse.EntryOut) *fusefs.Inode {
 	f := parent.fs

@@ -53,6 +53,9 @@ func (r *rootNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 		if err != nil || name[1] == '+' {
 			return nil, syscall.ENOENT
 		}
+		if err := r.fs.b.CheckHistory(block); err != nil {
+			return nil, r.fs.refuseHistory(name, err)
+		}
 		return newHistRoot(ctx, &r.node, block, out), 0
 	}
 	return nil, syscall.ENOENT

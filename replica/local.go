@@ -41,6 +41,14 @@ type Store struct {
 	// journal entry still holds): their next anchored version is not the mirror's, so a change
 	// to them is always staged, never compared with the mirror and dropped. Guarded by t.mu.
 	sealing map[string]bool
+	// applyErr is set when an apply stopped part way and could not be finished: reads and
+	// writes fail with it until the store is reopened, which finishes the apply. Guarded by t.mu.
+	applyErr error
+	// applyHook, when set (by tests), runs after each committed batch of a batched apply; an
+	// error stops the apply there as a crash would.
+	applyHook func(batch int) error
+	// batchLimits, when set (by tests), replaces the size and entry budget of one batch.
+	batchLimits func() (size, count int64)
 }
 
 // OpenStore opens the state database in dir and loads the live tree.
@@ -59,6 +67,11 @@ func OpenStore(dir string) (*Store, error) {
 	s := &Store{db: db, t: newTree(), anchors: map[uint64]*Anchor{}, release: release, StagingCap: DefaultStagingCap, now: time.Now,
 		sealing: map[string]bool{}}
 	if err := s.load(); err != nil {
+		release.Stop()
+		db.Close()
+		return nil, fmt.Errorf("load state: %w", err)
+	}
+	if err := s.finishApply(); err != nil {
 		release.Stop()
 		db.Close()
 		return nil, fmt.Errorf("load state: %w", err)
@@ -219,6 +232,9 @@ func (s *Store) load() error {
 func (s *Store) update(fn func(txn *badger.Txn, apply *[]func()) error) error {
 	s.t.mu.Lock()
 	defer s.t.mu.Unlock()
+	if s.applyErr != nil {
+		return s.applyErr
+	}
 	saved := s.t.inoNext
 	var apply []func()
 	if err := s.db.Update(func(txn *badger.Txn) error { return fn(txn, &apply) }); err != nil {

@@ -115,7 +115,7 @@ func (r *Replica) pullMirror(ctx context.Context, c *chain.Client, full bool) (*
 	if n := len(list); err != nil && !full && rep.Gap != nil && rep.Gap.Seq == list[n-1].ev.Seq && rep.Gap.Seq > mirror.Seq+1 {
 		// the walk stopped at an epoch that claims to be a snapshot, and it does not apply:
 		// the epochs under it still do
-		r.warnf("pull: epoch %d claims to be a snapshot but cannot be applied; walking the full history instead", rep.Gap.Seq)
+		r.warnf("pull: epoch %d claims to be a snapshot but cannot be applied (%s); walking the full history instead", rep.Gap.Seq, rep.Gap.Reason)
 		if list, err = r.walk(ctx, head, mirror, false, true, rep); err != nil {
 			return rep, err
 		}

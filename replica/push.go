@@ -185,6 +185,9 @@ func (r *Replica) push(ctx context.Context, opt PushOptions) (*PushReport, error
 	if err != nil {
 		return rep, err
 	}
+	if rows, held, err = r.holdUnapplicable(rows, held); err != nil {
+		return rep, err
+	}
 	var chunks []seal.Chunk
 	for {
 		if opt.Snapshot {
@@ -252,6 +255,9 @@ func (r *Replica) push(ctx context.Context, opt PushOptions) (*PushReport, error
 		p := &seal.Plaintext{Tenant: r.vault.Tenant, Space: r.vault.Space, Seq: head.Seq + 1, Prev: head.Digest,
 			Rows: chunk.Rows, Deleted: chunk.Deleted, RowsRoot: root, NRows: nRows,
 			CreatedAt: seal.FormatCreatedAt(time.Now()), Snapshot: opt.Snapshot}
+		if err := CheckApplicable(p); err != nil {
+			return rep, fmt.Errorf("refusing to seal epoch %d, this code could not apply it: %w", p.Seq, err)
+		}
 		er, next, err := r.sendEpoch(ctx, p, head)
 		if err != nil {
 			return rep, err
@@ -352,6 +358,9 @@ func (r *Replica) sendEpoch(ctx context.Context, p *seal.Plaintext, head Head) (
 	if err != nil {
 		return nil, head, fmt.Errorf("seal epoch %d: %w", p.Seq, err)
 	}
+	if err := journalFits(len(sealed.Plaintext), len(sealed.Blob)); err != nil {
+		return nil, head, fmt.Errorf("refusing to send epoch %d: %w", p.Seq, err)
+	}
 	if err := r.atStage(StageSealed, p.Seq); err != nil {
 		return nil, head, err
 	}
@@ -411,14 +420,16 @@ func (r *Replica) sendEpoch(ctx context.Context, p *seal.Plaintext, head Head) (
 
 // adopt applies an epoch this machine sealed and clears its journal entry.
 func (r *Replica) adopt(info *EpochInfo, p *seal.Plaintext, plaintext []byte) error {
-	if _, _, err := r.ApplyEpoch(*info, p, ApplyOptions{Own: true}); err != nil {
-		return fmt.Errorf("apply own epoch %d: %w", info.Seq, err)
-	}
+	// the epoch landed: cache it and raise the bucket first, so a crash during the apply
+	// (which the next open finishes) leaves nothing of it undone
 	if err := r.cache.PutOpened(info, plaintext); err != nil {
 		return fmt.Errorf("cache epoch %d: %w", info.Seq, err)
 	}
 	if err := r.raiseBucket(info.Bucket); err != nil {
 		return err
+	}
+	if _, _, err := r.ApplyEpoch(*info, p, ApplyOptions{Own: true}); err != nil {
+		return fmt.Errorf("apply own epoch %d: %w", info.Seq, err)
 	}
 	if info.Snapshot {
 		// a snapshot carries the whole state: the gaps under it are stepped over

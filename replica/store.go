@@ -61,8 +61,9 @@ const storeFormat = 3
 // block cache. With nothing to decompress no block cache is needed, and without an index
 // cache the table indexes stay in the mapped files too.
 //
-// A transaction (one applied epoch) may hold 15% of a memtable, counting a value in the log
-// as its pointer: 1.2 MB of keys and small values.
+// A transaction may hold 15% of a memtable, counting a value in the log as its pointer: 1.2 MB
+// of keys and small values, and about 13,000 entries. An epoch larger than that is applied in
+// batches (see applyMarker).
 func openBadger(dir string) (*badger.DB, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create %s: %w", dir, err)
@@ -77,7 +78,7 @@ func openBadger(dir string) (*badger.DB, error) {
 		WithNumMemtables(2).
 		WithBlockCacheSize(0).
 		WithIndexCacheSize(0).
-		WithValueLogFileSize(MaxFileBytes). // also the largest value badger takes: a whole body
+		WithValueLogFileSize(valueLogFileSize).
 		WithNumCompactors(2).
 		WithDetectConflicts(false)
 	db, err := badger.Open(opts)

@@ -14,6 +14,9 @@ import (
 func (s *Store) Get(k Key) (*Version, error) {
 	s.t.mu.RLock()
 	defer s.t.mu.RUnlock()
+	if s.applyErr != nil {
+		return nil, s.applyErr
+	}
 	n := s.t.get(k)
 	if n == nil {
 		return nil, ErrNotFound
@@ -25,6 +28,9 @@ func (s *Store) Get(k Key) (*Version, error) {
 func (s *Store) Content(k Key) ([]byte, error) {
 	s.t.mu.RLock()
 	defer s.t.mu.RUnlock()
+	if s.applyErr != nil {
+		return nil, s.applyErr
+	}
 	n := s.t.get(k)
 	if n == nil {
 		return nil, ErrNotFound
@@ -44,6 +50,10 @@ func (s *Store) List(tier string, category *string) ([]Dirent, error) {
 		return nil, ErrNotFound
 	}
 	s.t.mu.RLock()
+	if err := s.applyErr; err != nil {
+		s.t.mu.RUnlock()
+		return nil, err
+	}
 	out := s.t.list(tier, category)
 	missing := false
 	for _, d := range out {

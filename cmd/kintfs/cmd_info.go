@@ -140,6 +140,9 @@ func runHistory(ctx context.Context, args []string) error {
 	}
 	defer e.Close()
 	if infoOpts.block > 0 {
+		if err := e.rep.CheckHistory(infoOpts.block); err != nil {
+			return err
+		}
 		body, err := e.rep.At(infoOpts.block).Content(k)
 		if err != nil {
 			return fmt.Errorf("%s at block %d: %w", args[1], infoOpts.block, err)
@@ -150,6 +153,17 @@ func runHistory(ctx context.Context, args []string) error {
 	vs, err := e.rep.Versions(k)
 	if err != nil {
 		return err
+	}
+	from, err := e.rep.HistoryFrom()
+	if err != nil {
+		return err
+	}
+	if from.Seq > 1 {
+		if len(vs) == 0 {
+			return fmt.Errorf("%w: no anchored version of %s %s on this machine since seq %d (block %d); the epochs before it were never fetched here (kintfs pull --full fetches them)",
+				replica.ErrNotFound, args[0], args[1], from.Seq, from.Block)
+		}
+		fmt.Fprintf(os.Stderr, "kintfs: history before seq %d (block %d) is not on this machine; kintfs pull --full fetches it\n", from.Seq, from.Block)
 	}
 	if len(vs) == 0 {
 		return fmt.Errorf("%w: no anchored version of %s %s on this machine (kintfs pull --full fetches all history)", replica.ErrNotFound, args[0], args[1])

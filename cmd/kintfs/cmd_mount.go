@@ -132,6 +132,8 @@ func runMount(ctx context.Context, args []string) error {
 		Quiet:       envDuration("KINT_QUIET_SECONDS", 300*time.Second),
 		SizeTrigger: envInt("KINT_SIZE_TRIGGER_BYTES", 32768),
 		Poll:        mountOpts.poll,
+		// history under a snapshot fills in after the start-up pull
+		BackfillAfter: envDuration("KINT_BACKFILL_START_SECONDS", 2*time.Second),
 	})
 	if e.client() != nil {
 		go func() { // catch up with other machines without holding up the mount
