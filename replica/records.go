@@ -67,6 +67,7 @@ type EpochInfo struct {
 	NRows     int            `json:"n_rows"`
 	Rows      int            `json:"rows"`    // rows the epoch carried
 	Deleted   int            `json:"deleted"` // deletions it carried
+	Time      uint64         `json:"time,omitempty"` // its block's timestamp (unix seconds); 0 until read
 }
 
 // Head is a position in the chain of epochs.
