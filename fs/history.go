@@ -3,7 +3,10 @@ package fs
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
 	"syscall"
+	"time"
 
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -30,6 +33,27 @@ var (
 	_ = (fusefs.NodeRmdirer)((*histRoot)(nil))
 	_ = (fusefs.NodeRenamer)((*histRoot)(nil))
 )
+
+// historyBlock resolves the name of a history root, @<block> or @<time> (RFC 3339 in UTC with
+// a Z), to a block whose history this machine holds. Like a block past the head, a time past
+// the newest epoch shows the newest state.
+func (f *mountFS) historyBlock(name string) (uint64, syscall.Errno) {
+	arg := name[1:]
+	block, err := strconv.ParseUint(arg, 10, 64)
+	if err != nil || arg[0] == '+' {
+		t, terr := time.Parse(time.RFC3339, arg)
+		if terr != nil || !strings.HasSuffix(arg, "Z") {
+			return 0, syscall.ENOENT
+		}
+		if block, err = f.b.BlockAt(t); err != nil {
+			return 0, f.refuseHistory(name, err)
+		}
+	}
+	if err := f.b.CheckHistory(block); err != nil {
+		return 0, f.refuseHistory(name, err)
+	}
+	return block, 0
+}
 
 // refuseHistory answers a lookup of @<block> that this machine cannot show truthfully:
 // ENODATA, and one log line for each block asked for (up to a bound) naming the way out.

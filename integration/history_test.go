@@ -11,10 +11,11 @@ import (
 	"time"
 )
 
-// epochBlocks reads the blocks of a machine's epochs from kintfs log.
-func (m *machine) epochBlocks() []uint64 {
+// epochBlocks reads the blocks and block times of a machine's epochs from kintfs log.
+func (m *machine) epochBlocks() ([]uint64, []time.Time) {
 	m.t.Helper()
 	var blocks []uint64
+	var times []time.Time
 	for _, line := range strings.Split(strings.TrimSpace(m.mustRun("", "log")), "\n") {
 		f := strings.Fields(line)
 		if len(f) < 4 || f[0] != "seq" || f[2] != "block" {
@@ -25,13 +26,28 @@ func (m *machine) epochBlocks() []uint64 {
 			m.t.Fatal(err)
 		}
 		blocks = append(blocks, b)
+		for i := range f[:len(f)-1] {
+			if f[i] == "time" {
+				at, err := time.Parse(time.RFC3339, f[i+1])
+				if err != nil {
+					m.t.Fatalf("kintfs log line %q: %v", line, err)
+				}
+				times = append(times, at)
+			}
+		}
 	}
-	return blocks
+	if len(times) != len(blocks) {
+		m.t.Fatalf("kintfs log gives %d block times for %d epochs", len(times), len(blocks))
+	}
+	return blocks, times
 }
+
+// atTime names the history root of a time.
+func atTime(t time.Time) string { return "@" + t.UTC().Format(time.RFC3339) }
 
 // historyWrites anchors, through a mount, diff, diff, a snapshot that deletes a row, and a
 // diff; it returns what each path reads at each epoch's block ("" for absent).
-func historyWrites(t *testing.T, a *machine) (blocks []uint64, want []map[string]string) {
+func historyWrites(t *testing.T, a *machine) (blocks []uint64, times []time.Time, want []map[string]string) {
 	ma := a.mount()
 	steps := []map[string]string{
 		{"entity/person/first": `{"v":1}`, "state/x": "x1"},
@@ -63,26 +79,52 @@ func historyWrites(t *testing.T, a *machine) (blocks []uint64, want []map[string
 		want = append(want, snap)
 	}
 	ma.unmount()
-	blocks = a.epochBlocks()
+	blocks, times = a.epochBlocks()
 	if len(blocks) != len(steps) {
 		t.Fatalf("the writer lists %d epochs, want %d", len(blocks), len(steps))
 	}
-	return blocks, want
+	for i := 1; i < len(times); i++ {
+		if !times[i].After(times[i-1].Add(time.Second)) {
+			t.Fatalf("epoch block times %v are not seconds apart", times)
+		}
+	}
+	return blocks, times, want
 }
 
 // checkAtBlocks reads every path under @<block> of each epoch.
 func checkAtBlocks(t *testing.T, m *mounted, blocks []uint64, want []map[string]string) {
 	t.Helper()
 	for i, b := range blocks {
-		for p, v := range want[i] {
-			got, err := os.ReadFile(m.path(fmt.Sprintf("@%d/%s", b, p)))
-			switch {
-			case v == "" && !errors.Is(err, os.ErrNotExist):
-				t.Errorf("@%d/%s: %q, %v; want it absent", b, p, got, err)
-			case v != "" && (err != nil || string(got) != v):
-				t.Errorf("@%d/%s: %q, %v; want %q", b, p, got, err, v)
-			}
+		checkRoot(t, m, fmt.Sprintf("@%d", b), want[i])
+	}
+}
+
+// checkRoot reads every path of want under one history root.
+func checkRoot(t *testing.T, m *mounted, root string, want map[string]string) {
+	t.Helper()
+	for p, v := range want {
+		got, err := os.ReadFile(m.path(root + "/" + p))
+		switch {
+		case v == "" && !errors.Is(err, os.ErrNotExist):
+			t.Errorf("%s/%s: %q, %v; want it absent", root, p, got, err)
+		case v != "" && (err != nil || string(got) != v):
+			t.Errorf("%s/%s: %q, %v; want %q", root, p, got, err, v)
 		}
+	}
+}
+
+// checkAtTimes reads each epoch's state under @<time>: at its block time, a second after,
+// and, for the last, long after; before the first, the empty tree.
+func checkAtTimes(t *testing.T, m *mounted, times []time.Time, want []map[string]string) {
+	t.Helper()
+	for i, at := range times {
+		checkRoot(t, m, atTime(at), want[i])
+		checkRoot(t, m, atTime(at.Add(time.Second)), want[i])
+	}
+	checkRoot(t, m, atTime(times[len(times)-1].Add(24*time.Hour)), want[len(want)-1])
+	entries, err := os.ReadDir(m.path(atTime(times[0].Add(-time.Second)) + "/state"))
+	if err != nil || len(entries) != 0 {
+		t.Errorf("@<time> before the first epoch: %v, %v; want the empty tree", entries, err)
 	}
 }
 
@@ -95,7 +137,7 @@ func TestHistoryBackfillOnMount(t *testing.T) {
 	dc := startDevchain(t)
 	a := newMachine(t, dc, "history")
 	a.connect("pass history")
-	blocks, want := historyWrites(t, a)
+	blocks, times, want := historyWrites(t, a)
 
 	b := newMachine(t, dc, "history")
 	b.connect("pass history")
@@ -111,6 +153,9 @@ func TestHistoryBackfillOnMount(t *testing.T) {
 	if !errors.Is(err, syscall.ENODATA) {
 		t.Fatalf("@%d before the backfill: %v, want ENODATA", blocks[0], err)
 	}
+	if _, err := os.Stat(mb.path(atTime(times[0]))); !errors.Is(err, syscall.ENODATA) {
+		t.Fatalf("%s before the backfill: %v, want ENODATA", atTime(times[0]), err)
+	}
 	if !strings.Contains(mb.log.String(), "kintfs pull --full") {
 		t.Fatalf("the refusal is not logged:\n%s", mb.log.String())
 	}
@@ -119,6 +164,7 @@ func TestHistoryBackfillOnMount(t *testing.T) {
 	}
 	// the snapshot and what follows are there already
 	checkAtBlocks(t, mb, blocks[2:], want[2:])
+	checkRoot(t, mb, atTime(times[2]), want[2])
 	mb.unmount()
 
 	// without the hold, the mount backfills on its own
@@ -131,6 +177,12 @@ func TestHistoryBackfillOnMount(t *testing.T) {
 		return nil
 	})
 	checkAtBlocks(t, mb, blocks, want)
+	checkAtTimes(t, mb, times, want)
+	for _, bad := range []string{"@2026-12-01T10:00:00", "@2026-13-01T10:00:00Z", "@2026-12-01", "@now", "@-1"} {
+		if _, err := os.Stat(mb.path(bad)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: %v, want ENOENT", bad, err)
+		}
+	}
 	if got := strings.Count(b.mustRun("", "log"), "\n"); got != len(blocks) {
 		t.Fatalf("kintfs log lists %d epochs, want %d", got, len(blocks))
 	}
@@ -159,4 +211,7 @@ func TestHistoryBackfillOnMount(t *testing.T) {
 	if _, err := os.Stat(mc.path(fmt.Sprintf("@%d/state", blocks[0]-1))); err != nil {
 		t.Fatalf("the block before the first epoch: %v, want the empty tree", err)
 	}
+	// times resolve from what this machine recorded: with the chain gone, still the same
+	dc.stop(t)
+	checkAtTimes(t, mc, times, want)
 }

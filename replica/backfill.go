@@ -131,6 +131,9 @@ func (r *Replica) Backfill(ctx context.Context, o BackfillOptions) (*BackfillRep
 	}
 	before := c.Stats()
 	rep, err := r.runBackfill(ctx, o)
+	if terr := r.recordBlockTimes(ctx); err == nil && terr != nil {
+		err = fmt.Errorf("record block times: %w", terr)
+	}
 	rep.RPCCalls = c.Stats().Calls - before.Calls
 	return rep, err
 }
@@ -489,3 +492,86 @@ func createdAt(s string) time.Time {
 	t, _ := time.Parse("2006-01-02T15:04:05Z", s)
 	return t
 }
+
+// recordBlockTimes reads, in batches, the block timestamp of every recorded epoch that has
+// none yet, so that @<time> resolves without the chain.
+func (r *Replica) recordBlockTimes(ctx context.Context) error {
+	var missing []EpochInfo
+	err := r.db.View(func(txn *badger.Txn) error {
+		return scanValues(txn, pEpoch, func(k, v []byte) error {
+			var info EpochInfo
+			if err := decodeJSON(v, &info); err != nil {
+				return err
+			}
+			if info.Time == 0 {
+				missing = append(missing, info)
+			}
+			return nil
+		})
+	})
+	if err != nil || len(missing) == 0 {
+		return err
+	}
+	blocks := make([]uint64, len(missing))
+	for i := range missing {
+		blocks[i] = missing[i].Block
+	}
+	times, err := r.Client().BlockTimes(ctx, blocks)
+	if err != nil {
+		return err
+	}
+	wb := r.db.NewWriteBatch()
+	defer wb.Cancel()
+	for i := range missing {
+		missing[i].Time = times[missing[i].Block]
+		b, err := json.Marshal(&missing[i])
+		if err != nil {
+			return err
+		}
+		if err := wb.Set([]byte(pEpoch+string(be64(missing[i].Seq))), b); err != nil {
+			return err
+		}
+	}
+	return wb.Flush()
+}
+
+// BlockAt is the block of the newest recorded epoch whose block timestamp is at or before t
+// (0, the tree before the first epoch, when none is). It needs no chain: the times are
+// recorded as epochs are pushed and pulled. A time that falls where this machine holds no
+// history, or before the times are read, is refused with ErrHistoryIncomplete.
+func (s *Store) BlockAt(t time.Time) (uint64, error) {
+	if t.Unix() < 0 {
+		return 0, nil
+	}
+	at := uint64(t.Unix())
+	var block uint64
+	err := s.db.View(func(txn *badger.Txn) error {
+		var prev *EpochInfo
+		return scanValues(txn, pEpoch, func(k, v []byte) error {
+			var info EpochInfo
+			if err := decodeJSON(v, &info); err != nil {
+				return err
+			}
+			defer func() { prev = &info }()
+			if info.Time == 0 {
+				return fmt.Errorf("%w: the block time of epoch %d is not recorded yet (the next pull records it)", ErrHistoryIncomplete, info.Seq)
+			}
+			if info.Time > at {
+				// the newest epoch at or before t could be one this machine never fetched
+				if hole := (prev == nil && info.Seq > 1) || (prev != nil && prev.Seq+1 != info.Seq); hole {
+					return fmt.Errorf("%w: %s lies under snapshot %d, and the epochs under it were never fetched here; kintfs pull --full fetches them",
+						ErrHistoryIncomplete, t.UTC().Format(time.RFC3339), info.Seq)
+				}
+				return errStopScan
+			}
+			block = info.Block
+			return nil
+		})
+	})
+	if errors.Is(err, errStopScan) {
+		err = nil
+	}
+	return block, err
+}
+
+var errStopScan = errors.New("stop")

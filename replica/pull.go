@@ -75,11 +75,14 @@ func (r *Replica) pull(ctx context.Context, c *chain.Client, full bool) (*PullRe
 		return nil, err
 	}
 	rep, err := r.pullMirror(ctx, c, full && mirror.Seq == 0)
-	if err != nil || !full {
-		return rep, err
+	if err == nil && full {
+		var br *BackfillReport
+		br, err = r.runBackfill(ctx, BackfillOptions{})
+		rep.Recorded, rep.Skipped = br.Recorded, append(rep.Skipped, br.Skipped...)
 	}
-	br, err := r.runBackfill(ctx, BackfillOptions{})
-	rep.Recorded, rep.Skipped = br.Recorded, append(rep.Skipped, br.Skipped...)
+	if terr := r.recordBlockTimes(ctx); err == nil && terr != nil {
+		err = fmt.Errorf("record block times: %w", terr)
+	}
 	return rep, err
 }
 

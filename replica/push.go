@@ -103,6 +103,11 @@ func (r *Replica) Push(ctx context.Context, opt PushOptions) (*PushReport, error
 	r.pushMu.Lock()
 	defer r.pushMu.Unlock()
 	rep, err := r.push(ctx, opt)
+	if !opt.DryRun && rep != nil && len(rep.Epochs) > 0 {
+		if terr := r.recordBlockTimes(ctx); err == nil && terr != nil {
+			err = fmt.Errorf("record block times: %w", terr)
+		}
+	}
 	if !opt.DryRun {
 		// the rows this push sealed and did not anchor stay staged; those it anchored, or that
 		// changed back to what is anchored, are settled against the mirror

@@ -71,8 +71,9 @@ type EpochInfo struct {
 	CreatedAt string         `json:"created_at"`
 	Snapshot  bool           `json:"snapshot"`
 	NRows     int            `json:"n_rows"`
-	Rows      int            `json:"rows"`    // rows the epoch carried
-	Deleted   int            `json:"deleted"` // deletions it carried
+	Rows      int            `json:"rows"`           // rows the epoch carried
+	Deleted   int            `json:"deleted"`        // deletions it carried
+	Time      uint64         `json:"time,omitempty"` // its block's timestamp (unix seconds); 0 until read
 }
 
 // Head is a position in the chain of epochs.
