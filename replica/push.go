@@ -157,6 +157,9 @@ func (r *Replica) hold(row seal.Row, reason string) error {
 		if err != nil || !found {
 			return err
 		}
+		if st.Del || seal.Leaf(&st.Row) != seal.Leaf(&row) {
+			return nil // changed since the push read it: the new version gets its own check
+		}
 		st.Held = reason
 		if err := putStaged(txn, id, &st); err != nil {
 			return err
