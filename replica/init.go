@@ -156,7 +156,7 @@ func headHeader(ctx context.Context, c *chain.Client, owner common.Address, spac
 
 // Rekey rotates the data key: a new DEK wrapped under kek, one snapshot epoch sealed under it,
 // and a new recovery code, which is returned and written beside the old one.
-func (r *Replica) Rekey(ctx context.Context, kek [32]byte, kind byte) (string, *PushReport, error) {
+func (r *Replica) Rekey(ctx context.Context, kek [32]byte, kind byte, overSkipped bool) (string, *PushReport, error) {
 	var dek [32]byte
 	var nonce [12]byte
 	if _, err := rand.Read(dek[:]); err != nil {
@@ -172,7 +172,7 @@ func (r *Replica) Rekey(ctx context.Context, kek [32]byte, kind byte) (string, *
 	id := seal.DEKID(dek)
 	r.vault.DekID = fmt.Sprintf("%x", id[:])
 	r.pushMu.Unlock()
-	rep, err := r.Push(ctx, PushOptions{Snapshot: true})
+	rep, err := r.Push(ctx, PushOptions{Snapshot: true, OverSkipped: overSkipped})
 	if err != nil {
 		r.pushMu.Lock()
 		r.opt.DEK, r.vault.Wraps, r.vault.DekID = oldDEK, oldWraps, oldID

@@ -15,7 +15,11 @@ import (
 var syncOpts struct {
 	dryRun, full, json bool
 	passStdin          bool
+	overSkipped        bool
 }
+
+const overSkippedUsage = "anchor the snapshot on the chain head even though the last pull stopped at an epoch this machine could not apply"
+
 
 func init() {
 	register(&command{
@@ -32,14 +36,15 @@ func init() {
 	})
 	register(&command{
 		name:  "compact",
-		usage: "[--dry-run]",
+		usage: "[--dry-run] [--over-skipped]",
 		short: "anchor one snapshot epoch of the whole state",
 		flags: func(fs *pflag.FlagSet) {
 			fs.BoolVar(&syncOpts.dryRun, "dry-run", false, "report what would be anchored and send nothing")
 			fs.BoolVar(&syncOpts.json, "json", false, "print the report as JSON")
+			fs.BoolVar(&syncOpts.overSkipped, "over-skipped", false, overSkippedUsage)
 		},
 		run: func(ctx context.Context, args []string) error {
-			return runPush(ctx, replica.PushOptions{DryRun: syncOpts.dryRun, Snapshot: true})
+			return runPush(ctx, replica.PushOptions{DryRun: syncOpts.dryRun, Snapshot: true, OverSkipped: syncOpts.overSkipped})
 		},
 	})
 	register(&command{
@@ -54,10 +59,11 @@ func init() {
 	})
 	register(&command{
 		name:  "rekey",
-		usage: "--passphrase-stdin",
+		usage: "--passphrase-stdin [--over-skipped]",
 		short: "rotate the data key: a new key, one snapshot under it, a new recovery code",
 		flags: func(fs *pflag.FlagSet) {
 			fs.BoolVar(&syncOpts.passStdin, "passphrase-stdin", false, "read the passphrase the new key is wrapped under from stdin")
+			fs.BoolVar(&syncOpts.overSkipped, "over-skipped", false, overSkippedUsage)
 		},
 		run: runRekey,
 	})
@@ -156,7 +162,7 @@ func runRekey(ctx context.Context, args []string) error {
 	if err := e.rep.Control(ctx, "refresh"); err != nil && !errors.Is(err, replica.ErrGapOpen) {
 		return err
 	}
-	_, rep, err := e.rep.Rekey(ctx, kek, seal.KindPassphrase)
+	_, rep, err := e.rep.Rekey(ctx, kek, seal.KindPassphrase, syncOpts.overSkipped)
 	if rep != nil {
 		printPushReport(ctx, rep)
 	}
