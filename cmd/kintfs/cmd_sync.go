@@ -20,7 +20,6 @@ var syncOpts struct {
 
 const overSkippedUsage = "anchor the snapshot on the chain head even though the last pull stopped at an epoch this machine could not apply"
 
-
 func init() {
 	register(&command{
 		name:  "push",
