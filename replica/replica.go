@@ -53,6 +53,9 @@ type Options struct {
 	Confirmations uint64            // default 2
 	Logf          func(format string, args ...any)
 	Progress      io.Writer // long pulls report here; nil: quiet
+	// ColdStart checks the head the RPC gave on a machine with no watermark yet against a
+	// second, independent RPC; nil: no check (the dev chain).
+	ColdStart func(ctx context.Context, head Head) error
 }
 
 // Replica is the engine under the mount: the local store, the vault's keys, and the chain.

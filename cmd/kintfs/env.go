@@ -92,7 +92,7 @@ func openVault(ctx context.Context, o openOptions) (*vaultEnv, error) {
 		progress = os.Stderr
 	}
 	e.rep, err = replica.Open(replica.Options{Home: home, Vault: v, DEK: dek, Client: client, Connect: connect, SessionKey: key,
-		Confirmations: confirmations(), Logf: logf, Progress: progress})
+		Confirmations: confirmations(), Logf: logf, Progress: progress, ColdStart: coldStartCheck(v)})
 	if err != nil {
 		e.Close()
 		return nil, err

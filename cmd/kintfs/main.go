@@ -148,7 +148,7 @@ func exitCode(err error) int {
 		errors.Is(err, replica.ErrInvalid), errors.Is(err, seal.ErrSnapshotTooLarge):
 		return exitUsage
 	case errors.Is(err, replica.ErrGapOpen), errors.Is(err, replica.ErrOffline), errors.Is(err, chain.ErrWouldRevert),
-		errors.Is(err, replica.ErrHistoryIncomplete),
+		errors.Is(err, replica.ErrHistoryIncomplete), errors.Is(err, errSingleRPC),
 		errors.As(err, new(*seal.RowTooLargeError)):
 		return exitRefused
 	case errors.Is(err, errMountBusy):
