@@ -30,7 +30,7 @@ func toErrno(err error) (errno syscall.Errno, unexpected bool) {
 		return syscall.ENOSPC, false
 	case errors.Is(err, replica.ErrCrossTier):
 		return syscall.EXDEV, false
-	case errors.Is(err, replica.ErrOffline):
+	case replica.Offline(err):
 		// No chain connection: a ctl command can be tried again later; not a fault.
 		return syscall.ENOTCONN, false
 	// What stops a ctl flush or pull, as the CLI's exit codes tell them apart.

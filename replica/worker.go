@@ -70,6 +70,9 @@ func (r *Replica) Control(ctx context.Context, command string) error {
 
 // Flush anchors what is staged, pulling first when the chain moved; nothing to push is done.
 func (r *Replica) Flush(ctx context.Context) error {
+	if err := r.refuseChange(); err != nil {
+		return err
+	}
 	if err := r.poll(ctx); err != nil {
 		return err
 	}
@@ -91,13 +94,16 @@ func (r *Replica) Flush(ctx context.Context) error {
 func (r *Replica) poll(ctx context.Context) error {
 	c, err := r.connect(ctx)
 	if err != nil {
-		r.status.notePoll(err)
+		r.notePoll(err)
 		return err
 	}
 	head, err := c.Head(ctx, r.vault.Owner, r.vault.Space)
-	r.status.notePoll(err)
 	if err != nil {
-		return fmt.Errorf("read head: %w", err)
+		err = fmt.Errorf("read head: %w", err)
+	}
+	r.notePoll(err)
+	if err != nil {
+		return err
 	}
 	mirror, err := r.MirrorHead()
 	if err != nil {
@@ -110,6 +116,20 @@ func (r *Replica) poll(ctx context.Context) error {
 	r.logf("poll: the chain moved to seq %d (this machine is at %d); pulling", head.Seq, mirror.Seq)
 	_, err = r.Pull(ctx, false)
 	return err
+}
+
+// notePoll records a poll in the status, and logs the moments the chain is lost and found.
+func (r *Replica) notePoll(err error) {
+	if err != nil && !Offline(err) {
+		r.status.notePoll(nil) // the RPC answered: a refusal is not a lost connection
+		return
+	}
+	switch off, back := r.status.notePoll(err); {
+	case off:
+		r.warnf("offline: %v; changes stay staged, trying again at each poll", err)
+	case back:
+		r.logf("online again: the chain answers")
+	}
 }
 
 // StartWorker starts the background write-back and poll.
@@ -145,7 +165,7 @@ func (r *Replica) StopWorker(ctx context.Context) error {
 	}
 	w.once.Do(func() { close(w.stop) })
 	<-w.done
-	if r.Client() == nil {
+	if r.Client() == nil || r.opt.ReadOnly {
 		return nil
 	}
 	st, err := r.Status()
@@ -159,7 +179,7 @@ func (w *worker) run() {
 	defer close(w.done)
 	quiet := time.NewTimer(time.Hour)
 	quiet.Stop()
-	if st, err := w.r.Status(); err == nil && st.StagedRows+st.StagedDels > len(st.Held) {
+	if st, err := w.r.Status(); err == nil && st.StagedRows+st.StagedDels > len(st.Held) && !w.r.opt.ReadOnly {
 		quiet.Reset(w.o.Quiet) // staged before a restart: the marker is the staged rows themselves
 	}
 	poll := time.NewTicker(w.o.Poll)
@@ -201,7 +221,7 @@ func (w *worker) attempt(op func(context.Context) error) error {
 		}
 	}()
 	err := op(ctx)
-	if err != nil && !errors.Is(err, ErrOffline) {
+	if err != nil && !Offline(err) { // going offline is logged once, by the poll
 		w.r.warnf("background: %v", err)
 	}
 	return err
