@@ -41,7 +41,7 @@ type Options struct {
 	Backoff      time.Duration // first retry delay, doubled each time; default 200ms
 	PollInterval time.Duration // receipt and confirmation polling in WaitPush; default 500ms
 	// DeadBudget bounds how long one call keeps retrying an RPC that refuses connections
-	// (nothing listens: the node is down), from its first attempt; default 1.5s. Other
+	// (nothing listens: the node is down), from its first attempt; default 1s. Other
 	// transport failures (a dropped answer, a 502, a timeout) take the full Retries.
 	DeadBudget time.Duration
 }
@@ -52,7 +52,7 @@ const (
 	defaultBackoff      = 200 * time.Millisecond
 	defaultPollInterval = 500 * time.Millisecond
 	maxBackoff          = 10 * time.Second
-	defaultDeadBudget   = 1500 * time.Millisecond
+	defaultDeadBudget   = time.Second
 	dialRetries         = 3 // about 1.4 s of backoff before a dial gives up
 	// blobBatchSize bounds one eth_getTransactionByHash batch (a push carries up to ~100 KB).
 	blobBatchSize = 16

@@ -1,0 +1,295 @@
+package integration
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Operations keep the promises the README makes: read-only is read-only, commands work beside
+// a mount, a dead RPC is reported fast, exit codes are the table's.
+
+// mountOptions are the options /proc/mounts lists for the mount at dir.
+func mountOptions(t *testing.T, dir string) string {
+	t.Helper()
+	f, err := os.Open("/proc/self/mounts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if fields := strings.Fields(sc.Text()); len(fields) >= 4 && fields[1] == dir {
+			return fields[3]
+		}
+	}
+	t.Fatalf("%s is not in /proc/mounts", dir)
+	return ""
+}
+
+// stageWithoutFlush leaves rows staged in a: a mount that never flushes on its own, killed.
+func stageWithoutFlush(t *testing.T, a *machine, rows map[string]string) {
+	t.Helper()
+	a.extra = append(a.extra, "KINT_QUIET_SECONDS=3600")
+	mt := a.mount()
+	for p, body := range rows {
+		writeFile(t, mt.path(p), body)
+	}
+	mt.kill()
+	a.extra = a.extra[:len(a.extra)-1]
+}
+
+// TestReadOnlyEnforced: a --read-only mount is ro for the kernel, and the engine refuses every
+// other way of staging or anchoring, each by name, with exit 2 or EROFS; rows staged before
+// stay staged and are not anchored by the read-only mount.
+func TestReadOnlyEnforced(t *testing.T) {
+	requireFUSE(t)
+	dc := startDevchain(t)
+	a := newMachine(t, dc, "readonly")
+	a.connect("pw")
+	mt := a.mount()
+	writeFile(t, mt.path("entity/e1"), `{"a":1}`)
+	mt.mustCtl("flush")
+	mt.unmount()
+	stageWithoutFlush(t, a, map[string]string{"state/pending": "staged before"})
+	headBefore := chainHead(t, dc.client(t), a)
+
+	ro := a.mount("--read-only")
+	if opts := mountOptions(t, ro.dir); !strings.HasPrefix(opts, "ro,") && opts != "ro" {
+		t.Fatalf("/proc/mounts lists %q, want ro", opts)
+	}
+	if err := os.WriteFile(ro.path("state/new"), []byte("x"), 0o644); errnoOf(err) != syscall.EROFS {
+		t.Fatalf("write on a read-only mount: %v, want EROFS", err)
+	}
+	refusals := [][]string{
+		{"attr", ro.path("entity/e1"), "status", "--set", "x"},
+		{"attr", ro.path("entity/e1"), "meta", "--unset"},
+		{"push"},
+		{"compact"},
+	}
+	for _, args := range refusals {
+		_, errs, code := a.run("", args...)
+		if code != 2 || !strings.Contains(errs, "--read-only") {
+			t.Errorf("kintfs %s on a read-only mount: exit %d, %q; want 2 naming --read-only", strings.Join(args, " "), code, errs)
+		}
+	}
+	if err := ro.ctl("flush"); errnoOf(err) != syscall.EROFS {
+		t.Errorf("ctl flush on a read-only mount: %v, want EROFS", err)
+	}
+	if out, errs, code := a.run("", "pull"); code != 0 {
+		t.Errorf("pull on a read-only mount: exit %d\n%s%s", code, out, errs)
+	}
+	st := ro.status()
+	if st["read_only"] != true || st["staged_rows"].(float64) != 1 {
+		t.Errorf("status of the read-only mount: read_only %v, staged_rows %v", st["read_only"], st["staged_rows"])
+	}
+	if _, errs, code := a.run("", "unmount", ro.dir); code != 0 {
+		t.Fatalf("unmount of a read-only mount: exit %d, %q", code, errs)
+	}
+	ro.cmd.Wait()
+	ro.cmd = nil
+	if after := chainHead(t, dc.client(t), a); after.Seq != headBefore.Seq {
+		t.Fatalf("the read-only mount anchored: head seq %d -> %d", headBefore.Seq, after.Seq)
+	}
+	if n := a.stagedRows(); n != 1 {
+		t.Fatalf("staged rows after the read-only mount: %v, want 1", n)
+	}
+}
+
+// TestCommandsBesideAMount: each command either works while the vault is mounted or is
+// refused with a sentence naming the way out, never badger's lock error; status answers at
+// once while a push is held at the RPC.
+func TestCommandsBesideAMount(t *testing.T) {
+	requireFUSE(t)
+	dc := startDevchain(t)
+	a := newMachine(t, dc, "beside")
+	a.connect("pw")
+	p := startRPCProxy(t, dc.info.RPC)
+	a.useRPC(p.URL)
+	mt := a.mount()
+
+	if out, errs, code := a.run("", "session-key", "show"); code != 0 || !strings.Contains(out, "authorized for") {
+		t.Errorf("session-key show while mounted: exit %d\n%s%s", code, out, errs)
+	}
+	a.extra = append(a.extra, "KINT_OWNER_KEY="+dc.ownerKeyHex())
+	if out, errs, code := a.run("", "authorize"); code != 0 {
+		t.Errorf("authorize while mounted: exit %d\n%s%s", code, out, errs)
+	}
+	a.extra = a.extra[:len(a.extra)-1]
+	want := "the vault is mounted at " + mt.dir + ": unmount it first"
+	for _, c := range []struct {
+		stdin string
+		args  []string
+	}{
+		{"new pass\n", []string{"rekey", "--passphrase-stdin"}},
+		{"", []string{"mount", filepath.Join(t.TempDir())}},
+	} {
+		_, errs, code := a.run(c.stdin, c.args...)
+		if code != 2 || !strings.Contains(errs, want) || strings.Contains(errs, "Badger") {
+			t.Errorf("kintfs %s while mounted: exit %d, %q; want 2 and %q", c.args[0], code, errs, want)
+		}
+	}
+
+	// a push held at its transaction: status, log and attr answer meanwhile
+	writeFile(t, mt.path("state/slow"), "held at the RPC")
+	p.setRule("eth_sendRawTransaction", proxyRule{Hold: true})
+	push := exec.Command(kintfsBin, "push")
+	push.Env = a.env()
+	var pushOut syncBuffer
+	push.Stdout, push.Stderr = &pushOut, &pushOut
+	if err := push.Start(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the push reaches the RPC", func() error {
+		if p.seen("eth_sendRawTransaction") == 0 {
+			return fmt.Errorf("not yet")
+		}
+		return nil
+	})
+	for _, args := range [][]string{{"status", "--json"}, {"log"}, {"attr", mt.path("state/slow")}} {
+		start := time.Now()
+		out, errs, code := a.run("", args...)
+		took := time.Since(start)
+		if code != 0 || took > 2*time.Second {
+			t.Errorf("kintfs %s during a push: exit %d after %v\n%s%s", args[0], code, took, out, errs)
+		}
+		if args[0] == "status" {
+			var st map[string]any
+			if err := json.Unmarshal([]byte(out), &st); err != nil || st["pushing"] != true {
+				t.Errorf("status during a push: pushing %v (%v)", st["pushing"], err)
+			}
+		}
+		t.Logf("kintfs %s during a push answered in %v", args[0], took.Round(time.Millisecond))
+	}
+	p.clearRules()
+	p.release(true)
+	if err := push.Wait(); err != nil {
+		t.Fatalf("the held push: %v\n%s", err, pushOut.String())
+	}
+}
+
+// switchableRPC is a reverse proxy to the node on a fixed address that can be taken down
+// (connections refused, as when the node dies) and brought back.
+type switchableRPC struct {
+	t      *testing.T
+	addr   string
+	target *url.URL
+	srv    *http.Server
+}
+
+func startSwitchableRPC(t *testing.T, upstream string) *switchableRPC {
+	target, err := url.Parse(upstream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &switchableRPC{t: t, addr: ln.Addr().String(), target: target}
+	s.serve(ln)
+	t.Cleanup(s.down)
+	return s
+}
+
+func (s *switchableRPC) URL() string { return "http://" + s.addr }
+
+func (s *switchableRPC) serve(ln net.Listener) {
+	s.srv = &http.Server{Handler: httputil.NewSingleHostReverseProxy(s.target)}
+	go s.srv.Serve(ln)
+}
+
+func (s *switchableRPC) down() {
+	if s.srv != nil {
+		s.srv.Close()
+		s.srv = nil
+	}
+}
+
+func (s *switchableRPC) up() {
+	ln, err := net.Listen("tcp", s.addr)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.serve(ln)
+}
+
+// TestDeadRPCReportedFast: when the chain dies under a running mount, status says offline,
+// push and pull exit 5, ctl flush fails with ENOTCONN and status answers, each within 3 s;
+// the mount reconnects on its own once the RPC is back, and the staged row is anchored.
+func TestDeadRPCReportedFast(t *testing.T) {
+	requireFUSE(t)
+	dc := startDevchain(t)
+	a := newMachine(t, dc, "dying")
+	a.connect("pw")
+	rpc := startSwitchableRPC(t, dc.info.RPC)
+	a.useRPC(rpc.URL())
+	mt := a.mount()
+	writeFile(t, mt.path("state/before"), "anchored")
+	mt.mustCtl("flush")
+	writeFile(t, mt.path("state/during"), "staged while the chain is down")
+
+	rpc.down()
+	died := time.Now()
+	eventually(t, 3*time.Second, "status says offline", func() error {
+		if off, _ := mt.status()["offline"].(string); off == "" {
+			return fmt.Errorf("not offline yet")
+		}
+		return nil
+	})
+	t.Logf("offline in .kint/status %v after the RPC died (poll 1s)", time.Since(died).Round(time.Millisecond))
+
+	start := time.Now()
+	err := mt.ctl("flush")
+	if took := time.Since(start); errnoOf(err) != syscall.ENOTCONN || took > 3*time.Second {
+		t.Errorf("ctl flush with the RPC dead: %v after %v, want ENOTCONN within 3s", err, took)
+	} else {
+		t.Logf("ctl flush: ENOTCONN in %v", took.Round(time.Millisecond))
+	}
+	for _, args := range [][]string{{"push"}, {"pull"}, {"status"}} {
+		start := time.Now()
+		_, errs, code := a.run("", args...)
+		took := time.Since(start)
+		want := 5
+		if args[0] == "status" {
+			want = 0
+		}
+		if code != want || took > 3*time.Second {
+			t.Errorf("kintfs %s with the RPC dead: exit %d after %v, want %d within 3s: %q", args[0], code, took, want, errs)
+		} else {
+			t.Logf("kintfs %s with the RPC dead: exit %d in %v: %s", args[0], code, took.Round(time.Millisecond), strings.TrimSpace(errs))
+		}
+		if strings.Contains(errs, "read head: read head") {
+			t.Errorf("doubled prefix: %q", errs)
+		}
+	}
+	if !strings.Contains(mt.log.String(), "offline:") {
+		t.Errorf("the mount did not log going offline:\n%s", mt.log.String())
+	}
+
+	rpc.up()
+	eventually(t, 30*time.Second, "the mount reconnects", func() error {
+		if off, _ := mt.status()["offline"].(string); off != "" {
+			return fmt.Errorf("still %s", off)
+		}
+		return nil
+	})
+	mt.mustCtl("flush")
+	if st := mt.status(); st["staged_rows"].(float64) != 0 {
+		t.Fatalf("after reconnecting: %v staged", st["staged_rows"])
+	}
+	if !strings.Contains(mt.log.String(), "online again") {
+		t.Errorf("the mount did not log coming back:\n%s", mt.log.String())
+	}
+}
