@@ -293,3 +293,124 @@ func TestDeadRPCReportedFast(t *testing.T) {
 		t.Errorf("the mount did not log coming back:\n%s", mt.log.String())
 	}
 }
+
+// TestExitCodeTable runs rows of the README's exit-code table, each in the foreground and,
+// for a mount, with --daemon too: the code and a piece of the message.
+func TestExitCodeTable(t *testing.T) {
+	requireFUSE(t)
+	dc := startDevchain(t)
+	a := newMachine(t, dc, "codes")
+	a.connect("pw")
+	// a machine of the same vault with a session passphrase the keys were not sealed under
+	wrongSession := newMachine(t, dc, "codes2")
+	wrongSession.extra = append(wrongSession.extra, "KINT_SESSION_PASSPHRASE=right")
+	wrongSession.connect("pw2")
+	wrongSession.extra = []string{"KINT_SESSION_PASSPHRASE=wrong"}
+	fresh := newMachine(t, dc, "codes3") // no vault
+	dead, _ := net.Listen("tcp", "127.0.0.1:0")
+	deadURL := "http://" + dead.Addr().String()
+	dead.Close()
+	// the vault exists on chain: a second machine adopting it with the wrong passphrase
+	mt := a.mount()
+	writeFile(t, mt.path("state/x"), "one")
+	mt.mustCtl("flush")
+	mt.unmount()
+	adopter := newMachine(t, dc, "codes")
+
+	emptyDir := func() string { d := filepath.Join(t.TempDir(), "mnt"); os.MkdirAll(d, 0o755); return d }
+	rows := []struct {
+		name   string
+		m      *machine
+		env    []string
+		stdin  string
+		args   []string
+		daemon bool // also run with --daemon
+		code   int
+		msg    string
+	}{
+		{"done", a, nil, "", []string{"log"}, false, 0, ""},
+		{"I/O fault: no mountpoint", a, nil, "", []string{"mount", filepath.Join(t.TempDir(), "missing")}, true, 1, "no such file"},
+		{"nothing to push", a, nil, "", []string{"push"}, false, 2, "nothing to push"},
+		{"no vault", fresh, nil, "", []string{"mount", emptyDir()}, true, 2, "kintfs init"},
+		{"wrong passphrase", adopter, nil, "not pw\n", []string{"init", "--owner", a.owner(), "--passphrase-stdin"}, false, 2, "the passphrase does not open this vault"},
+		{"not mounted", a, nil, "", []string{"unmount", emptyDir()}, false, 2, "is not a kintfs mount"},
+		{"unknown command", a, nil, "", []string{"frobnicate"}, false, 2, "unknown command"},
+		{"wrong session passphrase", wrongSession, nil, "", []string{"mount", emptyDir()}, true, 3, "KINT_SESSION_PASSPHRASE"},
+		{"offline push", a, []string{"KINT_RPC_URL=" + deadURL}, "", []string{"push"}, false, 5, "cannot be reached"},
+		{"offline pull", a, []string{"KINT_RPC_URL=" + deadURL}, "", []string{"pull"}, false, 5, "cannot be reached"},
+	}
+	for _, r := range rows {
+		modes := []bool{false}
+		if r.daemon {
+			modes = append(modes, true)
+		}
+		for _, daemon := range modes {
+			args := r.args
+			name := r.name
+			if daemon {
+				args = append([]string{args[0], "--daemon"}, args[1:]...)
+				name += " (--daemon)"
+			}
+			saved := r.m.extra
+			r.m.extra = append(append([]string{}, saved...), r.env...)
+			start := time.Now()
+			_, errs, code := r.m.run(r.stdin, args...)
+			r.m.extra = saved
+			if code != r.code || !strings.Contains(errs, r.msg) {
+				t.Errorf("%s: kintfs %s: exit %d, %q; want %d and %q", name, strings.Join(args, " "), code, errs, r.code, r.msg)
+			}
+			if strings.Count(strings.TrimSpace(errs), "\n") > 0 {
+				t.Errorf("%s: the message spans lines: %q", name, errs)
+			}
+			t.Logf("%-34s exit %d in %v", name, code, time.Since(start).Round(time.Millisecond))
+		}
+	}
+
+	// 5 from an unmount whose flush failed: the mount goes, the row stays staged
+	rpc := startSwitchableRPC(t, dc.info.RPC)
+	a.useRPC(rpc.URL())
+	mt = a.mount()
+	writeFile(t, mt.path("state/y"), "staged")
+	rpc.down()
+	_, errs, code := a.run("", "unmount", mt.dir)
+	if code != 5 || !strings.Contains(errs, "stay staged") {
+		t.Errorf("unmount whose flush failed: exit %d, %q; want 5", code, errs)
+	}
+	mt.cmd.Wait()
+	mt.cmd = nil
+	a.extra = a.extra[:len(a.extra)-1]
+	if n := a.stagedRows(); n != 1 {
+		t.Errorf("after the failed flush: %v staged, want 1", n)
+	}
+
+	// 7: busy, the holder named on one line, without the mount and the unmount themselves
+	mt = a.mount()
+	// a process holding a file whose path merely starts with the mount point's is no holder
+	neighbour, err := os.Create(mt.dir + ".log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bystander := exec.Command("sleep", "60")
+	bystander.Stdout = neighbour
+	if err := bystander.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { bystander.Process.Kill(); bystander.Wait(); neighbour.Close() }()
+	hold := exec.Command("sleep", "60")
+	hold.Dir = mt.path("state")
+	if err := hold.Start(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, errs, code = a.run("", "unmount", "--timeout", "2s", mt.dir)
+	took := time.Since(start)
+	hold.Process.Kill()
+	hold.Wait()
+	want := fmt.Sprintf("sleep (pid %d)", hold.Process.Pid)
+	if code != 7 || !strings.Contains(errs, want) || strings.Contains(errs, "kintfs (pid") || strings.Contains(errs, "pid self") ||
+		strings.Contains(errs, fmt.Sprintf("pid %d", bystander.Process.Pid)) ||
+		strings.Count(strings.TrimSpace(errs), "\n") > 0 || took > 5*time.Second {
+		t.Errorf("busy unmount: exit %d after %v, %q; want 7 within the timeout naming only %s", code, took, errs, want)
+	}
+	t.Logf("busy unmount: exit %d in %v: %s", code, took.Round(time.Millisecond), strings.TrimSpace(errs))
+}

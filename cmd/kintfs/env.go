@@ -110,7 +110,12 @@ func openVault(ctx context.Context, o openOptions) (*vaultEnv, error) {
 	key, _ := loadSessionKey(home)
 	logf := o.logf
 	if logf == nil {
-		logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, "kintfs: "+format+"\n", args...) }
+		// a command outside a mount: its failures and what it changed, not its routine steps
+		logf = func(format string, args ...any) {
+			if !strings.HasPrefix(format, "debug: ") {
+				fmt.Fprintf(os.Stderr, "kintfs: "+format+"\n", args...)
+			}
+		}
 	}
 	var progress io.Writer
 	if term.IsTerminal(int(os.Stderr.Fd())) {
