@@ -66,13 +66,14 @@ type Options struct {
 // Replica is the engine under the mount: the local store, the vault's keys, and the chain.
 type Replica struct {
 	*Store
-	opt     Options
-	vault   *VaultConfig
-	cache   *EpochCache
-	pushMu  sync.Mutex  // one push or pull at a time
-	pushing atomic.Bool // a push is sealing or sending, for status
-	client  atomic.Pointer[chain.Client]
-	dialMu  sync.Mutex
+	opt        Options
+	vault      *VaultConfig
+	cache      *EpochCache
+	pushMu     sync.Mutex   // one push or pull at a time
+	pushing    atomic.Bool  // a push is sealing or sending, for status
+	heldLogged atomic.Int64 // held rows at the last flush, so a new hold is logged once
+	client     atomic.Pointer[chain.Client]
+	dialMu     sync.Mutex
 	// The last failed dial: a ctl command right after it answers at once.
 	lastDial time.Time
 	dialErr  error

@@ -76,14 +76,15 @@ func (r *Replica) Flush(ctx context.Context) error {
 	if err := r.poll(ctx); err != nil {
 		return err
 	}
-	_, err := r.Push(ctx, PushOptions{})
+	rep, err := r.Push(ctx, PushOptions{})
 	if errors.Is(err, ErrChainMoved) {
 		// another machine pushed between the poll and the push: rebase once more
 		if _, err := r.Pull(ctx, false); err != nil {
 			return err
 		}
-		_, err = r.Push(ctx, PushOptions{})
+		rep, err = r.Push(ctx, PushOptions{})
 	}
+	r.noteHeld(rep)
 	if errors.Is(err, ErrNothingToPush) {
 		return nil
 	}
@@ -116,6 +117,22 @@ func (r *Replica) poll(ctx context.Context) error {
 	r.logf("poll: the chain moved to seq %d (this machine is at %d); pulling", head.Seq, mirror.Seq)
 	_, err = r.Pull(ctx, false)
 	return err
+}
+
+// noteHeld logs, once per change, that staged rows are held: how many and in which tiers,
+// never their keys or why (a reason may quote the body); .kint/status names them.
+func (r *Replica) noteHeld(rep *PushReport) {
+	if rep == nil {
+		return
+	}
+	n := int64(len(rep.Held))
+	if old := r.heldLogged.Swap(n); n > old {
+		tiers := map[string]int{}
+		for _, h := range rep.Held {
+			tiers[h.Tier]++
+		}
+		r.warnf("held: %d staged rows cannot be anchored and stay staged (by tier: %v); see held in .kint/status", n, tiers)
+	}
 }
 
 // notePoll records a poll in the status, and logs the moments the chain is lost and found.
