@@ -40,7 +40,10 @@ func TestReadOnlyRefusesEveryChange(t *testing.T) {
 	null := "null"
 	ctx := context.Background()
 	for name, op := range map[string]func() error{
-		"write":   func() error { _, err := r.Write(Key{Tier: seal.TierState, Key: "y"}, []byte("y"), time.Now()); return err },
+		"write": func() error {
+			_, err := r.Write(Key{Tier: seal.TierState, Key: "y"}, []byte("y"), time.Now())
+			return err
+		},
 		"remove":  func() error { return r.Remove(x) },
 		"rename":  func() error { return r.Rename(x, Key{Tier: seal.TierState, Key: "z"}) },
 		"mkdir":   func() error { return r.Mkdir("c") },
@@ -67,4 +70,3 @@ func TestReadOnlyRefusesEveryChange(t *testing.T) {
 		t.Fatalf("the staged row: %q %v", c, err)
 	}
 }
-
