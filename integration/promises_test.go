@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bufio"
+	"math"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -413,4 +414,176 @@ func TestExitCodeTable(t *testing.T) {
 		t.Errorf("busy unmount: exit %d after %v, %q; want 7 within the timeout naming only %s", code, took, errs, want)
 	}
 	t.Logf("busy unmount: exit %d in %v: %s", code, took.Round(time.Millisecond), strings.TrimSpace(errs))
+}
+
+// statusSchema is the README's schema of .kint/status: every field, with its one JSON type.
+var statusSchema = map[string]string{
+	"owner": "string", "tenant": "string", "space": "string", "chain": "object", "head": "object", "mirror": "object",
+	"read_only": "bool", "pushing": "bool", "last_poll": "string", "offline": "string",
+	"staged_rows": "int", "staged_deletions": "int", "staged_bytes": "int", "oldest_staged_age_seconds": "int",
+	"held": "list", "conflicts": "list", "gaps": "list", "pending_push": "list",
+	"last_push": "object|null", "last_pull": "object|null",
+}
+
+// checkStatusSchema fails for a missing or extra field, or a value of another type.
+func checkStatusSchema(t *testing.T, state string, raw []byte) {
+	t.Helper()
+	var st map[string]any
+	if err := json.Unmarshal(raw, &st); err != nil {
+		t.Fatalf("%s: status %s: %v", state, raw, err)
+	}
+	for k := range st {
+		if _, ok := statusSchema[k]; !ok {
+			t.Errorf("%s: status field %q is not in the schema", state, k)
+		}
+	}
+	for k, typ := range statusSchema {
+		v, ok := st[k]
+		if !ok {
+			t.Errorf("%s: status has no %q", state, k)
+			continue
+		}
+		got := "other"
+		switch x := v.(type) {
+		case nil:
+			got = "null"
+		case string:
+			got = "string"
+		case bool:
+			got = "bool"
+		case []any:
+			got = "list"
+		case map[string]any:
+			got = "object"
+		case float64:
+			got = "float"
+			if x == math.Trunc(x) && !strings.ContainsAny(fmt.Sprint(x), ".e") {
+				got = "int"
+			}
+		}
+		if !strings.Contains("|"+typ+"|", "|"+got+"|") {
+			t.Errorf("%s: status %q is %s (%v), want %s", state, k, got, v, typ)
+		}
+	}
+}
+
+// TestStatusSchema checks .kint/status against its schema in each state a mount passes
+// through: fresh, staged, pushing, offline, read-only.
+func TestStatusSchema(t *testing.T) {
+	requireFUSE(t)
+	dc := startDevchain(t)
+	a := newMachine(t, dc, "schema")
+	a.connect("pw")
+	p := startRPCProxy(t, dc.info.RPC)
+	a.useRPC(p.URL)
+	a.extra = append(a.extra, "KINT_QUIET_SECONDS=3600")
+	mt := a.mount()
+	read := func() []byte {
+		b, err := os.ReadFile(mt.path(".kint/status"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	checkStatusSchema(t, "fresh", read())
+	writeFile(t, mt.path("state/a"), "one")
+	time.Sleep(1100 * time.Millisecond) // oldest_staged_age_seconds past a whole second
+	checkStatusSchema(t, "staged", read())
+
+	p.setRule("eth_sendRawTransaction", proxyRule{Hold: true})
+	flushed := make(chan error, 1)
+	go func() { flushed <- mt.ctl("flush") }()
+	eventually(t, 30*time.Second, "the push is held", func() error {
+		if p.seen("eth_sendRawTransaction") == 0 {
+			return fmt.Errorf("not yet")
+		}
+		return nil
+	})
+	raw := read()
+	checkStatusSchema(t, "pushing", raw)
+	if !strings.Contains(string(raw), `"pushing": true`) {
+		t.Errorf("pushing: %s", raw)
+	}
+	p.clearRules()
+	p.release(true)
+	if err := <-flushed; err != nil {
+		t.Fatal(err)
+	}
+	checkStatusSchema(t, "pushed", read())
+	mt.unmount()
+
+	// offline from the start: last_poll is there at once
+	dead, _ := net.Listen("tcp", "127.0.0.1:0")
+	deadURL := "http://" + dead.Addr().String()
+	dead.Close()
+	a.useRPC(deadURL)
+	mt = a.mount()
+	eventually(t, 5*time.Second, "offline start polled", func() error {
+		var st map[string]any
+		json.Unmarshal(read(), &st)
+		if st["last_poll"] == "" || st["offline"] == "" {
+			return fmt.Errorf("last_poll %v offline %v", st["last_poll"], st["offline"])
+		}
+		return nil
+	})
+	checkStatusSchema(t, "offline", read())
+	mt.unmount()
+	a.extra = a.extra[:len(a.extra)-1]
+	mt = a.mount("--read-only")
+	checkStatusSchema(t, "read-only", read())
+}
+
+// TestAllowOtherUmask: with --allow-other the plaintext is the mounting user's alone (rows
+// 0600, directories 0700, another user gets EACCES); --umask 022 opens it up.
+func TestAllowOtherUmask(t *testing.T) {
+	requireFUSE(t)
+	dc := startDevchain(t)
+	a := newMachine(t, dc, "umask")
+	a.connect("pw")
+	base := t.TempDir()
+	os.Chmod(base, 0o755)
+	for d := filepath.Dir(base); d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
+		os.Chmod(d, 0o755) // the test's temp directories: another user must reach the mount
+	}
+	nobody := func(path string) error {
+		cmd := exec.Command("cat", path)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, strings.TrimSpace(string(out)))
+		}
+		return nil
+	}
+	for _, c := range []struct {
+		args          []string
+		file, dir     os.FileMode
+		othersReadRow bool
+	}{
+		{[]string{"--allow-other"}, 0o600, 0o700, false},
+		{[]string{"--allow-other", "--umask", "022"}, 0o644, 0o755, true},
+	} {
+		dir := filepath.Join(base, fmt.Sprintf("mnt%d", len(c.args)))
+		os.MkdirAll(dir, 0o755)
+		mt := a.mountAt(dir, c.args...)
+		writeFile(t, mt.path("state/secret"), "plaintext")
+		fi, err := os.Stat(mt.path("state/secret"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		di, err := os.Stat(mt.path("state"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != c.file || di.Mode().Perm() != c.dir {
+			t.Errorf("%v: row %v, tier directory %v; want %v and %v", c.args, fi.Mode().Perm(), di.Mode().Perm(), c.file, c.dir)
+		}
+		err = nobody(mt.path("state/secret"))
+		if (err == nil) != c.othersReadRow {
+			t.Errorf("%v: another user reading a row: %v, want readable %v", c.args, err, c.othersReadRow)
+		}
+		mt.unmount()
+	}
+	if _, errs, code := a.run("", "mount", "--umask", "9", filepath.Join(base, "x")); code != 2 || !strings.Contains(errs, "octal") {
+		t.Errorf("--umask 9: exit %d, %q", code, errs)
+	}
 }
