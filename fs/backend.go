@@ -29,6 +29,12 @@ type Backend interface {
 
 	// At is the read-only tree as anchored at or before block.
 	At(block uint64) TreeReader
+	// CheckHistory refuses (replica.ErrHistoryIncomplete) a block whose versions this machine
+	// does not hold: one under a snapshot whose older epochs were never fetched here.
+	CheckHistory(block uint64) error
+	// BlockAt is the block of the newest epoch anchored at or before t, from the block times
+	// recorded locally (0 when none is); replica.ErrHistoryIncomplete when it cannot be told.
+	BlockAt(t time.Time) (uint64, error)
 
 	// Control runs one ctl command (flush, pull, pull full, compact, refresh) and returns when
 	// it is done.

@@ -29,6 +29,8 @@ func toErrno(err error) (errno syscall.Errno, unexpected bool) {
 		return syscall.EINVAL, false
 	case errors.Is(err, replica.ErrStagingFull):
 		return syscall.ENOSPC, false
+	case errors.Is(err, replica.ErrFileTooBig), errors.Is(err, replica.ErrValueTooLarge):
+		return syscall.EFBIG, false
 	case errors.Is(err, replica.ErrCrossTier):
 		return syscall.EXDEV, false
 	case replica.Offline(err):

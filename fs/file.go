@@ -14,9 +14,9 @@ import (
 	"kintfs/seal"
 )
 
-// maxFileSize bounds what one open file buffers in memory; a row this big could never be
-// anchored anyway (an epoch carries at most 90 KB compressed).
-const maxFileSize = 64 << 20
+// maxFileSize bounds what one open file buffers in memory, and what the store takes: a write or
+// truncate past it gets EFBIG there and then, never a failure at close.
+const maxFileSize = replica.MaxFileBytes
 
 // fileNode is one row (or local file) of a tree. While the file is open its content lives in
 // one buffer shared by all handles; Flush, Fsync, Rename and Release hand a changed buffer to
@@ -38,6 +38,12 @@ type fileNode struct {
 	mtime       time.Time
 	leaf        [32]byte // the leaf the kernel's page cache holds, for FOPEN_KEEP_CACHE
 	leafOK      bool
+	// opened is set by an open for writing and cleared by the next request on the file. The
+	// kernel (without atomic O_TRUNC, which go-fuse does not offer) sends open(O_TRUNC) as an
+	// open followed by a truncate to 0 that names no handle; that truncate then cuts the
+	// open buffer like one through the handle, and is stored at close, so a write that is
+	// refused afterwards (EFBIG) leaves the file as it was.
+	opened bool
 }
 
 var (
@@ -145,11 +151,14 @@ func (n *fileNode) Setattr(ctx context.Context, f fusefs.FileHandle, in *fuse.Se
 }
 
 func (n *fileNode) truncate(size int64, viaHandle bool) syscall.Errno {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	openTrunc := n.opened && size == 0 && n.loaded && n.opens > 0
+	n.opened = false
 	if size > maxFileSize {
 		return syscall.EFBIG
 	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
+	viaHandle = viaHandle || openTrunc
 	if n.journalEventLocked() {
 		return syscall.EACCES
 	}
@@ -228,6 +237,7 @@ func (n *fileNode) open(flags uint32, v *replica.Version) (fusefs.FileHandle, ui
 		}
 	}
 	n.opens++
+	n.opened = write
 	var fflags uint32
 	if keep {
 		fflags |= fuse.FOPEN_KEEP_CACHE
@@ -259,10 +269,28 @@ func (n *fileNode) loadLocked(v *replica.Version) syscall.Errno {
 	return 0
 }
 
+// discardLocked drops the unsaved changes of a file a write tried to take past maxFileSize:
+// the file is left as it was last stored (an empty file, for a new one), not cut at the
+// limit. The kernel's cached pages and size are dropped with them.
+func (n *fileNode) discardLocked() {
+	if !n.dirty {
+		return
+	}
+	n.dirty = false
+	if n.pendingIn != nil || n.detached {
+		n.buf = n.buf[:0]
+	} else {
+		n.buf, n.loaded, n.stale = nil, false, false
+	}
+	n.leafOK = false
+	n.fs.later(func() { n.NotifyContent(0, 0) })
+}
+
 // flush hands a changed buffer to the backend; after it returns the change is durable.
 func (n *fileNode) flush(op string) syscall.Errno {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.opened = false
 	return n.flushLocked(op)
 }
 

@@ -44,6 +44,8 @@ type mountFS struct {
 	mu    sync.Mutex
 	gens  map[uint64]uint64 // bumped when a node stops standing for its row (rename, unlink)
 	moved map[string]movedAttrs
+	// refused are the @<block> names refused for missing history and logged once
+	refused map[string]bool
 
 	inv invalidator
 }
@@ -68,6 +70,7 @@ func newMountFS(b Backend, o MountOptions) *mountFS {
 		live:    &view{tree: b},
 		gens:    map[uint64]uint64{},
 		moved:   map[string]movedAttrs{},
+		refused: map[string]bool{},
 	}
 	f.ctx, f.cancel = context.WithCancel(context.Background())
 	f.inv.init()

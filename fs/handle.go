@@ -27,6 +27,7 @@ func (h *fileHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Rea
 	n := h.n
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.opened = false
 	if errno := n.freshLocked(); errno != 0 {
 		return nil, errno
 	}
@@ -42,12 +43,14 @@ func (h *fileHandle) Write(ctx context.Context, data []byte, off int64) (uint32,
 		return 0, syscall.EBADF
 	}
 	end := off + int64(len(data))
-	if off < 0 || end > maxFileSize {
-		return 0, syscall.EFBIG
-	}
 	n := h.n
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.opened = false
+	if off < 0 || end > maxFileSize {
+		n.discardLocked()
+		return 0, syscall.EFBIG
+	}
 	if errno := n.freshLocked(); errno != 0 {
 		return 0, errno
 	}

@@ -2,10 +2,16 @@ package fs
 
 import (
 	"context"
+	"errors"
+	"strconv"
+	"strings"
 	"syscall"
+	"time"
 
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"kintfs/replica"
 )
 
 // histRoot is @<block>/: the tree as anchored at or before a block, read-only. Any decimal
@@ -27,6 +33,45 @@ var (
 	_ = (fusefs.NodeRmdirer)((*histRoot)(nil))
 	_ = (fusefs.NodeRenamer)((*histRoot)(nil))
 )
+
+// historyBlock resolves the name of a history root, @<block> or @<time> (RFC 3339 in UTC with
+// a Z), to a block whose history this machine holds. Like a block past the head, a time past
+// the newest epoch shows the newest state.
+func (f *mountFS) historyBlock(name string) (uint64, syscall.Errno) {
+	arg := name[1:]
+	block, err := strconv.ParseUint(arg, 10, 64)
+	if err != nil || arg[0] == '+' {
+		t, terr := time.Parse(time.RFC3339, arg)
+		if terr != nil || !strings.HasSuffix(arg, "Z") {
+			return 0, syscall.ENOENT
+		}
+		if block, err = f.b.BlockAt(t); err != nil {
+			return 0, f.refuseHistory(name, err)
+		}
+	}
+	if err := f.b.CheckHistory(block); err != nil {
+		return 0, f.refuseHistory(name, err)
+	}
+	return block, 0
+}
+
+// refuseHistory answers a lookup of @<block> that this machine cannot show truthfully:
+// ENODATA, and one log line for each block asked for (up to a bound) naming the way out.
+func (f *mountFS) refuseHistory(name string, err error) syscall.Errno {
+	if !errors.Is(err, replica.ErrHistoryIncomplete) {
+		return f.fail("lookup", nil, name, err)
+	}
+	f.mu.Lock()
+	first := !f.refused[name] && len(f.refused) < 256
+	if first {
+		f.refused[name] = true
+	}
+	f.mu.Unlock()
+	if first {
+		f.logf("%s: %v", name, err)
+	}
+	return syscall.ENODATA
+}
 
 func newHistRoot(ctx context.Context, parent *node, block uint64, out *fuse.EntryOut) *fusefs.Inode {
 	f := parent.fs

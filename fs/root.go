@@ -2,7 +2,6 @@ package fs
 
 import (
 	"context"
-	"strconv"
 	"syscall"
 
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
@@ -49,9 +48,9 @@ func (r *rootNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 	case name == ".kint":
 		return newKintDir(ctx, &r.node, out), 0
 	case len(name) > 1 && name[0] == '@':
-		block, err := strconv.ParseUint(name[1:], 10, 64)
-		if err != nil || name[1] == '+' {
-			return nil, syscall.ENOENT
+		block, errno := r.fs.historyBlock(name)
+		if errno != 0 {
+			return nil, errno
 		}
 		return newHistRoot(ctx, &r.node, block, out), 0
 	}

@@ -16,7 +16,15 @@ var (
 	ErrInvalid     = errors.New("invalid value")
 	ErrStagingFull = errors.New("staging cap reached")
 	ErrCrossTier   = errors.New("rename across tiers")
+	ErrFileTooBig  = errors.New("file too large")
 )
+
+// MaxFileBytes is the largest file a mount takes, 64 MiB: a write or truncate past it gets
+// EFBIG. A file of exactly this size is stored whole: its body is one raw badger value, and
+// badger takes values up to its value log file size, which is this. It is far past what one
+// epoch can carry (seal.MaxChunkPlain uncompressed, 90 KB compressed), so such a file is held,
+// never anchored, and stays readable and writable here.
+const MaxFileBytes = 64 << 20
 
 // Tiers, in the order the mount lists them.
 var Tiers = []string{seal.TierEntity, seal.TierState, seal.TierReference, seal.TierJournal}

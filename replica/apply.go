@@ -50,133 +50,19 @@ type ApplyOptions struct {
 	Mtime time.Time
 }
 
-// ApplyEpoch applies one opened epoch to the mirror and the history index in one transaction,
-// checking the running root against the anchored rows_root first. It returns the keys whose
-// live version changed.
+// ApplyEpoch applies one opened epoch to the mirror and the history index, checking the
+// running root against the anchored rows_root first. It returns the keys whose live version
+// changed.
+//
+// An epoch small enough for one badger transaction is applied in one. A larger one is written
+// in batches under a durable marker (see applyMarker): the marker goes first, then the
+// batches, then one small transaction moves the head and deletes the marker. The tree's write
+// lock is held throughout and the in-memory tree changes only after that last commit, so a
+// reader sees the epoch whole or not at all; a crash in between is finished by OpenStore.
 func (s *Store) ApplyEpoch(info EpochInfo, p *seal.Plaintext, opt ApplyOptions) ([]Key, []Conflict, error) {
-	var changed []Key
-	var conflicts []Conflict
-	err := s.update(func(txn *badger.Txn, apply *[]func()) error {
-		var head Head
-		if _, err := getJSON(txn, kHead, &head); err != nil {
-			return err
-		}
-		if info.Seq != head.Seq+1 && !p.Snapshot {
-			return fmt.Errorf("epoch %d does not follow the mirror at seq %d", info.Seq, head.Seq)
-		}
-		anchor := Anchor{Seq: info.Seq, Block: info.Block, Tx: info.Tx}
-		mtime := opt.Mtime
-		if mtime.IsZero() {
-			if t, err := time.Parse("2006-01-02T15:04:05Z", p.CreatedAt); err == nil {
-				mtime = t
-			}
-		}
-		// the new state: puts (with their leaves) and deletions by id
-		puts := map[string]*seal.Row{}
-		next := map[string]common.Hash{}
-		for i := range p.Rows {
-			id := p.Rows[i].ID()
-			puts[id], next[id] = &p.Rows[i], seal.Leaf(&p.Rows[i])
-		}
-		dels := map[string]seal.Deleted{}
-		for _, d := range p.Deleted {
-			dels[d.ID()] = d
-		}
-		if p.Snapshot {
-			for _, e := range s.leaves.e {
-				if _, ok := puts[e.id]; !ok {
-					if _, ok := dels[e.id]; !ok {
-						dels[e.id] = seal.Deleted{} // gone from the full state
-					}
-				}
-			}
-		}
-		changes := leafChanges(next, dels)
-		root, nRows := s.leaves.rootWith(changes, p.Snapshot)
-		if root != common.Hash(p.RowsRoot) {
-			return fmt.Errorf("epoch %d: %w (computed %x, anchored %x)", info.Seq, ErrRootMismatch, root[:6], p.RowsRoot[:6])
-		}
-		if nRows != p.NRows {
-			return fmt.Errorf("epoch %d: n_rows says %d, the state holds %d", info.Seq, p.NRows, nRows)
-		}
-		for id := range dels {
-			if _, ok := puts[id]; ok {
-				continue
-			}
-			m, found, err := getMirror(txn, id, false)
-			if err != nil {
-				return err
-			}
-			if !found {
-				continue
-			}
-			if err := delMirror(txn, id); err != nil {
-				return err
-			}
-			if err := setJSON(txn, string(historyKey(id, info.Block, info.Seq)), &histRec{Anchor: anchor, Mtime: nanos(mtime)}); err != nil {
-				return err
-			}
-			k, c, err := s.settle(txn, apply, id, rowKey(&m.Row), nil, info, opt)
-			if err != nil {
-				return err
-			}
-			changed = append(changed, k...)
-			conflicts = append(conflicts, c...)
-		}
-		for id, r := range puts {
-			if old, ok := s.leaves.get(id); ok && old == next[id] {
-				if m, found, _ := getMirror(txn, id, false); found && eqStrp(m.Row.Category, r.Category) {
-					continue // a snapshot repeating a row unchanged
-				}
-			}
-			rowMtime := mtime
-			var st stagedRec
-			if found, err := getJSON(txn, pStaged+id, &st); err != nil {
-				return err
-			} else if found && opt.Own && !st.Del && seal.Leaf(&st.Row) == next[id] {
-				rowMtime = fromNanos(st.Mtime)
-			}
-			rec := newMirrorRec(*r, next[id], anchor, nanos(rowMtime))
-			if err := putMirror(txn, id, &rec); err != nil {
-				return err
-			}
-			if err := setJSON(txn, string(historyKey(id, info.Block, info.Seq)), &histRec{Row: r, Anchor: anchor, Mtime: nanos(rowMtime)}); err != nil {
-				return err
-			}
-			k, c, err := s.settle(txn, apply, id, rowKey(r), &rec, info, opt)
-			if err != nil {
-				return err
-			}
-			changed = append(changed, k...)
-			conflicts = append(conflicts, c...)
-		}
-		*apply = append(*apply, func() {
-			if p.Snapshot {
-				s.leaves.reset(changes)
-			} else {
-				s.leaves.apply(changes)
-			}
-		})
-		if err := s.recordCategoryCount(txn, info.Block, info.Seq); err != nil {
-			return err
-		}
-		if err := setJSON(txn, string(pEpoch)+string(be64(info.Seq)), &info); err != nil {
-			return err
-		}
-		if err := setJSON(txn, kHead, &Head{Seq: info.Seq, Digest: info.Digest, Block: info.Block}); err != nil {
-			return err
-		}
-		if len(conflicts) > 0 {
-			var all []Conflict
-			if _, err := getJSON(txn, kConflict, &all); err != nil {
-				return err
-			}
-			if err := setJSON(txn, kConflict, append(all, conflicts...)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	s.t.mu.Lock()
+	changed, conflicts, err := s.applyLocked(info, p, opt, false)
+	s.t.mu.Unlock()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -184,11 +70,281 @@ func (s *Store) ApplyEpoch(info EpochInfo, p *seal.Plaintext, opt ApplyOptions) 
 	return changed, conflicts, nil
 }
 
+// epochApply is one epoch on its way into the store.
+type epochApply struct {
+	info    EpochInfo
+	p       *seal.Plaintext
+	opt     ApplyOptions
+	anchor  Anchor
+	mtime   time.Time
+	puts    map[string]*seal.Row
+	next    map[string]common.Hash
+	changes []leafChange // sorted by id: what the epoch does to each id
+}
+
+// applyLocked applies an epoch; callers hold t.mu for writing. redo finishes an apply a
+// marker names: its root was checked before the marker was written, and the mirror may
+// already hold part of it, so the root is not checked again and the tree is reloaded after.
+func (s *Store) applyLocked(info EpochInfo, p *seal.Plaintext, opt ApplyOptions, redo bool) ([]Key, []Conflict, error) {
+	if s.applyErr != nil {
+		return nil, nil, s.applyErr
+	}
+	var head Head
+	if err := s.db.View(func(txn *badger.Txn) error {
+		_, err := getJSON(txn, kHead, &head)
+		return err
+	}); err != nil {
+		return nil, nil, err
+	}
+	if info.Seq != head.Seq+1 && !p.Snapshot {
+		return nil, nil, fmt.Errorf("epoch %d does not follow the mirror at seq %d", info.Seq, head.Seq)
+	}
+	e := s.prepareApply(info, p, opt)
+	if !redo {
+		root, nRows := s.leaves.rootWith(e.changes, p.Snapshot)
+		if root != common.Hash(p.RowsRoot) {
+			return nil, nil, fmt.Errorf("epoch %d: %w (computed %x, anchored %x)", info.Seq, ErrRootMismatch, root[:6], p.RowsRoot[:6])
+		}
+		if nRows != p.NRows {
+			return nil, nil, fmt.Errorf("epoch %d: n_rows says %d, the state holds %d", info.Seq, p.NRows, nRows)
+		}
+		if err := CheckApplicable(p); err != nil {
+			return nil, nil, fmt.Errorf("epoch %d: %w", info.Seq, err)
+		}
+	}
+	batches := s.applyBatches(e)
+	if len(batches) <= 1 && !redo {
+		// the common case: the whole epoch in one transaction, no marker needed
+		var apply []func()
+		var changed []Key
+		var conflicts []Conflict
+		saved := s.t.inoNext
+		err := s.db.Update(func(txn *badger.Txn) error {
+			var b []leafChange
+			if len(batches) == 1 {
+				b = batches[0]
+			}
+			var err error
+			if changed, conflicts, err = s.applyBatch(txn, &apply, e, b); err != nil {
+				return err
+			}
+			return s.finishEpoch(txn, e, false)
+		})
+		if err != nil {
+			s.forgetInos(saved)
+			return nil, nil, err
+		}
+		s.runApply(apply, e)
+		return changed, conflicts, nil
+	}
+	if !redo {
+		if err := s.writeMarker(e, len(batches)); err != nil {
+			return nil, nil, fmt.Errorf("epoch %d: %w", info.Seq, err)
+		}
+	}
+	var apply []func()
+	var changed []Key
+	var conflicts []Conflict
+	for i, b := range batches {
+		saved := s.t.inoNext
+		var batchApply []func()
+		err := s.db.Update(func(txn *badger.Txn) error {
+			k, c, err := s.applyBatch(txn, &batchApply, e, b)
+			changed, conflicts = append(changed, k...), append(conflicts, c...)
+			return err
+		})
+		if err == nil && s.applyHook != nil {
+			if err = s.applyHook(i + 1); err != nil {
+				// a simulated crash: the store is left as a crash would leave it
+				s.applyErr = fmt.Errorf("epoch %d: the apply stopped after batch %d of %d: %w; reopen the store to finish it", info.Seq, i+1, len(batches), err)
+				return nil, nil, s.applyErr
+			}
+		}
+		if err != nil {
+			s.forgetInos(saved)
+			return nil, nil, s.applyFailed(info, redo, fmt.Errorf("batch %d of %d: %w", i+1, len(batches), err))
+		}
+		apply = append(apply, batchApply...)
+	}
+	if err := s.db.Update(func(txn *badger.Txn) error { return s.finishEpoch(txn, e, true) }); err != nil {
+		return nil, nil, s.applyFailed(info, redo, err)
+	}
+	if redo {
+		if err := s.reload(); err != nil {
+			s.applyErr = fmt.Errorf("epoch %d applied, but reloading the tree failed: %w; reopen the store", info.Seq, err)
+			return nil, nil, s.applyErr
+		}
+		return changed, conflicts, nil
+	}
+	s.runApply(apply, e)
+	return changed, conflicts, nil
+}
+
+// applyFailed handles a batched apply that failed after its marker was written: the mirror
+// holds part of the epoch. It tries once to finish the apply from the marker; when that fails
+// too, the store refuses reads and writes until it is reopened (which finishes it), rather
+// than serve half an epoch.
+func (s *Store) applyFailed(info EpochInfo, redo bool, err error) error {
+	if !redo {
+		if _, _, rerr := s.finishMarkedLocked(); rerr == nil {
+			return fmt.Errorf("epoch %d: %w (the apply was finished on a second attempt)", info.Seq, err)
+		}
+	}
+	s.applyErr = fmt.Errorf("epoch %d: the apply stopped part way: %w; reopen the store to finish it", info.Seq, err)
+	return s.applyErr
+}
+
+// forgetInos drops the inode numbers handed out since saved in a transaction that failed:
+// they were never persisted.
+func (s *Store) forgetInos(saved uint64) {
+	for name, n := range s.t.inos {
+		if n >= saved {
+			delete(s.t.inos, name)
+		}
+	}
+	s.t.inoNext = saved
+}
+
+// prepareApply works out what the epoch does to each id.
+func (s *Store) prepareApply(info EpochInfo, p *seal.Plaintext, opt ApplyOptions) *epochApply {
+	e := &epochApply{info: info, p: p, opt: opt, anchor: Anchor{Seq: info.Seq, Block: info.Block, Tx: info.Tx}, mtime: opt.Mtime}
+	if e.mtime.IsZero() {
+		if t, err := time.Parse("2006-01-02T15:04:05Z", p.CreatedAt); err == nil {
+			e.mtime = t
+		}
+	}
+	// the new state: puts (with their leaves) and deletions by id
+	e.puts = make(map[string]*seal.Row, len(p.Rows))
+	e.next = make(map[string]common.Hash, len(p.Rows))
+	for i := range p.Rows {
+		id := p.Rows[i].ID()
+		e.puts[id], e.next[id] = &p.Rows[i], seal.Leaf(&p.Rows[i])
+	}
+	dels := map[string]seal.Deleted{}
+	for _, d := range p.Deleted {
+		dels[d.ID()] = d
+	}
+	if p.Snapshot {
+		for _, le := range s.leaves.e {
+			if _, ok := e.puts[le.id]; !ok {
+				if _, ok := dels[le.id]; !ok {
+					dels[le.id] = seal.Deleted{} // gone from the full state
+				}
+			}
+		}
+	}
+	e.changes = leafChanges(e.next, dels)
+	return e
+}
+
+// applyBatch writes what the epoch does to the ids of batch: for each, all of its writes in
+// this one transaction. The writes depend only on the database as it stands, so a batch
+// applied again (a crash before the epoch was finished) finds its ids done and skips them:
+// no second history entry, no second conflict copy.
+func (s *Store) applyBatch(txn *badger.Txn, apply *[]func(), e *epochApply, batch []leafChange) ([]Key, []Conflict, error) {
+	var changed []Key
+	var conflicts []Conflict
+	info, opt := e.info, e.opt
+	for _, ch := range batch {
+		id := ch.id
+		if ch.del {
+			m, found, err := getMirror(txn, id, false)
+			if err != nil {
+				return nil, nil, err
+			}
+			if !found {
+				continue
+			}
+			if err := delMirror(txn, id); err != nil {
+				return nil, nil, err
+			}
+			if err := setJSON(txn, string(historyKey(id, info.Block, info.Seq)), &histRec{Anchor: e.anchor, Mtime: nanos(e.mtime)}); err != nil {
+				return nil, nil, err
+			}
+			k, c, err := s.settle(txn, apply, id, rowKey(&m.Row), nil, info, opt)
+			if err != nil {
+				return nil, nil, err
+			}
+			changed = append(changed, k...)
+			conflicts = append(conflicts, c...)
+			continue
+		}
+		r := e.puts[id]
+		m, found, err := getMirror(txn, id, false)
+		if err != nil {
+			return nil, nil, err
+		}
+		if found && m.Leaf == e.next[id] && eqStrp(m.Row.Category, r.Category) {
+			continue // a snapshot repeating a row unchanged, or a batch already applied
+		}
+		rowMtime := e.mtime
+		if st, found, err := getStaged(txn, id); err != nil {
+			return nil, nil, err
+		} else if found && opt.Own && !st.Del && seal.Leaf(&st.Row) == e.next[id] {
+			rowMtime = fromNanos(st.Mtime)
+		}
+		rec := newMirrorRec(*r, e.next[id], e.anchor, nanos(rowMtime))
+		if err := putMirror(txn, id, &rec); err != nil {
+			return nil, nil, err
+		}
+		if err := setJSON(txn, string(historyKey(id, info.Block, info.Seq)), &histRec{Row: r, Anchor: e.anchor, Mtime: nanos(rowMtime)}); err != nil {
+			return nil, nil, err
+		}
+		k, c, err := s.settle(txn, apply, id, rowKey(r), &rec, info, opt)
+		if err != nil {
+			return nil, nil, err
+		}
+		changed = append(changed, k...)
+		conflicts = append(conflicts, c...)
+	}
+	if len(conflicts) > 0 {
+		// recorded with the batch that made them, so a crash loses none
+		var all []Conflict
+		if _, err := getJSON(txn, kConflict, &all); err != nil {
+			return nil, nil, err
+		}
+		if err := setJSON(txn, kConflict, append(all, conflicts...)); err != nil {
+			return nil, nil, err
+		}
+	}
+	return changed, conflicts, nil
+}
+
+// finishEpoch records the applied epoch and moves the head, deleting the marker of a
+// batched apply in the same transaction.
+func (s *Store) finishEpoch(txn *badger.Txn, e *epochApply, marked bool) error {
+	info := e.info
+	if err := s.recordCategoryCount(txn, info.Block, info.Seq); err != nil {
+		return err
+	}
+	if err := setJSON(txn, string(pEpoch)+string(be64(info.Seq)), &info); err != nil {
+		return err
+	}
+	if err := setJSON(txn, kHead, &Head{Seq: info.Seq, Digest: info.Digest, Block: info.Block}); err != nil {
+		return err
+	}
+	if marked {
+		return deleteMarker(txn)
+	}
+	return nil
+}
+
+// runApply makes the in-memory changes of a committed epoch.
+func (s *Store) runApply(apply []func(), e *epochApply) {
+	for _, f := range apply {
+		f()
+	}
+	if e.p.Snapshot {
+		s.leaves.reset(e.changes)
+	} else {
+		s.leaves.apply(e.changes)
+	}
+}
+
 // settle brings the live tree in line after the mirror row id changed to m (nil: deleted),
 // reconciling a staged change to the same row.
 func (s *Store) settle(txn *badger.Txn, apply *[]func(), id string, k Key, m *mirrorRec, info EpochInfo, opt ApplyOptions) ([]Key, []Conflict, error) {
-	var st stagedRec
-	found, err := getJSON(txn, pStaged+id, &st)
+	st, found, err := getStaged(txn, id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -202,7 +358,7 @@ func (s *Store) settle(txn *badger.Txn, apply *[]func(), id string, k Key, m *mi
 		same := (st.Del && m == nil) || (!st.Del && m != nil && seal.Leaf(&st.Row) == m.Leaf)
 		switch {
 		case same:
-			if err := txn.Delete([]byte(pStaged + id)); err != nil {
+			if err := delStaged(txn, id); err != nil {
 				return nil, nil, err
 			}
 			found = false
@@ -210,7 +366,7 @@ func (s *Store) settle(txn *badger.Txn, apply *[]func(), id string, k Key, m *mi
 			// changed again after sealing, or the chain did not touch what it was based on:
 			// the staged change rebases on the new mirror
 			st.Base = chainLeaf
-			if err := setJSON(txn, pStaged+id, &st); err != nil {
+			if err := putStaged(txn, id, &st); err != nil {
 				return nil, nil, err
 			}
 		default:
@@ -226,7 +382,7 @@ func (s *Store) settle(txn *badger.Txn, apply *[]func(), id string, k Key, m *mi
 				c.Copy = local.Key
 				changed = append(changed, local)
 			}
-			if err := txn.Delete([]byte(pStaged + id)); err != nil {
+			if err := delStaged(txn, id); err != nil {
 				return nil, nil, err
 			}
 			conflicts = append(conflicts, c)

@@ -17,7 +17,7 @@ import (
 // chainEnv is a real development chain in this process with one vault on it; each machine
 // it opens is a KINT_HOME of its own, as another computer of the same owner would be.
 type chainEnv struct {
-	t        *testing.T
+	t        testing.TB
 	dc       *devchain.DevChain
 	owner    *ecdsa.PrivateKey
 	contract common.Address
@@ -27,7 +27,7 @@ type chainEnv struct {
 
 const chainEnvPassphrase = "sealing test passphrase"
 
-func newChainEnv(t *testing.T) *chainEnv {
+func newChainEnv(t testing.TB) *chainEnv {
 	t.Helper()
 	dc, err := devchain.Start(devchain.Config{DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0"})
 	if err != nil {

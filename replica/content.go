@@ -73,9 +73,13 @@ func parseJournal(content []byte) (seal.Row, error) {
 	return row, nil
 }
 
-// heldReason says why a row cannot be anchored as it stands, or "" when it can. The size
-// limit is checked when the row is sealed.
+// heldReason says why a row cannot be anchored as it stands, or "" when it can. A row too
+// long to travel in one epoch uncompressed is held at once; the compressed limit is checked
+// when the row is sealed.
 func heldReason(r *seal.Row) string {
+	if n := contentSize(r); n > seal.MaxChunkPlain {
+		return (&seal.RowTooLargeError{Row: *r, Plain: int(n)}).Error()
+	}
 	for _, v := range []*string{r.Category, r.Status, r.Body, r.Meta, r.TS, r.Evaluated, r.Acted, r.Forward, r.Extra} {
 		if v != nil && !utf8.ValidString(*v) {
 			return "not valid UTF-8: kint anchors text"

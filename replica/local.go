@@ -41,6 +41,14 @@ type Store struct {
 	// journal entry still holds): their next anchored version is not the mirror's, so a change
 	// to them is always staged, never compared with the mirror and dropped. Guarded by t.mu.
 	sealing map[string]bool
+	// applyErr is set when an apply stopped part way and could not be finished: reads and
+	// writes fail with it until the store is reopened, which finishes the apply. Guarded by t.mu.
+	applyErr error
+	// applyHook, when set (by tests), runs after each committed batch of a batched apply; an
+	// error stops the apply there as a crash would.
+	applyHook func(batch int) error
+	// batchLimits, when set (by tests), replaces the size and entry budget of one batch.
+	batchLimits func() (size, count int64)
 }
 
 // OpenStore opens the state database in dir and loads the live tree.
@@ -59,6 +67,11 @@ func OpenStore(dir string) (*Store, error) {
 	s := &Store{db: db, t: newTree(), anchors: map[uint64]*Anchor{}, release: release, StagingCap: DefaultStagingCap, now: time.Now,
 		sealing: map[string]bool{}}
 	if err := s.load(); err != nil {
+		release.Stop()
+		db.Close()
+		return nil, fmt.Errorf("load state: %w", err)
+	}
+	if err := s.finishApply(); err != nil {
 		release.Stop()
 		db.Close()
 		return nil, fmt.Errorf("load state: %w", err)
@@ -169,11 +182,7 @@ func (s *Store) load() error {
 		if err != nil {
 			return err
 		}
-		err = scanPrefix(txn, pStaged, func(k, v []byte) error {
-			var r stagedRec
-			if err := json.Unmarshal(v, &r); err != nil {
-				return fmt.Errorf("staged row %q: %w", k, err)
-			}
+		err = scanStaged(txn, true, func(id string, r *stagedRec) error {
 			key := rowKey(&r.Row)
 			if r.Del {
 				t.remove(key)
@@ -182,7 +191,7 @@ func (s *Store) load() error {
 			if old := t.get(key); old != nil {
 				t.remove(key) // a null and an empty category share an id but not a directory
 			}
-			n := nodeFromStaged(&r, anchors[string(k[len(pStaged):])])
+			n := nodeFromStaged(r, anchors[id])
 			n.ino = t.inos[inoName(n.key)]
 			t.put(n)
 			s.stagedBytes += n.size
@@ -194,9 +203,17 @@ func (s *Store) load() error {
 		err = scanPrefix(txn, pLocal, func(k, v []byte) error {
 			var l localRec
 			if err := json.Unmarshal(v, &l); err != nil {
-				return fmt.Errorf("local file %q: %w", k, err)
+				return fmt.Errorf("local file %q: %w", k, errUndecodable)
 			}
-			t.put(&node{key: l.Key, size: int64(len(l.Body)), mtime: fromNanos(l.Mtime),
+			size := int64(len(l.Body))
+			if l.RawBody {
+				item, err := txn.Get([]byte(pLocalBody + string(k[len(pLocal):])))
+				if err != nil {
+					return fmt.Errorf("local file %s: its content: %w", keyString(l.Key), err)
+				}
+				size = item.ValueSize()
+			}
+			t.put(&node{key: l.Key, size: size, mtime: fromNanos(l.Mtime),
 				ino: t.inos[inoName(l.Key)], row: seal.Row{Tier: l.Key.Tier, Key: l.Key.Key, Category: l.Key.Category}})
 			return nil
 		})
@@ -215,6 +232,9 @@ func (s *Store) load() error {
 func (s *Store) update(fn func(txn *badger.Txn, apply *[]func()) error) error {
 	s.t.mu.Lock()
 	defer s.t.mu.Unlock()
+	if s.applyErr != nil {
+		return s.applyErr
+	}
 	saved := s.t.inoNext
 	var apply []func()
 	if err := s.db.Update(func(txn *badger.Txn) error { return fn(txn, &apply) }); err != nil {
@@ -273,7 +293,7 @@ func (s *Store) stagePut(txn *badger.Txn, apply *[]func(), row seal.Row, mtime t
 	leaf := common.Hash(seal.Leaf(&row))
 	var n *node
 	if inMirror && leaf == m.Leaf && eqStrp(m.Row.Category, row.Category) && !s.sealing[id] {
-		if err := txn.Delete([]byte(pStaged + id)); err != nil {
+		if err := delStaged(txn, id); err != nil {
 			return nil, err
 		}
 		n = s.nodeFromMirror(&m)
@@ -287,7 +307,7 @@ func (s *Store) stagePut(txn *badger.Txn, apply *[]func(), row seal.Row, mtime t
 		if s.stagedBytes-oldStaged+contentSize(&row) > s.StagingCap {
 			return nil, fmt.Errorf("%w: %d bytes staged, cap %d", ErrStagingFull, s.stagedBytes, s.StagingCap)
 		}
-		if err := setJSON(txn, pStaged+id, &rec); err != nil {
+		if err := putStaged(txn, id, &rec); err != nil {
 			return nil, err
 		}
 		n = nodeFromStaged(&rec, anchor)
@@ -322,10 +342,10 @@ func (s *Store) stageDelete(txn *badger.Txn, apply *[]func(), k Key) error {
 		if inMirror {
 			rec.Row, rec.Base = m.Row, m.Leaf
 		}
-		if err := setJSON(txn, pStaged+id, &rec); err != nil {
+		if err := putStaged(txn, id, &rec); err != nil {
 			return err
 		}
-	} else if err := txn.Delete([]byte(pStaged + id)); err != nil {
+	} else if err := delStaged(txn, id); err != nil {
 		return err
 	}
 	*apply = append(*apply, func() {
@@ -344,7 +364,7 @@ func (s *Store) putLocal(txn *badger.Txn, apply *[]func(), k Key, body []byte, m
 		return nil, err
 	}
 	rec := localRec{Key: k, Body: body, Mtime: nanos(mtime)}
-	if err := setJSON(txn, pLocal+localID(k), &rec); err != nil {
+	if err := putLocalRec(txn, localID(k), &rec); err != nil {
 		return nil, err
 	}
 	n := &node{key: k, size: int64(len(body)), mtime: mtime, ino: ino,
@@ -356,8 +376,7 @@ func (s *Store) putLocal(txn *badger.Txn, apply *[]func(), k Key, body []byte, m
 // readContent reads the content of the live node n inside txn.
 func (s *Store) readContent(txn *badger.Txn, n *node) ([]byte, error) {
 	if n.key.Local {
-		var l localRec
-		found, err := getJSON(txn, pLocal+localID(n.key), &l)
+		l, found, err := getLocalRec(txn, localID(n.key))
 		if err != nil || !found {
 			return nil, orNotFound(err)
 		}
@@ -365,8 +384,7 @@ func (s *Store) readContent(txn *badger.Txn, n *node) ([]byte, error) {
 	}
 	id := n.row.ID()
 	if n.staged {
-		var r stagedRec
-		found, err := getJSON(txn, pStaged+id, &r)
+		r, found, err := getStaged(txn, id)
 		if err != nil || !found {
 			return nil, orNotFound(err)
 		}
@@ -444,8 +462,7 @@ func (r *Replica) endSealing() error {
 
 // unstageIfAnchored drops the staged record of id when it changes nothing the mirror holds.
 func (s *Store) unstageIfAnchored(txn *badger.Txn, apply *[]func(), id string) error {
-	var st stagedRec
-	found, err := getJSON(txn, pStaged+id, &st)
+	st, found, err := getStaged(txn, id)
 	if err != nil || !found {
 		return err
 	}
@@ -456,11 +473,11 @@ func (s *Store) unstageIfAnchored(txn *badger.Txn, apply *[]func(), id string) e
 	k := rowKey(&st.Row)
 	switch {
 	case st.Del && !inMirror:
-		if err := txn.Delete([]byte(pStaged + id)); err != nil {
+		if err := delStaged(txn, id); err != nil {
 			return err
 		}
 	case !st.Del && inMirror && seal.Leaf(&st.Row) == m.Leaf && eqStrp(m.Row.Category, st.Row.Category):
-		if err := txn.Delete([]byte(pStaged + id)); err != nil {
+		if err := delStaged(txn, id); err != nil {
 			return err
 		}
 		n := s.nodeFromMirror(&m)

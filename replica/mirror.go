@@ -19,7 +19,7 @@ func putMirror(txn *badger.Txn, id string, m *mirrorRec) error {
 	if m.Row.Body == nil {
 		return txn.Delete([]byte(pBody + id))
 	}
-	return txn.Set([]byte(pBody+id), []byte(*m.Row.Body))
+	return setValue(txn, []byte(pBody+id), []byte(*m.Row.Body), "mirror row "+keyString(rowKey(&m.Row)))
 }
 
 // getMirror reads the mirror row id, with its body only when withBody.
@@ -72,8 +72,16 @@ func migrate(db *badger.DB) error {
 	case format == storeFormat:
 		return nil
 	}
-	if err := splitMirrorBodies(db); err != nil {
-		return fmt.Errorf("move mirror bodies out of their records: %w", err)
+	if format < 2 {
+		if err := splitMirrorBodies(db); err != nil {
+			return fmt.Errorf("move mirror bodies out of their records: %w", err)
+		}
+	}
+	if err := splitStagedBodies(db); err != nil {
+		return fmt.Errorf("move staged bodies out of their records: %w", err)
+	}
+	if err := splitLocalBodies(db); err != nil {
+		return fmt.Errorf("move local files' content out of their records: %w", err)
 	}
 	return db.Update(func(txn *badger.Txn) error { return setJSON(txn, kFormat, storeFormat) })
 }

@@ -27,6 +27,7 @@ type PullReport struct {
 	Fetched   int        `json:"fetched"`
 	FromCache int        `json:"from_cache"`
 	Applied   int        `json:"applied"`
+	Recorded  int        `json:"recorded"` // epochs under a snapshot whose history pull --full recorded
 	Changed   int        `json:"changed"`
 	Skipped   []Gap      `json:"skipped,omitempty"`
 	Gap       *Gap       `json:"gap,omitempty"`
@@ -65,7 +66,27 @@ func (r *Replica) Pull(ctx context.Context, full bool) (*PullReport, error) {
 	return rep, err
 }
 
+// pull brings the mirror up to the head. full walks every epoch on a machine that has none
+// yet; on one that has, it pulls as usual and then records the history of the epochs an
+// earlier pull stepped over.
 func (r *Replica) pull(ctx context.Context, c *chain.Client, full bool) (*PullReport, error) {
+	mirror, err := r.MirrorHead()
+	if err != nil {
+		return nil, err
+	}
+	rep, err := r.pullMirror(ctx, c, full && mirror.Seq == 0)
+	if err == nil && full {
+		var br *BackfillReport
+		br, err = r.runBackfill(ctx, BackfillOptions{})
+		rep.Recorded, rep.Skipped = br.Recorded, append(rep.Skipped, br.Skipped...)
+	}
+	if terr := r.recordBlockTimes(ctx); err == nil && terr != nil {
+		err = fmt.Errorf("record block times: %w", terr)
+	}
+	return rep, err
+}
+
+func (r *Replica) pullMirror(ctx context.Context, c *chain.Client, full bool) (*PullReport, error) {
 	if err := r.recoverPending(ctx); err != nil {
 		return nil, err
 	}
@@ -97,7 +118,7 @@ func (r *Replica) pull(ctx context.Context, c *chain.Client, full bool) (*PullRe
 	if n := len(list); err != nil && !full && rep.Gap != nil && rep.Gap.Seq == list[n-1].ev.Seq && rep.Gap.Seq > mirror.Seq+1 {
 		// the walk stopped at an epoch that claims to be a snapshot, and it does not apply:
 		// the epochs under it still do
-		r.warnf("pull: epoch %d claims to be a snapshot but cannot be applied; walking the full history instead", rep.Gap.Seq)
+		r.warnf("pull: epoch %d claims to be a snapshot but cannot be applied (%s); walking the full history instead", rep.Gap.Seq, rep.Gap.Reason)
 		if list, err = r.walk(ctx, head, mirror, false, true, rep); err != nil {
 			return rep, err
 		}

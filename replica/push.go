@@ -108,6 +108,11 @@ func (r *Replica) Push(ctx context.Context, opt PushOptions) (*PushReport, error
 	r.pushing.Store(true)
 	defer r.pushing.Store(false)
 	rep, err := r.push(ctx, opt)
+	if !opt.DryRun && rep != nil && len(rep.Epochs) > 0 {
+		if terr := r.recordBlockTimes(ctx); err == nil && terr != nil {
+			err = fmt.Errorf("record block times: %w", terr)
+		}
+	}
 	if !opt.DryRun {
 		// the rows this push sealed and did not anchor stay staged; those it anchored, or that
 		// changed back to what is anchored, are settled against the mirror
@@ -128,12 +133,7 @@ func (r *Replica) collectStaged(mark bool) (rows []seal.Row, dels []seal.Deleted
 	r.t.mu.Lock()
 	defer r.t.mu.Unlock()
 	err = r.db.View(func(txn *badger.Txn) error {
-		return scanPrefix(txn, pStaged, func(k, v []byte) error {
-			var st stagedRec
-			if err := decodeJSON(v, &st); err != nil {
-				return err
-			}
-			id := string(k[len(pStaged):])
+		return scanStaged(txn, true, func(id string, st *stagedRec) error {
 			if mark && st.Held == "" {
 				r.sealing[id] = true
 			}
@@ -158,21 +158,19 @@ func (r *Replica) collectStaged(mark bool) (rows []seal.Row, dels []seal.Deleted
 func (r *Replica) hold(row seal.Row, reason string) error {
 	id := row.ID()
 	return r.update(func(txn *badger.Txn, apply *[]func()) error {
-		var st stagedRec
-		found, err := getJSON(txn, pStaged+id, &st)
+		st, found, err := getStaged(txn, id)
 		if err != nil || !found {
 			return err
 		}
+		if st.Del || seal.Leaf(&st.Row) != seal.Leaf(&row) {
+			return nil // changed since the push read it: the new version gets its own check
+		}
 		st.Held = reason
-		if err := setJSON(txn, pStaged+id, &st); err != nil {
+		if err := putStaged(txn, id, &st); err != nil {
 			return err
 		}
 		k := rowKey(&st.Row)
-		*apply = append(*apply, func() {
-			if n := r.t.get(k); n != nil {
-				n.held = reason
-			}
-		})
+		*apply = append(*apply, func() { r.t.setHeld(k, reason) })
 		return nil
 	})
 }
@@ -198,6 +196,9 @@ func (r *Replica) push(ctx context.Context, opt PushOptions) (*PushReport, error
 	}
 	rows, dels, held, err := r.collectStaged(!opt.DryRun)
 	if err != nil {
+		return rep, err
+	}
+	if rows, held, err = r.holdUnapplicable(rows, held); err != nil {
 		return rep, err
 	}
 	var chunks []seal.Chunk
@@ -267,6 +268,9 @@ func (r *Replica) push(ctx context.Context, opt PushOptions) (*PushReport, error
 		p := &seal.Plaintext{Tenant: r.vault.Tenant, Space: r.vault.Space, Seq: head.Seq + 1, Prev: head.Digest,
 			Rows: chunk.Rows, Deleted: chunk.Deleted, RowsRoot: root, NRows: nRows,
 			CreatedAt: seal.FormatCreatedAt(time.Now()), Snapshot: opt.Snapshot}
+		if err := CheckApplicable(p); err != nil {
+			return rep, fmt.Errorf("refusing to seal epoch %d, this code could not apply it: %w", p.Seq, err)
+		}
 		er, next, err := r.sendEpoch(ctx, p, head)
 		if err != nil {
 			return rep, err
@@ -367,6 +371,9 @@ func (r *Replica) sendEpoch(ctx context.Context, p *seal.Plaintext, head Head) (
 	if err != nil {
 		return nil, head, fmt.Errorf("seal epoch %d: %w", p.Seq, err)
 	}
+	if err := journalFits(len(sealed.Plaintext), len(sealed.Blob)); err != nil {
+		return nil, head, fmt.Errorf("refusing to send epoch %d: %w", p.Seq, err)
+	}
 	if err := r.atStage(StageSealed, p.Seq); err != nil {
 		return nil, head, err
 	}
@@ -426,14 +433,16 @@ func (r *Replica) sendEpoch(ctx context.Context, p *seal.Plaintext, head Head) (
 
 // adopt applies an epoch this machine sealed and clears its journal entry.
 func (r *Replica) adopt(info *EpochInfo, p *seal.Plaintext, plaintext []byte) error {
-	if _, _, err := r.ApplyEpoch(*info, p, ApplyOptions{Own: true}); err != nil {
-		return fmt.Errorf("apply own epoch %d: %w", info.Seq, err)
-	}
+	// the epoch landed: cache it and raise the bucket first, so a crash during the apply
+	// (which the next open finishes) leaves nothing of it undone
 	if err := r.cache.PutOpened(info, plaintext); err != nil {
 		return fmt.Errorf("cache epoch %d: %w", info.Seq, err)
 	}
 	if err := r.raiseBucket(info.Bucket); err != nil {
 		return err
+	}
+	if _, _, err := r.ApplyEpoch(*info, p, ApplyOptions{Own: true}); err != nil {
+		return fmt.Errorf("apply own epoch %d: %w", info.Seq, err)
 	}
 	if info.Snapshot {
 		// a snapshot carries the whole state: the gaps under it are stepped over

@@ -36,13 +36,19 @@ type stagedRec struct {
 	// whether the chain changed the row under it.
 	Base common.Hash `json:"base"`
 	At   int64       `json:"at"` // when it was staged, for the oldest-staged age
+	// Size is the bytes of the file content; RawBody says the body is stored apart, raw,
+	// under pStagedBody (the stored record's Row.Body is then null).
+	Size    int64 `json:"size,omitempty"`
+	RawBody bool  `json:"raw_body,omitempty"`
 }
 
 // localRec is a local-only file.
 type localRec struct {
 	Key   Key    `json:"key"`
-	Body  []byte `json:"body"`
+	Body  []byte `json:"body,omitempty"` // in layout 2; stored apart under pLocalBody since (RawBody)
 	Mtime int64  `json:"mtime"`
+	// RawBody says the content is stored raw under pLocalBody.
+	RawBody bool `json:"raw_body,omitempty"`
 }
 
 // histRec is one anchored version of a row; Row is nil when the epoch deleted it.
@@ -65,8 +71,9 @@ type EpochInfo struct {
 	CreatedAt string         `json:"created_at"`
 	Snapshot  bool           `json:"snapshot"`
 	NRows     int            `json:"n_rows"`
-	Rows      int            `json:"rows"`    // rows the epoch carried
-	Deleted   int            `json:"deleted"` // deletions it carried
+	Rows      int            `json:"rows"`           // rows the epoch carried
+	Deleted   int            `json:"deleted"`        // deletions it carried
+	Time      uint64         `json:"time,omitempty"` // its block's timestamp (unix seconds); 0 until read
 }
 
 // Head is a position in the chain of epochs.

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"encoding/json"
+	"fmt"
 	"sync"
 	"time"
 
@@ -17,6 +18,24 @@ type statusState struct {
 	lastPoll     time.Time
 	offlineSince time.Time
 	offlineWhy   string
+	backfill     string // "" until a backfill ran
+}
+
+// noteBackfill records how the last backfill ended.
+func (s *statusState) noteBackfill(rep *BackfillReport, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case err != nil:
+		s.backfill = "stopped: " + err.Error()
+	case rep.Missing == 0:
+		s.backfill = "done"
+	case len(rep.Skipped) > 0:
+		g := rep.Skipped[len(rep.Skipped)-1]
+		s.backfill = fmt.Sprintf("stopped: epoch %d cannot be recorded (%s); %d epochs missing", g.Seq, g.Reason, rep.Missing)
+	default:
+		s.backfill = fmt.Sprintf("running: %d recorded, %d missing", rep.Recorded, rep.Missing)
+	}
 }
 
 type opStatus struct {
@@ -96,6 +115,10 @@ type Status struct {
 	PendingPush  []uint64   `json:"pending_push"`
 	LastPush     *opStatus  `json:"last_push"`
 	LastPull     *opStatus  `json:"last_pull"`
+	// HistoryFrom is the oldest epoch from which this machine holds every version (@<block>
+	// before its block answers ENODATA); Backfill says how filling in the rest goes.
+	HistoryFrom Head   `json:"history_from"`
+	Backfill    string `json:"backfill"`
 }
 
 // ChainInfo names the chain the vault lives on.
@@ -124,16 +147,12 @@ func (r *Replica) Status() (*Status, error) {
 		if err != nil {
 			return err
 		}
-		return scanPrefix(txn, pStaged, func(k, v []byte) error {
-			var s stagedRec
-			if err := decodeJSON(v, &s); err != nil {
-				return err
-			}
+		return scanStaged(txn, false, func(id string, s *stagedRec) error {
 			if s.Del {
 				st.StagedDels++
 			} else {
 				st.StagedRows++
-				st.StagedBytes += contentSize(&s.Row)
+				st.StagedBytes += s.Size
 			}
 			if s.Held != "" {
 				st.Held = append(st.Held, HeldRow{Tier: s.Row.Tier, Category: s.Row.Category, Key: s.Row.Key, Reason: s.Held})
@@ -145,6 +164,9 @@ func (r *Replica) Status() (*Status, error) {
 		})
 	})
 	if err != nil {
+		return nil, err
+	}
+	if st.HistoryFrom, err = r.HistoryFrom(); err != nil {
 		return nil, err
 	}
 	if oldest != 0 {
@@ -164,6 +186,14 @@ func (r *Replica) Status() (*Status, error) {
 	st.Pushing = r.pushing.Load()
 	r.status.mu.Lock()
 	st.LastPush, st.LastPull = r.status.lastPush, r.status.lastPull
+	st.Backfill = r.status.backfill
+	if st.Backfill == "" {
+		if holes, err := r.historyHoles(); err == nil && len(holes) == 0 {
+			st.Backfill = "done"
+		} else {
+			st.Backfill = "not started"
+		}
+	}
 	st.LastPoll = stamp(r.status.lastPoll)
 	if st.LastPoll == "" && !r.status.offlineSince.IsZero() {
 		st.LastPoll = stamp(r.status.offlineSince)

@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -16,22 +17,24 @@ import (
 // Badger key prefixes. Canonical ids contain NUL bytes, which sort below every printable byte,
 // so a prefix scan over "m/<tier>\x00" visits exactly one tier.
 const (
-	pMirror   = "m/" // canonical id -> mirrorRec: the row after the newest applied epoch, without its body
-	pBody     = "b/" // canonical id -> the body of the mirror row, raw bytes
-	pStaged   = "s/" // canonical id -> stagedRec: a local change not yet anchored
-	pLocal    = "l/" // local id -> localRec: dotfiles and conflict copies, never anchored
-	pCategory = "c/" // category -> "": an entity category made by mkdir
-	pIno      = "i/" // name -> uint64 inode number
-	pHistory  = "h/" // canonical id \x00 block(8) seq(8) -> histRec
-	pEpoch    = "e/" // seq(8) -> EpochInfo
-	pPending  = "p/" // seq(8) -> pendingPush: the durable push journal
-	kInoNext  = "x/ino"
-	kHead     = "x/head"      // Head of the mirror
-	kSeen     = "x/seen"      // the newest chain head this machine has seen (the watermark)
-	kBucket   = "x/bucket"    // the bucket ratchet
-	kGaps     = "x/gaps"      // []Gap
-	kConflict = "x/conflicts" // []Conflict
-	kFormat   = "x/format"    // the layout of the database, storeFormat
+	pMirror     = "m/" // canonical id -> mirrorRec: the row after the newest applied epoch, without its body
+	pBody       = "b/" // canonical id -> the body of the mirror row, raw bytes
+	pStaged     = "s/" // canonical id -> stagedRec: a local change not yet anchored, without its body
+	pStagedBody = "t/" // canonical id -> the body of the staged row, raw bytes
+	pLocal      = "l/" // local id -> localRec: dotfiles and conflict copies, never anchored, without content
+	pLocalBody  = "u/" // local id -> the content of the local file, raw bytes
+	pCategory   = "c/" // category -> "": an entity category made by mkdir
+	pIno        = "i/" // name -> uint64 inode number
+	pHistory    = "h/" // canonical id \x00 block(8) seq(8) -> histRec
+	pEpoch      = "e/" // seq(8) -> EpochInfo
+	pPending    = "p/" // seq(8) -> pendingPush: the durable push journal
+	kInoNext    = "x/ino"
+	kHead       = "x/head"      // Head of the mirror
+	kSeen       = "x/seen"      // the newest chain head this machine has seen (the watermark)
+	kBucket     = "x/bucket"    // the bucket ratchet
+	kGaps       = "x/gaps"      // []Gap
+	kConflict   = "x/conflicts" // []Conflict
+	kFormat     = "x/format"    // the layout of the database, storeFormat
 )
 
 // valueThreshold is the size from which badger keeps a value in its value log; a mirror
@@ -43,8 +46,9 @@ const valueThreshold = 512
 const valueLogGCEvery = 10 * time.Minute
 
 // storeFormat is the layout this code writes. 1 (no kFormat key) kept each mirror row's body
-// inside its record; 2 keeps it under pBody.
-const storeFormat = 2
+// inside its record; 2 keeps it under pBody; 3 also keeps staged bodies under pStagedBody and
+// local files' content under pLocalBody.
+const storeFormat = 3
 
 // openBadger opens (or creates) the badger database in dir with settings sized for a mount:
 // every commit is synced, and a large vault stays within its memory budget.
@@ -58,8 +62,9 @@ const storeFormat = 2
 // block cache. With nothing to decompress no block cache is needed, and without an index
 // cache the table indexes stay in the mapped files too.
 //
-// A transaction (one applied epoch) may hold 15% of a memtable, counting a value in the log
-// as its pointer: 1.2 MB of keys and small values.
+// A transaction may hold 15% of a memtable, counting a value in the log as its pointer: 1.2 MB
+// of keys and small values, and about 13,000 entries. An epoch larger than that is applied in
+// batches (see applyMarker).
 func openBadger(dir string) (*badger.DB, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create %s: %w", dir, err)
@@ -74,7 +79,7 @@ func openBadger(dir string) (*badger.DB, error) {
 		WithNumMemtables(2).
 		WithBlockCacheSize(0).
 		WithIndexCacheSize(0).
-		WithValueLogFileSize(64 << 20).
+		WithValueLogFileSize(valueLogFileSize).
 		WithNumCompactors(2).
 		WithDetectConflicts(false)
 	db, err := badger.Open(opts)
@@ -128,12 +133,18 @@ func getJSON(txn *badger.Txn, key string, v any) (found bool, err error) {
 	return true, nil
 }
 
+// setJSON stores v as JSON. HTML is not escaped (a '<' in a row would take six bytes), so a
+// record holding text is never much larger than the text. badger's errors are mapped by
+// storeError: they may quote the value.
 func setJSON(txn *badger.Txn, key string, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return err
 	}
-	return txn.Set([]byte(key), b)
+	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	return storeError("record", len(b), txn.Set([]byte(key), b))
 }
 
 // scanPrefix calls fn for every key under prefix, in key order.

@@ -29,3 +29,19 @@ func NewTestReplica(t testing.TB) *Replica {
 	t.Cleanup(func() { r.Close() })
 	return r
 }
+
+// ReopenTestReplica closes r and opens its vault again from the same home, as a restart of
+// the mount would.
+func ReopenTestReplica(t testing.TB, r *Replica) *Replica {
+	t.Helper()
+	opt := r.opt
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r2, err := Open(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r2.Close() })
+	return r2
+}

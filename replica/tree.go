@@ -64,6 +64,26 @@ type tree struct {
 	madeCat map[string]bool // categories made by mkdir
 	inos    map[string]uint64
 	inoNext uint64
+	// anchorable is the content bytes of the staged rows that are not held: what the size
+	// trigger counts. A held row waits for a new version and must not set it off.
+	anchorable int64
+}
+
+// weight is what n adds to anchorable.
+func (n *node) weight() int64 {
+	if n.staged && n.held == "" && !n.key.Local {
+		return n.size
+	}
+	return 0
+}
+
+// setHeld marks the node of k held with reason.
+func (t *tree) setHeld(k Key, reason string) {
+	if n := t.get(k); n != nil {
+		t.anchorable -= n.weight()
+		n.held = reason
+		t.anchorable += n.weight()
+	}
 }
 
 func newTree() *tree {
@@ -134,9 +154,14 @@ func (t *tree) put(n *node) {
 		t.dirs[d] = m
 	}
 	nk := nameKey{n.key.Key, n.key.Local}
-	if _, had := m[nk]; !had && d.hasCat && d.tier == seal.TierEntity {
+	old, had := m[nk]
+	if !had && d.hasCat && d.tier == seal.TierEntity {
 		t.cats[d.cat]++
 	}
+	if had {
+		t.anchorable -= old.weight()
+	}
+	t.anchorable += n.weight()
 	m[nk] = n
 }
 
@@ -144,9 +169,11 @@ func (t *tree) remove(k Key) {
 	d := dirOf(k)
 	m := t.dirs[d]
 	nk := nameKey{k.Key, k.Local}
-	if _, had := m[nk]; !had {
+	old, had := m[nk]
+	if !had {
 		return
 	}
+	t.anchorable -= old.weight()
 	delete(m, nk)
 	if d.hasCat && d.tier == seal.TierEntity {
 		if t.cats[d.cat]--; t.cats[d.cat] <= 0 {

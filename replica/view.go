@@ -14,6 +14,9 @@ import (
 func (s *Store) Get(k Key) (*Version, error) {
 	s.t.mu.RLock()
 	defer s.t.mu.RUnlock()
+	if s.applyErr != nil {
+		return nil, s.applyErr
+	}
 	n := s.t.get(k)
 	if n == nil {
 		return nil, ErrNotFound
@@ -25,6 +28,9 @@ func (s *Store) Get(k Key) (*Version, error) {
 func (s *Store) Content(k Key) ([]byte, error) {
 	s.t.mu.RLock()
 	defer s.t.mu.RUnlock()
+	if s.applyErr != nil {
+		return nil, s.applyErr
+	}
 	n := s.t.get(k)
 	if n == nil {
 		return nil, ErrNotFound
@@ -44,6 +50,10 @@ func (s *Store) List(tier string, category *string) ([]Dirent, error) {
 		return nil, ErrNotFound
 	}
 	s.t.mu.RLock()
+	if err := s.applyErr; err != nil {
+		s.t.mu.RUnlock()
+		return nil, err
+	}
 	out := s.t.list(tier, category)
 	missing := false
 	for _, d := range out {
@@ -101,6 +111,9 @@ func (s *Store) DirIno(tier string, category *string) uint64 {
 func (s *Store) Write(k Key, content []byte, mtime time.Time) (*Version, error) {
 	if err := checkKey(k); err != nil {
 		return nil, err
+	}
+	if len(content) > MaxFileBytes {
+		return nil, fmt.Errorf("%w: %s is %d bytes, the limit is %d", ErrFileTooBig, keyString(k), len(content), MaxFileBytes)
 	}
 	if k.Tier == seal.TierJournal && !k.Local {
 		return s.appendJournal(content, mtime)
@@ -168,7 +181,7 @@ func (s *Store) removeTx(txn *badger.Txn, apply *[]func(), k Key) error {
 		return ErrNotFound
 	}
 	if k.Local {
-		if err := txn.Delete([]byte(pLocal + localID(k))); err != nil {
+		if err := delLocalRec(txn, localID(k)); err != nil {
 			return err
 		}
 		*apply = append(*apply, func() { s.t.remove(k) })

@@ -15,7 +15,18 @@ type WorkerOptions struct {
 	SizeTrigger int64         // KINT_SIZE_TRIGGER_BYTES: flush at once past this many staged bytes
 	Poll        time.Duration // how often the chain head is read
 	OpTimeout   time.Duration // each flush or pull attempt runs under its own deadline
+	// BackfillAfter is how long after the start the background backfill of history under a
+	// snapshot begins (KINT_BACKFILL_START_SECONDS; negative: never); it then records
+	// backfillBatch epochs every backfillEvery until history is complete.
+	BackfillAfter time.Duration
 }
+
+// The background backfill's rate: a batch of epochs, then a pause, so that flushes and ctl
+// commands, which wait for the same lock, are never held up for long.
+const (
+	backfillBatch = 16
+	backfillEvery = 250 * time.Millisecond
+)
 
 // worker seals and anchors staged rows after a quiet period and polls the head. FUSE requests
 // never wait on it; only a ctl command does, by choice.
@@ -201,13 +212,25 @@ func (w *worker) run() {
 	}
 	poll := time.NewTicker(w.o.Poll)
 	defer poll.Stop()
+	backfill := time.NewTimer(w.o.BackfillAfter)
+	if w.o.BackfillAfter < 0 {
+		backfill.Stop()
+	}
+	defer backfill.Stop()
 	for {
 		select {
 		case <-w.stop:
 			return
+		case <-backfill.C:
+			if w.backfillStep() {
+				backfill.Reset(backfillEvery)
+			} else {
+				backfill.Reset(max(w.o.Poll, time.Second)) // done, offline or stopped: look again later
+			}
 		case <-w.kick:
+			// only what can be anchored counts: a held row waits for a new version
 			w.r.t.mu.RLock()
-			size := w.r.stagedBytes
+			size := w.r.t.anchorable
 			w.r.t.mu.RUnlock()
 			if size >= w.o.SizeTrigger {
 				quiet.Reset(0)
@@ -224,6 +247,28 @@ func (w *worker) run() {
 			_ = w.attempt(w.r.poll)
 		}
 	}
+}
+
+// backfillStep records one batch of history under a snapshot; it reports whether more is to
+// be done at once.
+func (w *worker) backfillStep() bool {
+	holes, err := w.r.historyHoles()
+	if err != nil || len(holes) == 0 || w.r.Client() == nil {
+		return false
+	}
+	var rep *BackfillReport
+	err = w.attempt(func(ctx context.Context) error {
+		var err error
+		rep, err = w.r.Backfill(ctx, BackfillOptions{Max: backfillBatch})
+		return err
+	})
+	if err != nil || rep == nil {
+		return false
+	}
+	if rep.Missing == 0 {
+		w.r.logf("history: complete from the first epoch")
+	}
+	return rep.Recorded > 0 && rep.Missing > 0
 }
 
 // attempt runs one operation under its own deadline, logging a failure.

@@ -19,7 +19,7 @@
 #   RUNS=10 WARMUP=2 CP_RUNS=5 COLD_RUNS=3   hyperfine runs; cold passes (one mount each)
 #   HIST_MAX_SECONDS=1500 RSS_MAX_SECONDS=1500   bounds of the two slow population steps
 # Other knobs: OUT=docs/benchmarks.md (QUICK: bench-work/benchmarks-quick.md), BENCH_WORK,
-# SKIP="warm cp flush hist pull cold noxattr rss gas" (any subset), PROFILE=1 (each mount
+# SKIP="warm cp flush hist pull backfill cold noxattr rss gas" (any subset), PROFILE=1 (each mount
 # writes a CPU profile, KINTFS_CPUPROFILE, kept in the results directory), KEEP=1,
 # REPORT_FROM=bench-work/run-.../results (only render that run's results again, to OUT).
 set -euo pipefail
@@ -182,6 +182,12 @@ if rss:
          rss["hwm_fresh_mount_kb"] / 1024, rss["hwm_after_walk_kb"] / 1024, rss["rss_after_walk_kb"] / 1024, rss.get("hwm_final_kb", 0) / 1024, rss.get("rss_final_kb", 0) / 1024))
     w("| the mount process that created that vault and populated it | VmHWM %.0f MB with the vault still empty; %.0f MB after populating and flushing (VmRSS %.0f MB) |"
       % (rss.get("hwm_empty_kb", 0) / 1024, rss["hwm_populate_kb"] / 1024, rss["rss_after_populate_kb"] / 1024))
+bf = load("backfill.json")
+if bf:
+    verdict = "met" if bf["rpc_per_epoch"] <= 2 else "**missed**"
+    verdicts.append(("RPC calls per epoch of a history backfill (%d epochs under a snapshot)" % bf["epochs"], verdict, "%.2f" % bf["rpc_per_epoch"], "<= 2"))
+    w("| **backfill** of the history of %d epochs under a snapshot, on a fresh machine (in-process dev chain) | %.0f epochs per second, %.2f RPC calls per epoch |"
+      % (bf["epochs"], bf["epochs_per_second"], bf["rpc_per_epoch"]))
 g = load("gas.json")
 if g:
     verdict = "met" if g["at_floor"] == g["pushes"] else "**missed**"
@@ -511,6 +517,19 @@ fi
 if [[ $NEED_PULL == 1 ]]; then
 	run_pull_bench "$(epoch_count)"
 	NEED_PULL=0
+fi
+
+if ! skipped backfill; then
+	say "backfill: a fresh machine restores $PULL_EPOCHS one-row epochs under a snapshot and records their history"
+	KINT_BENCH_EPOCHS=$PULL_EPOCHS go test -count=1 -run '^$' -bench '^BenchmarkBackfill$' -benchtime=1x ./replica/ >"$RES/backfill.out" 2>&1 ||
+		die "backfill benchmark: $(tail -5 "$RES/backfill.out")"
+	python3 - "$RES/backfill.out" "$PULL_EPOCHS" >"$RES/backfill.json" <<'EOF2'
+import json, re, sys
+line = next(l for l in open(sys.argv[1]) if l.startswith("BenchmarkBackfill"))
+eps, rpc = re.search(r"([0-9.]+) epochs/s", line).group(1), re.search(r"([0-9.]+) rpc/epoch", line).group(1)
+json.dump({"epochs": int(sys.argv[2]), "epochs_per_second": float(eps), "rpc_per_epoch": float(rpc)}, sys.stdout)
+EOF2
+	note "backfill: $(cat "$RES/backfill.json")"
 fi
 
 if ! skipped gas; then

@@ -11,15 +11,24 @@ const (
 	Headroom     = 512
 )
 
+// MaxChunkPlain bounds the uncompressed document of one chunk (its rows and deletions as the
+// plaintext encodes them). The format only bounds the compressed size, and a body of one
+// repeated character compresses about 1000:1, so without this an epoch of 90 KB could carry
+// 90 MB of plaintext: more than the machine that seals it can journal and apply in one piece.
+// Every chunk a plaintext decoder accepts (MaxPlaintext) stays well inside it.
+const MaxChunkPlain = 16 << 20
+
 // Chunk is the part of a change set that one epoch carries.
 type Chunk struct {
 	Rows    []Row
 	Deleted []Deleted
 }
 
-// RowTooLargeError names a row that cannot fit an epoch even alone.
+// RowTooLargeError names a row that cannot fit an epoch even alone: compressed, or, when Plain
+// is set, uncompressed (Plain is then its encoded size, more than MaxChunkPlain).
 type RowTooLargeError struct {
-	Row Row
+	Row   Row
+	Plain int
 }
 
 func (e *RowTooLargeError) Error() string {
@@ -30,6 +39,9 @@ func (e *RowTooLargeError) Error() string {
 			cat = *e.Row.Category
 		}
 		name = cat + "/" + e.Row.Key
+	}
+	if e.Plain > 0 {
+		return fmt.Sprintf("row %s %s is %d bytes uncompressed, more than the %d bytes one epoch sealed here carries; shrink or split it in Sibyl (push refuses until then, nothing else is blocked)", e.Row.Tier, name, e.Plain, MaxChunkPlain)
 	}
 	return fmt.Sprintf("row %s %s compresses to more than 90 KB on its own and cannot fit one epoch; shrink or split it in Sibyl (push refuses until then, nothing else is blocked)", e.Row.Tier, name)
 }
@@ -44,7 +56,7 @@ type SnapshotTooLargeError struct {
 }
 
 func (e *SnapshotTooLargeError) Error() string {
-	return fmt.Sprintf("the full state (%d rows) compresses to %d bytes, more than the %d bytes one epoch can carry, and snapshots are single-epoch", e.NRows, e.Size, MaxDiffBytes)
+	return fmt.Sprintf("the full state (%d rows) compresses to %d bytes, more than the %d bytes one epoch can carry, and snapshots are single-epoch: keep anchoring ordinary epochs (`kintfs push`), or shrink the memory in Sibyl. Nothing else is blocked; a restore just walks more epochs.", e.NRows, e.Size, MaxDiffBytes)
 }
 
 // Unwrap lets errors.Is(err, ErrSnapshotTooLarge) match.
@@ -106,7 +118,7 @@ func ChunkDiff(rows []Row, deleted []Deleted) ([]Chunk, error) {
 	if len(rows) == 0 && len(deleted) == 0 {
 		return nil, nil
 	}
-	c := &chunker{limit: MaxDiffBytes - Headroom, t: &trees{}}
+	c := &chunker{limit: MaxDiffBytes - Headroom, plain: MaxChunkPlain, t: &trees{}}
 	for i := range deleted {
 		if err := c.add(chunkItem{del: &deleted[i]}); err != nil {
 			return nil, err
@@ -136,6 +148,8 @@ const chunkMargin = 1024
 
 type chunker struct {
 	limit  int // for the gzip alone: MaxDiffBytes - Headroom
+	plain  int // for the document uncompressed: MaxChunkPlain
+	doc    int // bytes of the document written to g
 	t      *trees
 	g      *gzipStream // nil between chunks
 	cur    Chunk
@@ -174,8 +188,26 @@ func (c *chunker) add(it chunkItem) error {
 	if c.g == nil {
 		c.g = newGzipStream()
 		c.g.write([]byte(chunkDocHead))
+		c.doc = len(chunkDocHead)
 	}
 	piece := c.piece(it)
+	tail := chunkDocTail
+	if it.row == nil {
+		tail = chunkDocToRows + chunkDocTail
+	}
+	if c.doc+len(piece)+len(tail) > c.plain {
+		if len(c.cur.Rows) == 0 && len(c.cur.Deleted) == 0 {
+			if it.row != nil {
+				return &RowTooLargeError{Row: *it.row, Plain: len(piece) - len(chunkDocToRows)}
+			}
+			return fmt.Errorf("%w: deletion of %s %q is too long for one epoch", ErrTooLarge, it.del.Tier, it.del.Key)
+		}
+		if err := c.closeChunk(c.g); err != nil {
+			return err
+		}
+		return c.add(it)
+	}
+	c.doc += len(piece)
 	// Could this item reach the limit? Compressed output is at most about
 	// twice the input (15-bit literal codes), so this test is conservative.
 	var before *gzipStream

@@ -194,7 +194,7 @@ func TestSnapshotFits(t *testing.T) {
 	p := &Plaintext{Rows: rows, NRows: len(rows), Snapshot: true}
 	err := SnapshotFits(p)
 	size := chunkMeasure(rows, nil)
-	want := fmt.Sprintf("the full state (4 rows) compresses to %d bytes, more than the 92160 bytes one epoch can carry, and snapshots are single-epoch", size)
+	want := fmt.Sprintf("the full state (4 rows) compresses to %d bytes, more than the 92160 bytes one epoch can carry, and snapshots are single-epoch: keep anchoring ordinary epochs (`kintfs push`), or shrink the memory in Sibyl. Nothing else is blocked; a restore just walks more epochs.", size)
 	var st *SnapshotTooLargeError
 	if !errors.Is(err, ErrSnapshotTooLarge) || !errors.As(err, &st) || err.Error() != want || size <= MaxDiffBytes {
 		t.Errorf("got %v\nwant %s", err, want)

@@ -76,6 +76,10 @@ func Seal(p *Plaintext, c EpochContext, dek [32]byte, wraps []Wrap, prevBucket i
 		}
 	}
 	pt := EncodePlaintext(p)
+	if len(pt) > MaxPlaintext {
+		// it might compress into a bucket, but no reader would inflate it
+		return nil, fmt.Errorf("seal: %w: the plaintext is %d bytes, more than the %d a reader opens", ErrTooLarge, len(pt), MaxPlaintext)
+	}
 	var flags byte
 	if p.Snapshot {
 		flags |= FlagSnapshot

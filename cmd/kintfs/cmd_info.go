@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -109,8 +110,8 @@ func runLog(ctx context.Context, args []string) error {
 		if ep.Snapshot {
 			kind = "snapshot"
 		}
-		fmt.Fprintf(outw(ctx), "seq %-5d block %-9d %-8s rows %-5d deleted %-4d total %-6d bucket %-6d %s tx %s\n",
-			ep.Seq, ep.Block, kind, ep.Rows, ep.Deleted, ep.NRows, ep.Bucket, ep.CreatedAt, ep.Tx)
+		fmt.Fprintf(outw(ctx), "seq %-5d block %-9d %-8s rows %-5d deleted %-4d total %-6d bucket %-6d %s time %s tx %s\n",
+			ep.Seq, ep.Block, kind, ep.Rows, ep.Deleted, ep.NRows, ep.Bucket, ep.CreatedAt, blockTime(ep.Time), ep.Tx)
 	}
 	return nil
 }
@@ -146,6 +147,9 @@ func runHistory(ctx context.Context, o *infoOptions, args []string) error {
 	}
 	defer e.Close()
 	if o.block > 0 {
+		if err := e.rep.CheckHistory(o.block); err != nil {
+			return err
+		}
 		body, err := e.rep.At(o.block).Content(k)
 		if err != nil {
 			return fmt.Errorf("%s at block %d: %w", args[1], o.block, err)
@@ -157,17 +161,45 @@ func runHistory(ctx context.Context, o *infoOptions, args []string) error {
 	if err != nil {
 		return err
 	}
+	from, err := e.rep.HistoryFrom()
+	if err != nil {
+		return err
+	}
+	if from.Seq > 1 {
+		if len(vs) == 0 {
+			return fmt.Errorf("%w: no anchored version of %s %s on this machine since seq %d (block %d); the epochs before it were never fetched here (kintfs pull --full fetches them)",
+				replica.ErrNotFound, args[0], args[1], from.Seq, from.Block)
+		}
+		fmt.Fprintf(os.Stderr, "kintfs: history before seq %d (block %d) is not on this machine; kintfs pull --full fetches it\n", from.Seq, from.Block)
+	}
 	if len(vs) == 0 {
 		return fmt.Errorf("%w: no anchored version of %s %s on this machine (kintfs pull --full fetches all history)", replica.ErrNotFound, args[0], args[1])
 	}
+	eps, err := e.rep.Epochs()
+	if err != nil {
+		return err
+	}
+	times := map[uint64]uint64{}
+	for _, ep := range eps {
+		times[ep.Seq] = ep.Time
+	}
 	for _, v := range vs {
+		at := fmt.Sprintf("seq %d block %d time %s tx %s", v.Anchor.Seq, v.Anchor.Block, blockTime(times[v.Anchor.Seq]), v.Anchor.Tx)
 		if v.Row == nil {
-			fmt.Fprintf(outw(ctx), "seq %d block %d tx %s: deleted\n", v.Anchor.Seq, v.Anchor.Block, v.Anchor.Tx)
+			fmt.Fprintf(outw(ctx), "%s: deleted\n", at)
 			continue
 		}
-		fmt.Fprintf(outw(ctx), "seq %d block %d tx %s: %d bytes, leaf %x\n", v.Anchor.Seq, v.Anchor.Block, v.Anchor.Tx, len(replica.RenderContent(v.Row)), seal.Leaf(v.Row))
+		fmt.Fprintf(outw(ctx), "%s: %d bytes, leaf %x\n", at, len(replica.RenderContent(v.Row)), seal.Leaf(v.Row))
 	}
 	return nil
+}
+
+// blockTime prints a block timestamp as @<time> takes it ("-" while it is not recorded).
+func blockTime(unix uint64) string {
+	if unix == 0 {
+		return "-"
+	}
+	return time.Unix(int64(unix), 0).UTC().Format(time.RFC3339)
 }
 
 // keyOfPath finds the mount a path lives in and the row key it names.

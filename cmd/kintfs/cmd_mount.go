@@ -154,6 +154,8 @@ func runMount(ctx context.Context, args []string) error {
 		Quiet:       envDuration("KINT_QUIET_SECONDS", 300*time.Second),
 		SizeTrigger: envInt("KINT_SIZE_TRIGGER_BYTES", 32768),
 		Poll:        mountOpts.poll,
+		// history under a snapshot fills in after the start-up pull
+		BackfillAfter: envDuration("KINT_BACKFILL_START_SECONDS", 2*time.Second),
 	})
 	m, err := fs.Mount(dir, e.rep, fs.MountOptions{AllowOther: mountOpts.allowOther, ReadOnly: mountOpts.readOnly,
 		AllowNonEmpty: mountOpts.allowNonEmpty, Xattrs: mountOpts.xattrs, Logger: logger, Debug: mountOpts.debugFuse || mountOpts.verbose >= 2,

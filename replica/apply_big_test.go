@@ -1,0 +1,489 @@
+package replica
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/ethereum/go-ethereum/common"
+
+	"kintfs/seal"
+)
+
+// tinyRows are n of the smallest rows: state rows with short keys and one-byte bodies.
+func tinyRows(n int, tag string) []seal.Row {
+	rows := make([]seal.Row, n)
+	for i := range rows {
+		b := string(rune('a' + i%26))
+		if tag != "" {
+			b = tag
+		}
+		rows[i] = seal.Row{Tier: seal.TierState, Key: fmt.Sprintf("%x", i), Body: &b}
+	}
+	seal.SortByID(rows)
+	return rows
+}
+
+// fillBucket is how many of rows (from the first) one epoch holds when it fills the largest
+// bucket: the most a v1 epoch can carry, more than seal's own chunking puts in one.
+func fillBucket(t *testing.T, p seal.Plaintext, rows []seal.Row) int {
+	t.Helper()
+	largest := seal.Buckets[len(seal.Buckets)-1]
+	fits := func(n int) bool {
+		p.Rows = rows[:n]
+		return len(seal.Compress(seal.EncodePlaintext(&p)))+4 <= largest
+	}
+	lo, hi := 1, len(rows)
+	if fits(hi) {
+		t.Fatalf("%d rows fit one bucket: give the test more", hi)
+	}
+	for lo+1 < hi {
+		mid := (lo + hi) / 2
+		if fits(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// sealOpen seals p as the largest bucket allows and opens it again, as a pull would.
+func sealOpen(t *testing.T, r *Replica, p *seal.Plaintext) *seal.Plaintext {
+	t.Helper()
+	var nonce [12]byte
+	ctx := r.epochContext(p.Seq, p.Prev)
+	sealed, err := seal.Seal(p, ctx, r.opt.DEK, nil, 0, nonce)
+	if err != nil {
+		t.Fatalf("seal %d rows: %v", len(p.Rows), err)
+	}
+	if sealed.Bucket != seal.Buckets[len(seal.Buckets)-1] {
+		t.Fatalf("bucket %d, want the largest", sealed.Bucket)
+	}
+	opened, err := seal.Open(sealed.Blob, r.opt.DEK, ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return opened.Plaintext
+}
+
+func sealFits(r *Replica, p *seal.Plaintext) bool {
+	_, err := seal.Seal(p, r.epochContext(p.Seq, p.Prev), r.opt.DEK, nil, 0, [12]byte{})
+	return err == nil
+}
+
+func countBatches(s *Store) *int {
+	n := new(int)
+	s.applyHook = func(batch int) error { *n = batch; return nil }
+	return n
+}
+
+func checkRows(t *testing.T, s *Store, rows []seal.Row) {
+	t.Helper()
+	for _, row := range rows {
+		k := rowKey(&row)
+		body, err := s.Content(k)
+		if err != nil || string(body) != *row.Body {
+			t.Fatalf("%s = %q, %v; want %q", keyString(k), body, err, *row.Body)
+		}
+	}
+}
+
+func TestApplyLargestEpoch(t *testing.T) {
+	for _, snapshot := range []bool{false, true} {
+		t.Run(map[bool]string{false: "diff", true: "snapshot"}[snapshot], func(t *testing.T) {
+			r := NewTestReplica(t)
+			state := map[string]seal.Row{}
+			seq := uint64(1)
+			var old []seal.Row
+			if snapshot {
+				// a state the snapshot replaces: some rows it keeps, some it changes, some it drops
+				old = tinyRows(3000, "o")
+				for i := 1500; i < len(old); i++ {
+					old[i].Tier = seal.TierReference // gone from the snapshot
+				}
+				seal.SortByID(old)
+				p := plaintextFor(state, 1, old, nil)
+				if _, _, err := r.ApplyEpoch(EpochInfo{Seq: 1, Block: 10, Digest: common.Hash{1}}, p, ApplyOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				seq = 2
+				state = map[string]seal.Row{}
+			}
+			all := tinyRows(30000, "")
+			chunks, err := seal.ChunkDiff(all, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			base := seal.Plaintext{Tenant: r.vault.Tenant, Space: r.vault.Space, Seq: seq, CreatedAt: "2026-12-01T10:00:00Z",
+				Snapshot: snapshot, RowsRoot: [32]byte{0xff}, NRows: 30000}
+			n := fillBucket(t, base, all)
+			t.Logf("seal's chunking puts %d tiny rows in one epoch; the largest bucket holds %d", len(chunks[0].Rows), n)
+			if n < len(chunks[0].Rows) {
+				t.Fatalf("the bucket holds fewer rows (%d) than a chunk (%d)", n, len(chunks[0].Rows))
+			}
+			rows := all[:n]
+			p := plaintextFor(map[string]seal.Row{}, seq, rows, nil)
+			p.Space, p.Tenant, p.Snapshot = r.vault.Space, r.vault.Tenant, snapshot
+			for !sealFits(r, p) {
+				// the real root and row count compress a little differently: drop rows
+				// until the epoch seals
+				n--
+				rows = all[:n]
+				p = plaintextFor(map[string]seal.Row{}, seq, rows, nil)
+				p.Space, p.Tenant, p.Snapshot = r.vault.Space, r.vault.Tenant, snapshot
+			}
+			t.Logf("the largest epoch of tiny rows holds %d", n)
+			p = sealOpen(t, r, p)
+			batches := countBatches(r.Store)
+			start := time.Now()
+			changed, _, err := r.ApplyEpoch(EpochInfo{Seq: seq, Block: 20, Digest: common.Hash{2}}, p, ApplyOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("applied %d rows in %d batches in %v", n, *batches, time.Since(start))
+			if *batches < 2 {
+				t.Fatalf("%d batches: the epoch should not fit one transaction", *batches)
+			}
+			if len(changed) < n {
+				t.Fatalf("%d keys changed, want at least %d", len(changed), n)
+			}
+			if h, _ := r.MirrorHead(); h.Seq != seq || h.Digest != (common.Hash{2}) {
+				t.Fatalf("head %+v", h)
+			}
+			checkRows(t, r.Store, rows)
+			ls, _ := r.List(seal.TierState, nil)
+			if len(ls) != n {
+				t.Fatalf("state/ lists %d files, want %d", len(ls), n)
+			}
+			if snapshot {
+				// the old rows the snapshot does not hold are gone, live and at its block
+				for _, row := range old {
+					if row.Tier != seal.TierReference {
+						continue
+					}
+					if _, err := r.Get(rowKey(&row)); !errors.Is(err, ErrNotFound) {
+						t.Fatalf("%s survived the snapshot: %v", row.Key, err)
+					}
+				}
+				if body, err := r.At(10).Content(rowKey(&old[len(old)-1])); err != nil || string(body) != "o" {
+					t.Fatalf("history before the snapshot: %q, %v", body, err)
+				}
+			}
+			// the root agrees with the anchored one, and the rows are there after a reopen
+			if got := r.leaves.len(); got != n {
+				t.Fatalf("%d leaves, want %d", got, n)
+			}
+			var rt [32]byte
+			r.t.mu.RLock()
+			rt, _ = r.leaves.rootWith(nil, false)
+			r.t.mu.RUnlock()
+			if rt != p.RowsRoot {
+				t.Fatal("the leaves after the apply do not hash to the anchored root")
+			}
+			r = reopen(t, r)
+			checkRows(t, r.Store, rows)
+		})
+	}
+}
+
+// reopen closes r and opens its home again.
+func reopen(t *testing.T, r *Replica) *Replica {
+	t.Helper()
+	opt := r.opt
+	r.Close()
+	r2, err := Open(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r2.Close() })
+	return r2
+}
+
+func localNames(t *testing.T, s *Store) []string {
+	t.Helper()
+	ls, err := s.List(seal.TierState, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, d := range ls {
+		if d.Local {
+			out = append(out, d.Name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestApplyCrashMidEpoch(t *testing.T) {
+	for _, stopAfter := range []int{1, 3, 0} { // 0: the last batch, before the head moves
+		t.Run(fmt.Sprintf("after-batch-%d", stopAfter), func(t *testing.T) {
+			r := NewTestReplica(t)
+			state := map[string]seal.Row{}
+			p1 := plaintextFor(state, 1, tinyRows(4000, "o"), nil)
+			if _, _, err := r.ApplyEpoch(EpochInfo{Seq: 1, Block: 10, Digest: common.Hash{1}}, p1, ApplyOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			// local edits of a row in the first batch and of one in the last: each becomes
+			// exactly one conflict copy, crash or not
+			rows := tinyRows(4000, "n")
+			first, last := rows[0], rows[len(rows)-1]
+			mustWrite(t, r.Store, rowKey(&first), "mine-first")
+			mustWrite(t, r.Store, rowKey(&last), "mine-last")
+			p2 := plaintextFor(state, 2, rows[:3990], []seal.Deleted{{Tier: seal.TierState, Key: rows[3995].Key}})
+			r.batchLimits = func() (int64, int64) { return 100 << 10, 1000 } // about 40 ids a batch
+			total := len(r.applyBatches(r.prepareApply(EpochInfo{Seq: 2}, p2, ApplyOptions{})))
+			if total < 5 {
+				t.Fatalf("%d batches", total)
+			}
+			stop := stopAfter
+			if stop == 0 {
+				stop = total
+			}
+			r.applyHook = func(batch int) error {
+				if batch == stop {
+					return errors.New("simulated crash")
+				}
+				return nil
+			}
+			_, _, err := r.ApplyEpoch(EpochInfo{Seq: 2, Block: 20, Digest: common.Hash{2}}, p2, ApplyOptions{})
+			if err == nil || !strings.Contains(err.Error(), "simulated crash") || !strings.Contains(err.Error(), "reopen the store") {
+				t.Fatalf("apply: %v", err)
+			}
+			// half an epoch is never served: reads and writes refuse until the store reopens
+			if _, err := r.Content(rowKey(&rows[1])); err == nil {
+				t.Fatal("a read after a stopped apply must fail")
+			}
+			if _, err := r.Write(Key{Tier: seal.TierState, Key: "new"}, []byte("x"), time.Now()); err == nil {
+				t.Fatal("a write after a stopped apply must fail")
+			}
+			r = reopen(t, r)
+			if h, _ := r.MirrorHead(); h.Seq != 2 || h.Digest != (common.Hash{2}) {
+				t.Fatalf("head after the reopen: %+v", h)
+			}
+			checkRows(t, r.Store, rows[1:3990])
+			if _, err := r.Get(rowKey(&rows[3995])); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("the deleted row: %v", err)
+			}
+			if body, _ := r.Content(rowKey(&rows[3994])); string(body) != "o" {
+				t.Fatalf("a row the epoch left alone: %q", body)
+			}
+			// the staged edit of a row the epoch changed is a conflict; the other stays staged
+			if body, _ := r.Content(rowKey(&first)); string(body) != "n" {
+				t.Fatalf("the chain's version must stand: %q", body)
+			}
+			if v, _ := r.Get(rowKey(&last)); v == nil || !v.Staged {
+				t.Fatalf("a staged row the epoch did not touch stays staged: %+v", v)
+			}
+			if got := localNames(t, r.Store); len(got) != 1 || got[0] != "."+first.Key+".conflict-2" {
+				t.Fatalf("conflict copies: %v", got)
+			}
+			var conflicts []Conflict
+			if err := r.getState(kConflict, &conflicts); err != nil || len(conflicts) != 1 {
+				t.Fatalf("conflicts %+v, %v", conflicts, err)
+			}
+			if r.leaves.len() != 4000-1 {
+				t.Fatalf("%d leaves", r.leaves.len())
+			}
+			r.t.mu.RLock()
+			rt, _ := r.leaves.rootWith(nil, false)
+			r.t.mu.RUnlock()
+			if rt != p2.RowsRoot {
+				t.Fatal("the finished state does not hash to the anchored root")
+			}
+			err = r.db.View(func(txn *badger.Txn) error {
+				found := false
+				err := scanValues(txn, "x/applying", func(_, _ []byte) error { found = true; return nil })
+				if found {
+					return errors.New("the apply marker is left behind")
+				}
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// the next epoch follows as usual
+			p3 := plaintextFor(state, 3, []seal.Row{{Tier: seal.TierState, Key: "after", Body: cat("z")}}, nil)
+			if _, _, err := r.ApplyEpoch(EpochInfo{Seq: 3, Block: 30, Digest: common.Hash{3}}, p3, ApplyOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// A crash while the marker's plaintext was being written, before the marker itself: nothing
+// of the epoch was written, and the pieces are deleted on open.
+func TestApplyOrphanPiecesDeleted(t *testing.T) {
+	r := NewTestReplica(t)
+	if err := r.db.Update(func(txn *badger.Txn) error { return txn.Set(applyPieceKey(0), []byte("partial")) }); err != nil {
+		t.Fatal(err)
+	}
+	r = reopen(t, r)
+	err := r.db.View(func(txn *badger.Txn) error {
+		_, err := txn.Get(applyPieceKey(0))
+		return err
+	})
+	if !errors.Is(err, badger.ErrKeyNotFound) {
+		t.Fatalf("an orphan piece: %v", err)
+	}
+	if h, _ := r.MirrorHead(); h.Seq != 0 {
+		t.Fatalf("head %+v", h)
+	}
+}
+
+func TestApplyBatchBudget(t *testing.T) {
+	r := NewTestReplica(t)
+	rows := tinyRows(11, "")
+	c, n := changeCost(rows[0].Tier, rows[0].Category, rows[0].Key)
+	for _, row := range rows {
+		if cc, _ := changeCost(row.Tier, row.Category, row.Key); cc != c {
+			t.Fatal("the test wants rows of one cost")
+		}
+	}
+	fixed := int64(8 * entryCost(64))
+	for _, tc := range []struct {
+		size, count int64
+		want        int
+	}{
+		{fixed + 10*c, 8 + 10*n, 2},     // at the budget: ten rows, then one
+		{fixed + 10*c - 1, 8 + 10*n, 2}, // just below it: nine, then two
+		{fixed + 11*c, 8 + 11*n, 1},     // just above: all eleven
+		{fixed + 11*c, 8 + 11*n - 1, 2}, // the entry count binds as well
+	} {
+		r.batchLimits = func() (int64, int64) { return tc.size, tc.count }
+		p := plaintextFor(map[string]seal.Row{}, 1, rows, nil)
+		b := r.applyBatches(r.prepareApply(EpochInfo{Seq: 1}, p, ApplyOptions{}))
+		if len(b) != tc.want {
+			t.Fatalf("budget %d/%d: %d batches, want %d", tc.size, tc.count, len(b), tc.want)
+		}
+		if tc.size == fixed+10*c-1 && len(b[0]) != 9 {
+			t.Fatalf("below the budget the first batch holds %d", len(b[0]))
+		}
+	}
+	// badger's own limits, which a batch stays well under
+	if r.db.MaxBatchSize() < 1<<20 || r.db.MaxBatchCount() < 4*9 {
+		t.Fatalf("badger allows %d bytes, %d entries", r.db.MaxBatchSize(), r.db.MaxBatchCount())
+	}
+	t.Logf("badger allows %d bytes and %d entries a transaction; a tiny row costs at most %d bytes, %d entries", r.db.MaxBatchSize(), r.db.MaxBatchCount(), c, n)
+}
+
+func TestApplyKeyLimit(t *testing.T) {
+	// a state key of plain letters: its longest badger key is the conflict copy's inode name,
+	// 42 bytes more than the key
+	at := maxKeyBytes - 42
+	for _, tc := range []struct {
+		n  int
+		ok bool
+	}{{at - 1, true}, {at, true}, {at + 1, false}} {
+		key := strings.Repeat("k", tc.n)
+		p := &seal.Plaintext{Rows: []seal.Row{{Tier: seal.TierState, Key: "a", Body: cat("x")}, {Tier: seal.TierState, Key: key, Body: cat("x")}}}
+		err := CheckApplicable(p)
+		if tc.ok != (err == nil) {
+			t.Fatalf("key of %d bytes: %v", tc.n, err)
+		}
+		if err != nil {
+			if !errors.Is(err, ErrApplyLimit) || !strings.Contains(err.Error(), "row 1 (state tier) cannot be applied: its key is") ||
+				!strings.Contains(err.Error(), "more than the 65000 a key may hold") || strings.Contains(err.Error(), "kkkk") {
+				t.Fatalf("message: %.300s", err)
+			}
+		}
+		d := &seal.Plaintext{Deleted: []seal.Deleted{{Tier: seal.TierState, Key: key}}}
+		if err := CheckApplicable(d); tc.ok != (err == nil) || (err != nil && !strings.Contains(err.Error(), "deletion 0 (state tier)")) {
+			t.Fatalf("deletion of a key of %d bytes: %v", tc.n, err)
+		}
+	}
+	// "/" takes three bytes in a conflict copy's name
+	if err := CheckApplicable(&seal.Plaintext{Rows: []seal.Row{{Tier: seal.TierState, Key: strings.Repeat("/", at/3+1)}}}); err == nil {
+		t.Fatal("a key of slashes whose conflict copy passes the limit")
+	}
+	// a row at the limit really applies, conflict copy and all
+	r := NewTestReplica(t)
+	state := map[string]seal.Row{}
+	key := Key{Tier: seal.TierState, Key: strings.Repeat("k", at)}
+	p1 := plaintextFor(state, 1, []seal.Row{{Tier: seal.TierState, Key: key.Key, Body: cat("v1")}}, nil)
+	if _, _, err := r.ApplyEpoch(EpochInfo{Seq: 1, Block: 10}, p1, ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, r.Store, key, "mine")
+	p2 := plaintextFor(state, 2, []seal.Row{{Tier: seal.TierState, Key: key.Key, Body: cat("v2")}}, nil)
+	if _, conflicts, err := r.ApplyEpoch(EpochInfo{Seq: 2, Block: 20}, p2, ApplyOptions{}); err != nil || len(conflicts) != 1 {
+		t.Fatalf("conflicts %d, %v", len(conflicts), err)
+	}
+	// one past it is refused whole, before anything is written
+	long := seal.Row{Tier: seal.TierState, Key: strings.Repeat("k", at+1), Body: cat("x")}
+	p3 := plaintextFor(state, 3, []seal.Row{{Tier: seal.TierState, Key: "fine", Body: cat("x")}, long}, nil)
+	if _, _, err := r.ApplyEpoch(EpochInfo{Seq: 3, Block: 30}, p3, ApplyOptions{}); !errors.Is(err, ErrApplyLimit) ||
+		!strings.HasPrefix(err.Error(), "epoch 3: row 1 (state tier) cannot be applied") {
+		t.Fatalf("apply: %.300v", err)
+	}
+	if _, err := r.Get(Key{Tier: seal.TierState, Key: "fine"}); !errors.Is(err, ErrNotFound) {
+		t.Fatal("a refused epoch must apply nothing")
+	}
+}
+
+func TestApplyValueLimit(t *testing.T) {
+	// the history record of a row with a body of n '<' (six bytes each in JSON)
+	row := func(n int) *seal.Row {
+		b := strings.Repeat("<", n)
+		return &seal.Row{Tier: seal.TierState, Key: "big", Body: &b}
+	}
+	overhead := len(mustJSON(t, &histRec{Row: row(0)}))
+	at := (valueLogFileSize - 1024 - overhead) / 6
+	if (valueLogFileSize-1024-overhead)%6 != 0 {
+		t.Logf("the limit falls inside a character: at is the last that fits")
+	}
+	for _, tc := range []struct {
+		n  int
+		ok bool
+	}{{at - 1, true}, {at, true}, {at + 1, false}} {
+		why := rowLimit(row(tc.n))
+		if tc.ok != (why == "") {
+			t.Fatalf("body of %d: %q", tc.n, why)
+		}
+		if why != "" && (!strings.Contains(why, "its history record is") || strings.Contains(why, "<<")) {
+			t.Fatalf("message: %.200s", why)
+		}
+	}
+	// a large body that escapes nothing is measured, not guessed
+	plain := strings.Repeat("a", at+1)
+	if why := rowLimit(&seal.Row{Tier: seal.TierState, Key: "big", Body: &plain}); why != "" {
+		t.Fatalf("a plain body of %d: %s", len(plain), why)
+	}
+}
+
+func TestJournalFits(t *testing.T) {
+	blob := 100 << 10
+	at := 3*(valueLogFileSize-4096)/4 - blob - 1024 - 16
+	if err := journalFits(at, blob); err != nil {
+		t.Fatal(err)
+	}
+	for journalFits(at+1, blob) == nil {
+		at++
+	}
+	if err := journalFits(at-1, blob); err != nil {
+		t.Fatal(err)
+	}
+	err := journalFits(at+1, blob)
+	if !errors.Is(err, ErrApplyLimit) || !strings.Contains(err.Error(), "the push journal holds at most") {
+		t.Fatalf("above the limit: %v", err)
+	}
+	// the journal entry at the limit is a value badger takes
+	if n := len(mustJSON(t, &pendingPush{RawTx: make([]byte, blob+1024), Plaintext: make([]byte, at)})); n > valueLogFileSize {
+		t.Fatalf("a journal entry of %d bytes at the limit", n)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -1,0 +1,246 @@
+package replica
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"fmt"
+	"math/big"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/crypto"
+
+	"kintfs/chain"
+	"kintfs/chain/devchain"
+	"kintfs/seal"
+)
+
+// chainVault is a vault on an in-process dev chain, owned by dev account 0.
+type chainVault struct {
+	dc       *devchain.DevChain
+	c        *chain.Client
+	pass     string
+	tenant   string
+	owner    common.Address
+	contract common.Address
+	session  *ecdsa.PrivateKey
+}
+
+func newChainVault(t *testing.T) *chainVault {
+	t.Helper()
+	dc, err := devchain.Start(devchain.Config{DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatalf("dev chain: %v", err)
+	}
+	t.Cleanup(func() { dc.Close() })
+	info := dc.Info()
+	ctx := context.Background()
+	v := &chainVault{dc: dc, pass: "correct horse battery staple", tenant: "big",
+		contract: common.HexToAddress(info.Contract)}
+	if v.c, err = chain.Dial(ctx, info.RPC, v.contract, chain.Options{PollInterval: 10 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(v.c.Close)
+	ownerKey := devchain.AccountKey(0)
+	v.owner = crypto.PubkeyToAddress(ownerKey.PublicKey)
+	sk, err := crypto.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.session = sk
+	addr := crypto.PubkeyToAddress(sk.PublicKey)
+	if err := v.c.Fund(ctx, ownerKey, addr, new(big.Int).Exp(big.NewInt(10), big.NewInt(19), nil)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.c.SetSessionKey(ctx, ownerKey, addr, uint64(time.Now().Add(24*time.Hour).Unix())); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// open connects a fresh home to the vault (creating it on first use) and opens its replica.
+func (v *chainVault) open(t *testing.T, logf func(string, ...any)) *Replica {
+	t.Helper()
+	home := Home(t.TempDir())
+	res, err := Init(context.Background(), InitOptions{Home: home, Owner: v.owner, Tenant: v.tenant,
+		RPC: v.dc.Info().RPC, Contract: v.contract, Client: v.c, Passphrase: &v.pass})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dek, err := home.LoadDEK(res.Vault.Space)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(Options{Home: home, Vault: res.Vault, DEK: dek, Client: v.c, SessionKey: v.session, Confirmations: 1, Logf: logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+// stageRows stages rows a few hundred to a transaction, as many writes would.
+func stageRows(t *testing.T, s *Store, rows []seal.Row) {
+	t.Helper()
+	for i := 0; i < len(rows); i += 500 {
+		err := s.update(func(txn *badger.Txn, apply *[]func()) error {
+			for _, row := range rows[i:min(i+500, len(rows))] {
+				if _, err := s.stagePut(txn, apply, row, time.Now()); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// The writer's own path end to end: a push of more tiny rows than one transaction holds
+// anchors them in two epochs and applies both as its own; a fresh machine pulls the same.
+func TestPushPullLargestEpochs(t *testing.T) {
+	v := newChainVault(t)
+	ctx := context.Background()
+	w := v.open(t, t.Logf)
+	rows := tinyRows(30000, "")
+	stageRows(t, w.Store, rows)
+	start := time.Now()
+	rep, err := w.Push(ctx, PushOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("pushed %d rows in %d epochs in %v: %+v", len(rows), len(rep.Epochs), time.Since(start), rep.Epochs)
+	if len(rep.Epochs) != 2 || rep.Epochs[0].Rows < 20000 {
+		t.Fatalf("epochs %+v", rep.Epochs)
+	}
+	if st, _, _, err := w.collectStaged(false); err != nil || len(st) != 0 {
+		t.Fatalf("%d rows still staged, %v", len(st), err)
+	}
+	checkRows(t, w.Store, rows)
+
+	f := v.open(t, t.Logf)
+	start = time.Now()
+	prep, err := f.Pull(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("a fresh machine pulled %d epochs in %v", prep.Applied, time.Since(start))
+	wh, _ := w.MirrorHead()
+	fh, _ := f.MirrorHead()
+	if wh != fh || fh.Seq != 2 {
+		t.Fatalf("heads: writer %+v, fresh %+v", wh, fh)
+	}
+	checkRows(t, f.Store, rows)
+	wl, _ := w.List(seal.TierState, nil)
+	fl, _ := f.List(seal.TierState, nil)
+	if len(wl) != len(rows) || len(fl) != len(rows) {
+		t.Fatalf("listed %d and %d, want %d", len(wl), len(fl), len(rows))
+	}
+}
+
+type logLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logLines) logf(t *testing.T) func(string, ...any) {
+	return func(format string, args ...any) {
+		s := fmt.Sprintf(format, args...)
+		l.mu.Lock()
+		l.lines = append(l.lines, s)
+		l.mu.Unlock()
+		t.Log(s)
+	}
+}
+
+func (l *logLines) find(sub string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range l.lines {
+		if strings.Contains(s, sub) {
+			return s
+		}
+	}
+	return ""
+}
+
+// A snapshot some other writer anchored that this code cannot apply: the fresh machine's log
+// says why, without the row.
+func TestPullUnapplicableSnapshotSaysWhy(t *testing.T) {
+	v := newChainVault(t)
+	ctx := context.Background()
+	w := v.open(t, t.Logf)
+	stageRows(t, w.Store, []seal.Row{{Tier: seal.TierState, Key: "a", Body: cat("1")}})
+	if _, err := w.Push(ctx, PushOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	stageRows(t, w.Store, []seal.Row{{Tier: seal.TierState, Key: "b", Body: cat("2")}})
+	if _, err := w.Push(ctx, PushOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// one past the key limit: push holds it and anchors the rest, so seal and send it by
+	// hand, as another writer might
+	secret := "secret-meta-" + strings.Repeat("m", 10)
+	long := seal.Row{Tier: seal.TierState, Key: strings.Repeat("k", maxKeyBytes-41), Body: cat("body-secret"), Meta: &secret}
+	stageRows(t, w.Store, []seal.Row{long})
+	if _, err := w.Push(ctx, PushOptions{Snapshot: true}); err == nil || !strings.Contains(err.Error(), "cannot be applied") {
+		// the row is held, and a snapshot without it is anchored instead
+		t.Logf("push --snapshot: %v", err)
+	}
+	if st, _, held, _ := w.collectStaged(false); len(held) != 1 || !strings.Contains(held[0].Reason, "cannot be anchored: its key is") || len(st) != 0 {
+		t.Fatalf("held %+v", held)
+	}
+	head, err := v.c.Head(ctx, v.owner, w.vault.Space)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &seal.Plaintext{Tenant: w.vault.Tenant, Space: w.vault.Space, Seq: head.Seq + 1, Prev: head.Digest,
+		Rows: []seal.Row{long}, Deleted: []seal.Deleted{}, RowsRoot: seal.StateRoot([]seal.Row{long}), NRows: 1,
+		CreatedAt: seal.FormatCreatedAt(time.Now()), Snapshot: true}
+	wraps, err := w.vault.WrapList()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed, err := seal.Seal(p, w.epochContext(p.Seq, p.Prev), w.opt.DEK, wraps, 0, [12]byte{9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prep, err := v.c.PreparePush(ctx, v.session, v.owner, w.vault.Space, p.Prev, sealed.Blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.c.Send(ctx, prep); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.c.WaitPush(ctx, prep, v.owner, w.vault.Space, 1); err != nil {
+		t.Fatal(err)
+	}
+
+	var log logLines
+	f := v.open(t, log.logf(t))
+	_, err = f.Pull(ctx, false)
+	if err == nil {
+		t.Fatal("a pull stopping at an epoch it cannot apply must say so")
+	}
+	line := log.find("claims to be a snapshot but cannot be applied")
+	if line == "" {
+		t.Fatal("no log line for the snapshot")
+	}
+	if !strings.Contains(line, fmt.Sprintf("(epoch %d: row 0 (state tier) cannot be applied: its key is %d bytes long", p.Seq, maxKeyBytes-41)) {
+		t.Fatalf("the line does not say why: %s", line)
+	}
+	for _, bad := range []string{"kkkk", "body-secret", "secret-meta", fmt.Sprintf("%x", f.opt.DEK[:4])} {
+		if strings.Contains(line, bad) {
+			t.Fatalf("the line shows %q: %.300s", bad, line)
+		}
+	}
+	// the epochs under the snapshot still applied
+	if body, err := f.Content(Key{Tier: seal.TierState, Key: "b"}); err != nil || string(body) != "2" {
+		t.Fatalf("b = %q, %v", body, err)
+	}
+}

@@ -1,0 +1,234 @@
+package replica
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Bodies are kept in badger as raw bytes under keys of their own (pBody, pStagedBody,
+// pLocalBody), never inside a JSON record: JSON would escape them (a quarter more as base64
+// for a local file, six times for some characters), and a body of the largest file a mount
+// takes would no longer fit one badger value.
+
+// ErrValueTooLarge is a value the store cannot take in one piece.
+var ErrValueTooLarge = errors.New("too large for the state database")
+
+// storeError is what a badger write of a value becomes: badger's own messages may quote the
+// value (its size errors carry a hex dump of the first kilobyte), and a body, a meta value or
+// a record must never reach a log. It names what was stored and its size only.
+func storeError(what string, n int, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, badger.ErrTxnTooBig):
+		return fmt.Errorf("store %s (%d bytes): %w", what, n, err)
+	case errors.Is(err, badger.ErrDiscardedTxn), errors.Is(err, badger.ErrReadOnlyTxn), errors.Is(err, badger.ErrDBClosed),
+		errors.Is(err, badger.ErrBlockedWrites), errors.Is(err, badger.ErrEmptyKey), errors.Is(err, badger.ErrInvalidKey):
+		return fmt.Errorf("store %s (%d bytes): %w", what, n, err)
+	}
+	// the size errors are not sentinels; nothing else a Set returns is expected
+	return fmt.Errorf("store %s (%d bytes): %w", what, n, ErrValueTooLarge)
+}
+
+// setValue stores val under key, mapping badger's errors through storeError.
+func setValue(txn *badger.Txn, key []byte, val []byte, what string) error {
+	return storeError(what, len(val), txn.Set(key, val))
+}
+
+// getValue reads key; found is false when it is absent.
+func getValue(txn *badger.Txn, key string) (val []byte, found bool, err error) {
+	item, err := txn.Get([]byte(key))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	val, err = item.ValueCopy(nil)
+	return val, err == nil, err
+}
+
+// putStaged stores the staged record of id: the record without its body under pStaged, the
+// body raw under pStagedBody.
+func putStaged(txn *badger.Txn, id string, rec *stagedRec) error {
+	st := *rec
+	st.Size = contentSize(&rec.Row)
+	st.Row.Body = nil
+	st.RawBody = rec.Row.Body != nil
+	if err := setJSON(txn, pStaged+id, &st); err != nil {
+		return storeError("staged row "+keyString(rowKey(&rec.Row)), int(st.Size), err)
+	}
+	if !st.RawBody {
+		return txn.Delete([]byte(pStagedBody + id))
+	}
+	return setValue(txn, []byte(pStagedBody+id), []byte(*rec.Row.Body), "staged row "+keyString(rowKey(&rec.Row)))
+}
+
+// getStaged reads the staged record of id with its body.
+func getStaged(txn *badger.Txn, id string) (rec stagedRec, found bool, err error) {
+	found, err = getJSON(txn, pStaged+id, &rec)
+	if err != nil || !found {
+		return rec, found, err
+	}
+	return rec, true, stagedBody(txn, id, &rec)
+}
+
+// stagedBody attaches the body of the staged record id, when it has one apart.
+func stagedBody(txn *badger.Txn, id string, rec *stagedRec) error {
+	if !rec.RawBody {
+		return nil
+	}
+	body, found, err := getValue(txn, pStagedBody+id)
+	if err != nil {
+		return err
+	}
+	if !found {
+		return fmt.Errorf("staged row %s: its body is missing", keyString(rowKey(&rec.Row)))
+	}
+	b := string(body)
+	rec.Row.Body = &b
+	return nil
+}
+
+// delStaged deletes the staged record of id and its body.
+func delStaged(txn *badger.Txn, id string) error {
+	if err := txn.Delete([]byte(pStaged + id)); err != nil {
+		return err
+	}
+	return txn.Delete([]byte(pStagedBody + id))
+}
+
+// scanStaged calls fn for every staged record in id order, with its body when withBody.
+func scanStaged(txn *badger.Txn, withBody bool, fn func(id string, rec *stagedRec) error) error {
+	return scanPrefix(txn, pStaged, func(k, v []byte) error {
+		id := string(k[len(pStaged):])
+		var rec stagedRec
+		if err := decodeJSON(v, &rec); err != nil {
+			return fmt.Errorf("staged record %q: %w", id, errUndecodable)
+		}
+		if withBody {
+			if err := stagedBody(txn, id, &rec); err != nil {
+				return err
+			}
+		}
+		return fn(id, &rec)
+	})
+}
+
+// errUndecodable is a record that does not decode. The decoder's message is left out: it may
+// quote the record.
+var errUndecodable = errors.New("record does not decode")
+
+// putLocalRec stores a local file: the record under pLocal, its content raw under pLocalBody.
+func putLocalRec(txn *badger.Txn, lid string, rec *localRec) error {
+	l := *rec
+	l.Body = nil
+	l.RawBody = true
+	if err := setJSON(txn, pLocal+lid, &l); err != nil {
+		return storeError("local file "+keyString(rec.Key), len(rec.Body), err)
+	}
+	return setValue(txn, []byte(pLocalBody+lid), rec.Body, "local file "+keyString(rec.Key))
+}
+
+// getLocalRec reads a local file with its content.
+func getLocalRec(txn *badger.Txn, lid string) (rec localRec, found bool, err error) {
+	found, err = getJSON(txn, pLocal+lid, &rec)
+	if err != nil || !found || !rec.RawBody {
+		return rec, found, err
+	}
+	body, ok, err := getValue(txn, pLocalBody+lid)
+	if err != nil {
+		return rec, true, err
+	}
+	if !ok {
+		return rec, true, fmt.Errorf("local file %s: its content is missing", keyString(rec.Key))
+	}
+	rec.Body = body
+	return rec, true, nil
+}
+
+// delLocalRec deletes a local file and its content.
+func delLocalRec(txn *badger.Txn, lid string) error {
+	if err := txn.Delete([]byte(pLocal + lid)); err != nil {
+		return err
+	}
+	return txn.Delete([]byte(pLocalBody + lid))
+}
+
+// splitStagedBodies and splitLocalBodies bring layout 2 to 3: each staged record and local
+// file is rewritten as putStaged and putLocalRec store it. A record already moved reads back
+// with its body and is stored the same again, so a crash part way through is harmless.
+func splitStagedBodies(db *badger.DB) error {
+	return rewriteRecords(db, pStaged, func(txn *badger.Txn, key, val []byte) error {
+		id := string(key[len(pStaged):])
+		var rec stagedRec
+		if err := decodeJSON(val, &rec); err != nil {
+			return fmt.Errorf("staged record %q: %w", id, errUndecodable)
+		}
+		if err := stagedBody(txn, id, &rec); err != nil {
+			return err
+		}
+		return putStaged(txn, id, &rec)
+	})
+}
+
+func splitLocalBodies(db *badger.DB) error {
+	return rewriteRecords(db, pLocal, func(txn *badger.Txn, key, val []byte) error {
+		lid := string(key[len(pLocal):])
+		rec, _, err := getLocalRec(txn, lid)
+		if err != nil {
+			return err
+		}
+		return putLocalRec(txn, lid, &rec)
+	})
+}
+
+// rewriteRecords calls fn for every key under prefix, in batches of a few hundred records or a
+// few megabytes of values, each batch in one transaction.
+func rewriteRecords(db *badger.DB, prefix string, fn func(txn *badger.Txn, key, val []byte) error) error {
+	const batchKeys, batchBytes = 256, 16 << 20
+	after := prefix
+	for {
+		var keys, vals [][]byte
+		err := db.View(func(txn *badger.Txn) error {
+			opts := badger.DefaultIteratorOptions
+			opts.Prefix = []byte(prefix)
+			opts.PrefetchValues = false
+			it := txn.NewIterator(opts)
+			defer it.Close()
+			size := 0
+			for it.Seek([]byte(after)); it.ValidForPrefix(opts.Prefix); it.Next() {
+				if string(it.Item().Key()) == after {
+					continue
+				}
+				if len(keys) == batchKeys || size >= batchBytes {
+					break
+				}
+				v, err := it.Item().ValueCopy(nil)
+				if err != nil {
+					return err
+				}
+				keys, vals = append(keys, it.Item().KeyCopy(nil)), append(vals, v)
+				size += len(v)
+			}
+			return nil
+		})
+		if err != nil || len(keys) == 0 {
+			return err
+		}
+		err = db.Update(func(txn *badger.Txn) error {
+			for i := range keys {
+				if err := fn(txn, keys[i], vals[i]); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		after = string(keys[len(keys)-1])
+	}
+}

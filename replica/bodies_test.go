@@ -1,0 +1,129 @@
+package replica
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"kintfs/seal"
+)
+
+// TestMigrateStagedAndLocalBodies opens a layout-2 database, whose staged records and local
+// files keep their bodies inside the JSON, and finds every body raw under its own key after
+// the upgrade, reading back as written, on this open and the next.
+func TestMigrateStagedAndLocalBodies(t *testing.T) {
+	dir := t.TempDir()
+	db, err := openBadger(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := []seal.Row{
+		{Tier: "state", Key: "goal", Body: cat("to write it <all> down")},
+		{Tier: "entity", Category: cat("person"), Key: "ann", Body: cat(`{"name":"ann"}`)},
+		{Tier: "state", Key: "binary", Body: cat("\xff\xfe not text")},
+		{Tier: "reference", Key: "null body"},
+	}
+	local := localRec{Key: Key{Tier: "state", Key: ".notes.swp", Local: true}, Body: []byte("swap \x00 bytes"), Mtime: 1}
+	err = db.Update(func(txn *badger.Txn) error {
+		for i := range rows {
+			rec := stagedRec{Row: rows[i], Mtime: 1, Held: heldReason(&rows[i]), At: 1}
+			if err := setJSON(txn, pStaged+rows[i].ID(), &rec); err != nil { // the body inside, as layout 2 kept it
+				return err
+			}
+		}
+		if err := setJSON(txn, pLocal+localID(local.Key), &local); err != nil {
+			return err
+		}
+		return setJSON(txn, kFormat, 2)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	for pass := 0; pass < 2; pass++ {
+		s, err := OpenStore(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range rows {
+			k := rowKey(&rows[i])
+			want := RenderContent(&rows[i])
+			v, err := s.Get(k)
+			if err != nil || !v.Staged || v.Size != int64(len(want)) || v.Leaf != seal.Leaf(&rows[i]) {
+				t.Fatalf("pass %d: %s: %+v %v", pass, keyString(k), v, err)
+			}
+			if got, err := s.Content(k); err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("pass %d: %s reads %q %v, want %q", pass, keyString(k), got, err, want)
+			}
+		}
+		if got, err := s.Content(local.Key); err != nil || !bytes.Equal(got, local.Body) {
+			t.Fatalf("pass %d: local file reads %q %v", pass, got, err)
+		}
+		err = s.db.View(func(txn *badger.Txn) error {
+			return scanPrefix(txn, pStaged, func(k, v []byte) error {
+				if bytes.Contains(v, []byte("write it")) || bytes.Contains(v, []byte("ann\"}")) {
+					t.Errorf("pass %d: record %q still holds its body: %s", pass, k, v)
+				}
+				return nil
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var format int
+		if err := s.db.View(func(txn *badger.Txn) error { _, err := getJSON(txn, kFormat, &format); return err }); err != nil || format != storeFormat {
+			t.Fatalf("pass %d: layout %d %v", pass, format, err)
+		}
+		s.Close()
+	}
+}
+
+// TestStoreErrorsNameNoBody: a value badger refuses becomes an error that names what was
+// stored and its size, never badger's message with its hex dump of the value.
+func TestStoreErrorsNameNoBody(t *testing.T) {
+	s, err := OpenStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	body := bytes.Repeat([]byte("SECRET-BODY "), (MaxFileBytes+1)/12+1)
+	err = s.db.Update(func(txn *badger.Txn) error {
+		return setValue(txn, []byte(pStagedBody+"x"), body, "staged row state x")
+	})
+	if !errors.Is(err, ErrValueTooLarge) {
+		t.Fatalf("err %v, want ErrValueTooLarge", err)
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "SECRET") || strings.Contains(msg, "53 45 43") || !strings.Contains(msg, "staged row state x") {
+		t.Fatalf("message %q", msg)
+	}
+}
+
+// TestWriteLimit: the store takes a file of exactly MaxFileBytes and refuses one byte more
+// with ErrFileTooBig, leaving the row as it was.
+func TestWriteLimit(t *testing.T) {
+	s, err := OpenStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	k := Key{Tier: "state", Key: "big"}
+	for _, n := range []int{MaxFileBytes - 1, MaxFileBytes} {
+		if _, err := s.Write(k, bytes.Repeat([]byte("c"), n), time.Now()); err != nil {
+			t.Fatalf("%d bytes: %v", n, err)
+		}
+	}
+	if _, err := s.Write(k, bytes.Repeat([]byte("c"), MaxFileBytes+1), time.Now()); !errors.Is(err, ErrFileTooBig) {
+		t.Fatalf("limit+1: %v, want ErrFileTooBig", err)
+	}
+	if got, err := s.Content(k); err != nil || len(got) != MaxFileBytes {
+		t.Fatalf("after limit+1 the row has %d bytes (%v)", len(got), err)
+	}
+	if _, err := s.Write(Key{Tier: "state", Key: ".big.swp", Local: true}, bytes.Repeat([]byte("c"), MaxFileBytes), time.Now()); err != nil {
+		t.Fatalf("a local file of the limit: %v", err)
+	}
+}
