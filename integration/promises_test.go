@@ -2,9 +2,9 @@ package integration
 
 import (
 	"bufio"
-	"math"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -423,6 +423,7 @@ var statusSchema = map[string]string{
 	"staged_rows": "int", "staged_deletions": "int", "staged_bytes": "int", "oldest_staged_age_seconds": "int",
 	"held": "list", "conflicts": "list", "gaps": "list", "pending_push": "list",
 	"last_push": "object|null", "last_pull": "object|null",
+	"history_from": "object", "backfill": "string",
 }
 
 // checkStatusSchema fails for a missing or extra field, or a value of another type.
