@@ -103,8 +103,13 @@ func (r *Replica) atStage(stage PushStage, seq uint64) error {
 
 // Push anchors the staged rows.
 func (r *Replica) Push(ctx context.Context, opt PushOptions) (*PushReport, error) {
+	if err := r.refuseChange(); err != nil && !opt.DryRun {
+		return nil, err
+	}
 	r.pushMu.Lock()
 	defer r.pushMu.Unlock()
+	r.pushing.Store(true)
+	defer r.pushing.Store(false)
 	rep, err := r.push(ctx, opt)
 	if !opt.DryRun && rep != nil && len(rep.Epochs) > 0 {
 		if terr := r.recordBlockTimes(ctx); err == nil && terr != nil {
