@@ -131,9 +131,6 @@ func (r *Replica) Backfill(ctx context.Context, o BackfillOptions) (*BackfillRep
 	}
 	before := c.Stats()
 	rep, err := r.runBackfill(ctx, o)
-	if terr := r.recordBlockTimes(ctx); err == nil && terr != nil {
-		err = fmt.Errorf("record block times: %w", terr)
-	}
 	rep.RPCCalls = c.Stats().Calls - before.Calls
 	return rep, err
 }
@@ -142,6 +139,10 @@ func (r *Replica) Backfill(ctx context.Context, o BackfillOptions) (*BackfillRep
 func (r *Replica) runBackfill(ctx context.Context, o BackfillOptions) (*BackfillReport, error) {
 	rep := &BackfillReport{}
 	err := r.backfill(ctx, o, rep)
+	// the epochs just recorded get their block times before the status calls history done
+	if terr := r.recordBlockTimes(ctx); err == nil && terr != nil {
+		err = fmt.Errorf("record block times: %w", terr)
+	}
 	if holes, herr := r.historyHoles(); herr == nil {
 		for _, h := range holes {
 			rep.Missing += int(h.hi - h.lo + 1)
