@@ -19,7 +19,7 @@ import (
 // changes the row replaces it with the epoch's time, and a flush changes neither.
 
 const (
-	pAttr    = "a/"       // inode number(8) -> attrRec
+	pAttr    = "a/"        // inode number(8) -> attrRec
 	kDirTime = "x/dirtime" // unix nanoseconds(8): the time of a directory never given one
 )
 
