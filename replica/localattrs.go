@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/ethereum/go-ethereum/common"
 )
 
 // Local attributes are what tools set on a file beside its content: the times utimensat sets
@@ -14,7 +15,7 @@ import (
 // kept here only, by inode number (they follow a file across a rename, as its number does),
 // and never staged, anchored or part of a leaf.
 //
-// A set time holds while the file's stored time (its last write here, or the time of the
+// A set time holds while the file's leaf and stored time (its last write here, or the time of the
 // epoch that brought it) is the one it was set on: a write here carries it along, a pull that
 // changes the row replaces it with the epoch's time, and a flush changes neither.
 
@@ -25,13 +26,14 @@ const (
 
 // attrRec is the record of one inode's local attributes.
 type attrRec struct {
-	HasPerm  bool   `json:"has_perm,omitempty"`
-	Perm     uint32 `json:"perm,omitempty"`
-	HasTimes bool   `json:"has_times,omitempty"`
-	Mtime    int64  `json:"mtime,omitempty"` // unix nanoseconds
-	Atime    int64  `json:"atime,omitempty"`
-	Base     int64  `json:"base,omitempty"`  // the stored time the times were set on
-	Ctime    int64  `json:"ctime,omitempty"` // the last change of these attributes
+	HasPerm  bool        `json:"has_perm,omitempty"`
+	Perm     uint32      `json:"perm,omitempty"`
+	HasTimes bool        `json:"has_times,omitempty"`
+	Mtime    int64       `json:"mtime,omitempty"` // unix nanoseconds
+	Atime    int64       `json:"atime,omitempty"`
+	Base     int64       `json:"base,omitempty"`      // the stored time the times were set on
+	BaseLeaf common.Hash `json:"base_leaf,omitempty"` // and the leaf (zero for local files and directories)
+	Ctime    int64       `json:"ctime,omitempty"`     // the last change of these attributes
 }
 
 // LocalAttrs are a file's or directory's local attributes as the mount shows them.
@@ -70,16 +72,21 @@ func (s *Store) loadAttrs(txn *badger.Txn) error {
 	})
 }
 
-// attrsOf is the local attributes of ino over a file whose stored time is stored. Callers hold
-// t.mu.
-func (s *Store) attrsOf(ino uint64, stored time.Time) LocalAttrs {
+// holds reports whether the times of a were set on the version with stored time and leaf.
+func (a *attrRec) holds(stored time.Time, leaf common.Hash) bool {
+	return a.HasTimes && a.Base == nanos(stored) && a.BaseLeaf == leaf
+}
+
+// attrsOf is the local attributes of ino over a file whose stored time is stored and whose
+// leaf is leaf. Callers hold t.mu.
+func (s *Store) attrsOf(ino uint64, stored time.Time, leaf common.Hash) LocalAttrs {
 	la := LocalAttrs{Mtime: stored, Atime: stored, Ctime: stored}
 	a, ok := s.attrs[ino]
 	if !ok {
 		return la
 	}
 	la.HasPerm, la.Perm = a.HasPerm, a.Perm
-	if a.HasTimes && a.Base == nanos(stored) {
+	if a.holds(stored, leaf) {
 		la.HasTimes = true
 		la.Mtime, la.Atime = fromNanos(a.Mtime), fromNanos(a.Atime)
 	}
@@ -91,7 +98,7 @@ func (s *Store) attrsOf(ino uint64, stored time.Time) LocalAttrs {
 
 // dress gives v, made from a node of the live tree, its local attributes. Callers hold t.mu.
 func (s *Store) dress(v *Version) *Version {
-	la := s.attrsOf(v.Ino, v.Mtime)
+	la := s.attrsOf(v.Ino, v.Mtime, v.Leaf)
 	v.Mtime, v.Atime, v.Ctime = la.Mtime, la.Atime, la.Ctime
 	v.HasPerm, v.Perm = la.HasPerm, la.Perm
 	return v
@@ -143,18 +150,18 @@ func (s *Store) dropAttr(txn *badger.Txn, apply *[]func(), ino uint64) error {
 	return nil
 }
 
-// changeAttr applies ch to the attributes of ino, whose stored time is stored.
-func (s *Store) changeAttr(txn *badger.Txn, apply *[]func(), ino uint64, stored time.Time, ch AttrChange) error {
+// changeAttr applies ch to the attributes of ino, whose stored time is stored and leaf leaf.
+func (s *Store) changeAttr(txn *badger.Txn, apply *[]func(), ino uint64, stored time.Time, leaf common.Hash, ch AttrChange) error {
 	a, _ := s.attr(ino)
 	now := nanos(s.now())
 	if ch.Perm != nil {
 		a.HasPerm, a.Perm = true, *ch.Perm&permBits
 	}
 	if ch.Mtime != nil || ch.Atime != nil {
-		if !a.HasTimes || a.Base != nanos(stored) {
+		if !a.holds(stored, leaf) {
 			a.Mtime, a.Atime = nanos(stored), nanos(stored)
 		}
-		a.HasTimes, a.Base = true, nanos(stored)
+		a.HasTimes, a.Base, a.BaseLeaf = true, nanos(stored), leaf
 		if ch.Mtime != nil {
 			a.Mtime = nanos(*ch.Mtime)
 		}
@@ -166,23 +173,24 @@ func (s *Store) changeAttr(txn *badger.Txn, apply *[]func(), ino uint64, stored 
 	return s.putAttr(txn, apply, ino, a)
 }
 
-// carryTimes keeps the times of the file n across a change of its stored time from old to
-// n's: a write here of mtime, or (mtime nil) a rename, which keeps the file's times and
-// changes its ctime. A write whose time the store does not keep (content back to the anchored
-// version, which keeps the anchored time) is recorded as a set time.
-func (s *Store) carryTimes(txn *badger.Txn, apply *[]func(), n *node, old time.Time, mtime *time.Time) error {
+// carryTimes keeps the times of a file across a local change from the version old (nil for a
+// new file) to n: a write here of mtime, or (mtime nil) a rename or a change of status or
+// meta, which keep the file's times and change its ctime. A write whose time the store does
+// not keep (content back to the anchored version, which keeps the anchored time) is recorded
+// as a set time.
+func (s *Store) carryTimes(txn *badger.Txn, apply *[]func(), n, old *node, mtime *time.Time) error {
 	a, ok := s.attr(n.ino)
-	valid := ok && a.HasTimes && a.Base == nanos(old)
+	valid := ok && old != nil && a.holds(old.mtime, old.leaf)
 	switch {
 	case mtime != nil && (valid || nanos(*mtime) != nanos(n.mtime)):
 		if !valid {
 			a.Atime = nanos(*mtime)
 		}
-		a.HasTimes, a.Mtime, a.Base = true, nanos(*mtime), nanos(n.mtime)
+		a.HasTimes, a.Mtime, a.Base, a.BaseLeaf = true, nanos(*mtime), nanos(n.mtime), n.leaf
 	case mtime != nil:
 		return nil // the stored time is the write's
 	case valid:
-		a.Base = nanos(n.mtime)
+		a.Base, a.BaseLeaf = nanos(n.mtime), n.leaf
 	}
 	a.Ctime = nanos(s.now())
 	return s.putAttr(txn, apply, n.ino, a)
@@ -197,7 +205,7 @@ func (s *Store) SetLocalAttrs(k Key, ch AttrChange) (*Version, error) {
 		if n == nil {
 			return ErrNotFound
 		}
-		if err := s.changeAttr(txn, apply, n.ino, n.mtime, ch); err != nil {
+		if err := s.changeAttr(txn, apply, n.ino, n.mtime, n.leaf, ch); err != nil {
 			return err
 		}
 		*apply = append(*apply, func() { v = s.dress(n.version()) })
@@ -212,7 +220,7 @@ var dirStored = time.Unix(0, 0)
 // SetDirAttrs changes the local attributes of the directory numbered ino.
 func (s *Store) SetDirAttrs(ino uint64, ch AttrChange) error {
 	return s.update(func(txn *badger.Txn, apply *[]func()) error {
-		return s.changeAttr(txn, apply, ino, dirStored, ch)
+		return s.changeAttr(txn, apply, ino, dirStored, common.Hash{}, ch)
 	})
 }
 
@@ -221,7 +229,7 @@ func (s *Store) SetDirAttrs(ino uint64, ch AttrChange) error {
 // that rsync and backups see no change where there was none.
 func (s *Store) DirAttrs(ino uint64) LocalAttrs {
 	s.t.mu.RLock()
-	la, born := s.attrsOf(ino, dirStored), s.dirTime
+	la, born := s.attrsOf(ino, dirStored, common.Hash{}), s.dirTime
 	s.t.mu.RUnlock()
 	if born.IsZero() {
 		born = s.bornDirTime()

@@ -148,15 +148,11 @@ func (s *Store) write(k Key, content []byte, mtime time.Time, perm *uint32) (*Ve
 		if err != nil {
 			return err
 		}
-		var oldTime time.Time
-		if old != nil {
-			oldTime = old.mtime
-		}
-		if err := s.carryTimes(txn, apply, n, oldTime, &mtime); err != nil {
+		if err := s.carryTimes(txn, apply, n, old, &mtime); err != nil {
 			return err
 		}
 		if perm != nil && old == nil {
-			if err := s.changeAttr(txn, apply, n.ino, n.mtime, AttrChange{Perm: perm}); err != nil {
+			if err := s.changeAttr(txn, apply, n.ino, n.mtime, n.leaf, AttrChange{Perm: perm}); err != nil {
 				return err
 			}
 		}
@@ -290,7 +286,7 @@ func (s *Store) Rename(from, to Key) error {
 		if err != nil {
 			return err
 		}
-		if err := s.carryTimes(txn, apply, n, src.mtime, nil); err != nil {
+		if err := s.carryTimes(txn, apply, n, src, nil); err != nil {
 			return err
 		}
 		if !from.Local && !to.Local && seal.CanonicalID(from.Tier, from.Category, from.Key) ==
@@ -373,7 +369,7 @@ func (s *Store) SetAttr(k Key, name string, value *string) error {
 		if err != nil {
 			return err
 		}
-		return s.carryTimes(txn, apply, nn, n.mtime, nil)
+		return s.carryTimes(txn, apply, nn, n, nil)
 	})
 }
 

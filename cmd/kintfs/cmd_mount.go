@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -35,6 +36,8 @@ var mountOpts struct {
 	logFile       string
 	flushTimeout  time.Duration
 	debugFuse     bool
+	fileMode      string
+	dirMode       string
 }
 
 var errMountBusy = errors.New("the mount is busy")
@@ -56,6 +59,8 @@ func init() {
 			fs.StringVar(&mountOpts.logFile, "log-file", "", "append the log to this file instead of stderr")
 			fs.DurationVar(&mountOpts.flushTimeout, "flush-timeout", 60*time.Second, "how long unmounting may spend anchoring what is staged")
 			fs.BoolVar(&mountOpts.debugFuse, "debug-fuse", false, "log every FUSE request")
+			fs.StringVar(&mountOpts.fileMode, "file-mode", "0644", "the mode (octal) of files never given one by chmod or create")
+			fs.StringVar(&mountOpts.dirMode, "dir-mode", "0755", "the mode (octal) of directories never given one by chmod")
 		},
 		run: runMount,
 	})
@@ -115,6 +120,10 @@ func runMount(ctx context.Context, args []string) error {
 			defer dc.Close()
 		}
 	}
+	fileMode, dirMode, err := parseModes(mountOpts.fileMode, mountOpts.dirMode)
+	if err != nil {
+		return reportReady(err)
+	}
 	if mountOpts.allowOther && os.Getuid() != 0 {
 		if err := checkUserAllowOther(); err != nil {
 			return reportReady(err)
@@ -143,7 +152,7 @@ func runMount(ctx context.Context, args []string) error {
 		}()
 	}
 	m, err := fs.Mount(dir, e.rep, fs.MountOptions{AllowOther: mountOpts.allowOther, ReadOnly: mountOpts.readOnly,
-		AllowNonEmpty: mountOpts.allowNonEmpty, Xattrs: mountOpts.xattrs, Logger: logger, Debug: mountOpts.debugFuse || mountOpts.verbose >= 2})
+		AllowNonEmpty: mountOpts.allowNonEmpty, Xattrs: mountOpts.xattrs, FileMode: fileMode, DirMode: dirMode, Logger: logger, Debug: mountOpts.debugFuse || mountOpts.verbose >= 2})
 	if err != nil {
 		_ = e.rep.StopWorker(context.Background())
 		return reportReady(err)
@@ -363,4 +372,22 @@ func checkUserAllowOther() error {
 		}
 	}
 	return fmt.Errorf("--allow-other needs user_allow_other in /etc/fuse.conf; add it as root with:  echo user_allow_other >> /etc/fuse.conf")
+}
+
+// parseModes reads --file-mode and --dir-mode: octal permission bits, 0 to 0777.
+func parseModes(file, dir string) (fileMode, dirMode uint32, err error) {
+	parse := func(flag, s string) (uint32, error) {
+		n, err := strconv.ParseUint(s, 8, 32)
+		if err != nil || n > 0o777 || n == 0 {
+			return 0, usagef("--%s %q: give permission bits in octal, such as 0640", flag, s)
+		}
+		return uint32(n), nil
+	}
+	if fileMode, err = parse("file-mode", file); err != nil {
+		return 0, 0, err
+	}
+	if dirMode, err = parse("dir-mode", dir); err != nil {
+		return 0, 0, err
+	}
+	return fileMode, dirMode, nil
 }
