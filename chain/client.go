@@ -40,6 +40,10 @@ type Options struct {
 	Retries      int           // extra attempts after a transport failure; default 7, negative for none
 	Backoff      time.Duration // first retry delay, doubled each time; default 200ms
 	PollInterval time.Duration // receipt and confirmation polling in WaitPush; default 500ms
+	// DeadBudget bounds how long one call keeps retrying an RPC that refuses connections
+	// (nothing listens: the node is down), from its first attempt; default 1s. Other
+	// transport failures (a dropped answer, a 502, a timeout) take the full Retries.
+	DeadBudget time.Duration
 }
 
 const (
@@ -48,6 +52,7 @@ const (
 	defaultBackoff      = 200 * time.Millisecond
 	defaultPollInterval = 500 * time.Millisecond
 	maxBackoff          = 10 * time.Second
+	defaultDeadBudget   = time.Second
 	dialRetries         = 3 // about 1.4 s of backoff before a dial gives up
 	// blobBatchSize bounds one eth_getTransactionByHash batch (a push carries up to ~100 KB).
 	blobBatchSize = 16
@@ -67,6 +72,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.PollInterval <= 0 {
 		o.PollInterval = defaultPollInterval
+	}
+	if o.DeadBudget <= 0 {
+		o.DeadBudget = defaultDeadBudget
 	}
 	return o
 }
@@ -170,10 +178,12 @@ func (c *Client) do(ctx context.Context, fn func(ctx context.Context) error, met
 	return c.doRetrying(ctx, c.opt.Retries, fn, methods...)
 }
 
-// doRetrying is do with its own bound on retries.
+// doRetrying is do with its own bound on retries. A transport failure that outlasts them is
+// returned as an *UnreachableError (errors.Is(err, ErrUnreachable)).
 func (c *Client) doRetrying(ctx context.Context, retries int, fn func(ctx context.Context) error, methods ...string) error {
 	c.stats.record(methods...)
 	delay := c.opt.Backoff
+	start := time.Now()
 	for attempt := 0; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, c.opt.CallTimeout)
 		err := fn(actx)
@@ -182,8 +192,15 @@ func (c *Client) doRetrying(ctx context.Context, retries int, fn func(ctx contex
 		if err == nil {
 			return nil
 		}
-		if ctx.Err() != nil || attempt >= retries || !(attemptTimedOut || retryable(err)) {
+		transport := attemptTimedOut || retryable(err)
+		if ctx.Err() != nil || !transport {
 			return err
+		}
+		// a refused connection is a node that is down: retried for DeadBudget only, so that
+		// a dead RPC is reported in about a second, not after the whole backoff
+		dead := refused(err) && time.Since(start)+delay > c.opt.DeadBudget
+		if attempt >= retries || dead {
+			return &UnreachableError{Err: err}
 		}
 		c.stats.retries.Add(1)
 		t := time.NewTimer(delay)
@@ -195,6 +212,11 @@ func (c *Client) doRetrying(ctx context.Context, retries int, fn func(ctx contex
 		}
 		delay = min(2*delay, maxBackoff)
 	}
+}
+
+// refused reports whether err is a connection the RPC's host refused or could not route.
+func refused(err error) bool {
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH)
 }
 
 // retryable reports whether err is a transport failure: the request may not have reached

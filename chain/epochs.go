@@ -33,13 +33,14 @@ type EpochEvent struct {
 
 // Head reads head(owner, space) at the latest block.
 func (c *Client) Head(ctx context.Context, owner common.Address, space common.Hash) (Head, error) {
+	// callers say "read head"; the error says what failed
 	out, err := c.ethCall(ctx, anchor.PackHead(owner, space))
 	if err != nil {
-		return Head{}, fmt.Errorf("read head: %w", err)
+		return Head{}, err
 	}
 	h, err := anchor.UnpackHead(out)
 	if err != nil {
-		return Head{}, fmt.Errorf("read head: %w", err)
+		return Head{}, fmt.Errorf("decode head: %w", err)
 	}
 	return Head{Digest: h.Digest, Seq: h.Seq, Block: h.BlockNumber}, nil
 }

@@ -52,6 +52,18 @@ var (
 	ErrNoEvent          = errors.New("no Epoch event")
 )
 
+// ErrUnreachable: the RPC could not be reached (connections refused, answers lost or late)
+// after the bounded retries of one call.
+var ErrUnreachable = errors.New("the RPC cannot be reached")
+
+// UnreachableError is a transport failure that outlasted the retries. It keeps the last
+// cause (errors.Is(err, syscall.ECONNREFUSED) still holds) and matches ErrUnreachable.
+type UnreachableError struct{ Err error }
+
+func (e *UnreachableError) Error() string        { return "the RPC cannot be reached: " + e.Err.Error() }
+func (e *UnreachableError) Unwrap() error        { return e.Err }
+func (e *UnreachableError) Is(target error) bool { return target == ErrUnreachable }
+
 // namedError carries its own message and matches its sentinel with errors.Is, for
 // messages that already say what the sentinel says.
 type namedError struct {

@@ -13,7 +13,9 @@ import (
 // local attributes of the file (by inode number) or directory: never staged, never anchored,
 // never part of a leaf, so setting them starts no flush. The kernel enforces the modes
 // (default_permissions). A file without a mode of its own shows MountOptions.FileMode, a
-// directory MountOptions.DirMode.
+// directory MountOptions.DirMode, less MountOptions.Umask; the umask also clears bits of the
+// mode a create asks for (as a process's umask does), but a mode set by chmod shows as set:
+// rsync -a and cp -a set the source's modes that way, and must see them back.
 
 // Default modes of files and directories that were never given one.
 const (
@@ -36,20 +38,32 @@ func attrChange(in *fuse.SetAttrIn) (ch replica.AttrChange, ok bool) {
 	return ch, ok
 }
 
-// permLocked is the mode of the file as v (nil: not known) has it.
-func (n *fileNode) permLocked(v *replica.Version) uint32 {
+// permLocked is the mode of the file as v (nil: not known) has it, before the umask; exact
+// reports a mode set here, which the umask leaves alone.
+func (n *fileNode) permLocked(v *replica.Version) (perm uint32, exact bool) {
 	if n.v.history {
-		return 0o444
+		return 0o444, false
 	}
-	perm := n.fs.opts.FileMode
+	perm = n.fs.opts.FileMode
 	if v != nil && v.HasPerm {
-		perm = v.Perm
+		perm, exact = v.Perm, true
 	}
 	if n.journalEventLocked() {
 		perm &^= 0o222
 	}
-	return perm
+	return perm, exact
 }
+
+// fileAttrPerm fills the attributes of a regular file whose mode is perm (exact: set here).
+func (f *mountFS) fileAttrPerm(out *fuse.Attr, ino uint64, size int64, mtime time.Time, perm uint32, exact bool) {
+	f.fileAttr(out, ino, size, mtime, perm)
+	if exact {
+		out.Mode = out.Mode&^0o7777 | perm
+	}
+}
+
+// createPerm is the mode a create of mode keeps: its permission bits less the umask.
+func (f *mountFS) createPerm(mode uint32) uint32 { return mode & 0o777 &^ f.opts.Umask }
 
 // versionTimes sets the times of out: mtime, and v's atime and ctime (v may be nil).
 func versionTimes(out *fuse.Attr, v *replica.Version, mtime time.Time) {
@@ -90,11 +104,10 @@ func (n *fileNode) setLocalAttrs(in *fuse.SetAttrIn) syscall.Errno {
 // one was set) and its times, which the backend keeps the same across restarts.
 func (f *mountFS) liveDirAttr(out *fuse.Attr, ino uint64, nlink uint32) {
 	la := f.b.DirAttrs(ino)
-	perm := f.opts.DirMode
+	f.dirAttr(out, ino, nlink, f.opts.DirMode)
 	if la.HasPerm {
-		perm = la.Perm
+		out.Mode = out.Mode&^0o7777 | la.Perm
 	}
-	f.dirAttr(out, ino, nlink, perm)
 	out.SetTimes(&la.Atime, &la.Mtime, &la.Ctime)
 }
 

@@ -195,7 +195,11 @@ func (h *ctlHandle) Write(ctx context.Context, data []byte, off int64) (uint32, 
 	}
 	for _, cmd := range cmds {
 		if err := f.b.Control(f.ctx, cmd); err != nil {
-			return 0, f.fail("ctl "+cmd, &h.c.node, "", err)
+			errno := f.fail("ctl "+cmd, &h.c.node, "", err)
+			if _, unexpected := toErrno(err); !unexpected {
+				f.logf("warn: ctl %s: %s: %v", cmd, errno.Error(), err) // a refusal the writer acts on
+			}
+			return 0, errno
 		}
 	}
 	return uint32(len(data)), 0

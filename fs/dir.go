@@ -283,7 +283,7 @@ func (d *rowDir) Create(ctx context.Context, name string, flags uint32, mode uin
 		fn = d.childFile(name, r.key)
 	} else {
 		// Written at once, empty: the file exists, listed and durable, from create on.
-		v, err := d.fs.b.Create(r.key, mode&0o777, time.Now())
+		v, err := d.fs.b.Create(r.key, d.fs.createPerm(mode), time.Now())
 		if err != nil {
 			return nil, nil, 0, d.fs.fail("create", &d.node, name, err)
 		}

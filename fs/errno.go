@@ -3,6 +3,7 @@ package fs
 import (
 	"context"
 	"errors"
+	"strings"
 	"syscall"
 
 	"kintfs/replica"
@@ -32,7 +33,7 @@ func toErrno(err error) (errno syscall.Errno, unexpected bool) {
 		return syscall.EFBIG, false
 	case errors.Is(err, replica.ErrCrossTier):
 		return syscall.EXDEV, false
-	case errors.Is(err, replica.ErrOffline):
+	case replica.Offline(err):
 		// No chain connection: a ctl command can be tried again later; not a fault.
 		return syscall.ENOTCONN, false
 	// What stops a ctl flush or pull, as the CLI's exit codes tell them apart.
@@ -68,18 +69,34 @@ func toErrno(err error) (errno syscall.Errno, unexpected bool) {
 // a real fault. The path is only worked out then.
 func (f *mountFS) fail(op string, at *node, name string, err error) syscall.Errno {
 	errno, unexpected := toErrno(err)
-	if unexpected {
+	switch {
+	case unexpected:
 		where := name
 		if at != nil {
 			where = at.where(name)
 		}
-		f.logf("%s %s: %v", op, where, err)
+		f.logf("error: %s %s: %v", op, where, err)
+	case errno == syscall.EINVAL && op != "lookup" && !strings.HasPrefix(op, "ctl"):
+		// a user acts on it: say what was refused, not the name or value (a key, a meta)
+		f.logf("warn: %s: EINVAL: %s", op, einvalReason(err))
 	}
 	return errno
 }
 
+// einvalReason says why a name or value was refused without quoting it.
+func einvalReason(err error) string {
+	switch {
+	case errors.Is(err, errBadName):
+		return "a name with a % that is not one of the escapes (%2F %25 %00 %2E)"
+	case errors.Is(err, replica.ErrInvalid):
+		return "an invalid value (user.kint.meta must be JSON; a journal event must be a JSON object of its fields)"
+	}
+	return "an invalid argument"
+}
+
+// logf writes one line to the mount's log, whose logger carries the "kintfs: " prefix.
 func (f *mountFS) logf(format string, args ...any) {
 	if f.log != nil {
-		f.log.Printf("kintfs: "+format, args...)
+		f.log.Printf(format, args...)
 	}
 }

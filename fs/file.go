@@ -98,9 +98,9 @@ func (n *fileNode) journalEventLocked() bool {
 // versionAttr fills attributes from a version fetched by the caller.
 func (n *fileNode) versionAttr(out *fuse.Attr, v *replica.Version) {
 	n.mu.Lock()
-	perm := n.permLocked(v)
+	perm, exact := n.permLocked(v)
 	n.mu.Unlock()
-	n.fs.fileAttr(out, v.Ino, v.Size, v.Mtime, perm)
+	n.fs.fileAttrPerm(out, v.Ino, v.Size, v.Mtime, perm, exact)
 	versionTimes(out, v, v.Mtime)
 }
 
@@ -119,15 +119,16 @@ func (n *fileNode) attr(out *fuse.Attr) syscall.Errno {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	perm, exact := n.permLocked(v)
 	if n.loaded {
-		n.fs.fileAttr(out, n.StableAttr().Ino, int64(len(n.buf)), n.mtime, n.permLocked(v))
+		n.fs.fileAttrPerm(out, n.StableAttr().Ino, int64(len(n.buf)), n.mtime, perm, exact)
 		versionTimes(out, v, n.mtime)
 		return 0
 	}
 	if v == nil {
 		return syscall.ENOENT
 	}
-	n.fs.fileAttr(out, v.Ino, v.Size, v.Mtime, n.permLocked(v))
+	n.fs.fileAttrPerm(out, v.Ino, v.Size, v.Mtime, perm, exact)
 	versionTimes(out, v, v.Mtime)
 	out.Ino = n.StableAttr().Ino
 	return 0

@@ -107,7 +107,7 @@ func (f *mountFS) retire(ino uint64) {
 // dirAttr fills the attributes of a directory.
 func (f *mountFS) dirAttr(out *fuse.Attr, ino uint64, nlink uint32, perm uint32) {
 	out.Ino = ino
-	out.Mode = syscall.S_IFDIR | perm
+	out.Mode = syscall.S_IFDIR | perm&^f.opts.Umask
 	out.Nlink = nlink
 	out.Size = 4096
 	f.owner(out)
@@ -117,7 +117,7 @@ func (f *mountFS) dirAttr(out *fuse.Attr, ino uint64, nlink uint32, perm uint32)
 // fileAttr fills the attributes of a regular file.
 func (f *mountFS) fileAttr(out *fuse.Attr, ino uint64, size int64, mtime time.Time, perm uint32) {
 	out.Ino = ino
-	out.Mode = syscall.S_IFREG | perm
+	out.Mode = syscall.S_IFREG | perm&^f.opts.Umask
 	out.Nlink = 1
 	if size > 0 {
 		out.Size = uint64(size)

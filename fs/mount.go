@@ -25,6 +25,10 @@ type MountOptions struct {
 	// Xattrs turns extended attributes on. When off, getxattr answers ENOSYS, which the kernel
 	// remembers, so it stops asking.
 	Xattrs bool
+	// Umask clears permission bits of every file and directory the mount serves (as sshfs's
+	// and rclone's --umask do): with AllowOther and default_permissions, it is what keeps
+	// other users out of the plaintext.
+	Umask uint32
 	// UID and GID own every file; zero means the mounting user.
 	UID, GID uint32
 	// Logger receives real faults (EIO) with operation, path and cause; nil discards them.
@@ -94,6 +98,11 @@ func Mount(dir string, b Backend, o MountOptions) (*Mounted, error) {
 	}
 	// The kernel checks the modes kept here (chmod 600 keeps others out).
 	fo.MountOptions.Options = append(fo.MountOptions.Options, "default_permissions")
+	if o.ReadOnly {
+		// the kernel refuses writes itself (EROFS before a request is sent), and /proc/mounts
+		// says ro; the replica refuses them again for every path that does not come through FUSE
+		fo.MountOptions.Options = append(fo.MountOptions.Options, "ro")
+	}
 	server, err := fuse.NewServer(fusefs.NewNodeFS(f.root, fo), dir, &fo.MountOptions)
 	if err != nil {
 		f.stop()

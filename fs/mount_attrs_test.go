@@ -357,3 +357,22 @@ func TestGioTrash(t *testing.T) {
 		t.Fatalf("state/g1 after gio trash: %v", err)
 	}
 }
+
+// TestUmaskClearsDefaultsAndCreates: the mount's umask clears bits of the default mode and of
+// the mode a create asks for; a mode set by chmod shows as set.
+func TestUmaskClearsDefaultsAndCreates(t *testing.T) {
+	tm := mountForTest(t, func(o *MountOptions) { o.Umask = 0o077 })
+	if _, err := tm.r.Write(stateKey("b"), []byte("y"), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	f := tm.path("state", "f")
+	mustSh(t, "umask 022; echo x > "+f)
+	if got := statf(t, "%a %a %a", tm.path("state", "b")) + " " + statf(t, "%a", f) + " " + statf(t, "%a", tm.path("state")); got != "600 600 600 600 700" {
+		t.Fatalf("default, created and directory modes under umask 077: %s", got)
+	}
+	mustRun(t, "chmod", "644", f)
+	mustRun(t, "chmod", "755", tm.path("state"))
+	if got := statf(t, "%a", f) + " " + statf(t, "%a", tm.path("state")); got != "644 755" {
+		t.Fatalf("after chmod: %s, want 644 755", got)
+	}
+}

@@ -16,6 +16,7 @@ import (
 
 func TestJournalAppend(t *testing.T) {
 	tm := mountForTest(t)
+	tm.expectLog("warn: flush: EINVAL: an invalid value")
 	event := `{"ts":"2026-09-09T21:15:00Z","evaluated":"checked the plan","acted":null,"forward":null,"extra":"{\"tool\":\"test\"}"}`
 	mustSh(t, "printf '%s' '"+event+"' > "+tm.path("journal", "new-event"))
 	mustSh(t, "printf '%s' '"+event+"' > "+tm.path("journal", "50%-off"))

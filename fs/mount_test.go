@@ -69,7 +69,7 @@ func mountForTest(t *testing.T, opts ...func(*MountOptions)) *testMount {
 	r := replica.NewTestReplica(t)
 	dir := t.TempDir()
 	tl := &testLog{t: t}
-	o := MountOptions{Xattrs: true, Logger: log.New(tl, "", 0)}
+	o := MountOptions{Xattrs: true, Logger: log.New(tl, "kintfs: ", 0)}
 	for _, fn := range opts {
 		fn(&o)
 	}
@@ -237,6 +237,7 @@ func backendContent(t *testing.T, r *replica.Replica, k replica.Key) string {
 
 func TestMountRootAndControlFiles(t *testing.T) {
 	tm := mountForTest(t)
+	tm.expectLog("warn: ctl flush: transport endpoint is not connected")
 	if got := lsNames(t, tm.dir); strings.Join(got, " ") != "entity journal reference state" {
 		t.Fatalf("root lists %q", got)
 	}
@@ -318,8 +319,12 @@ func TestReadOnlyMount(t *testing.T) {
 	tm := mountForTest(t, func(o *MountOptions) { o.ReadOnly = true })
 	failsWith(t, "echo x > "+tm.path("state", "x"), "Read-only file system")
 	failsWith(t, "mkdir "+tm.path("entity", "c"), "Read-only file system")
-	// ctl still takes commands.
-	failsWith(t, "echo bogus > "+tm.path(".kint", "ctl"), "Invalid argument")
+	// the kernel mounts it ro: ctl cannot be opened for writing either (kintfs pull, which
+	// the mount answers over its socket, still pulls), and nothing changed below the kernel
+	failsWith(t, "echo bogus > "+tm.path(".kint", "ctl"), "Read-only file system")
+	if opts := mountOpts(t, tm.dir); !strings.HasPrefix(opts, "ro,") {
+		t.Fatalf("/proc/mounts: %q, want ro", opts)
+	}
 }
 
 func TestHistoryReadOnly(t *testing.T) {
@@ -363,4 +368,20 @@ func TestUnknownAndBadNames(t *testing.T) {
 	if strings.Contains(tm.log.String(), "kintfs:") {
 		t.Fatalf("expected errors were logged as faults:\n%s", tm.log.String())
 	}
+}
+
+// mountOpts is the option field /proc/mounts has for dir.
+func mountOpts(t *testing.T, dir string) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 4 && f[1] == dir {
+			return f[3]
+		}
+	}
+	t.Fatalf("%s is not mounted", dir)
+	return ""
 }

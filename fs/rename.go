@@ -137,7 +137,7 @@ func (f *mountFS) applyAttrs(k replica.Key, status, meta *string) {
 			continue
 		}
 		if err := f.b.SetAttr(k, a.name, a.value); err != nil {
-			f.logf("keeping %s of %s %q: %v", a.name, k.Tier, k.Key, err)
+			f.logf("warn: keeping %s of a renamed %s row: %v", a.name, k.Tier, err)
 		}
 	}
 }

@@ -168,7 +168,7 @@ func (f *mountFS) mkTrashDir(ctx context.Context, at *node, path string, mode ui
 		return nil, f.fail("mkdir", at, path, err)
 	}
 	p := path
-	perm := mode & 0o777
+	perm := f.createPerm(mode)
 	if err := f.b.SetDirAttrs(f.b.DirIno(replica.TrashTier, &p), replica.AttrChange{Perm: &perm}); err != nil {
 		return nil, f.fail("mkdir", at, path, err)
 	}
@@ -211,7 +211,7 @@ func (d *trashDir) Create(ctx context.Context, name string, flags uint32, mode u
 		}
 		fn = d.childFile(name, k)
 	case errors.Is(err, replica.ErrNotFound):
-		if v, err = d.fs.b.Create(k, mode&0o777, time.Now()); err != nil {
+		if v, err = d.fs.b.Create(k, d.fs.createPerm(mode), time.Now()); err != nil {
 			return nil, nil, 0, d.fs.fail("create", &d.node, name, err)
 		}
 	default:

@@ -192,8 +192,13 @@ func TestForgedEpochs(t *testing.T) {
 			t.Fatalf("%s: push on a machine with a gap: exit %d, %q; want 5 and a pointer to kintfs compact", fc.name, code, errs+out)
 		}
 
-		// the owner's snapshot, from the machine that holds the key, recovers everyone
+		// the owner's snapshot, from the machine that holds the key, recovers everyone; the
+		// override is explicit
 		out, errs, code = a.run("", "compact")
+		if code != 5 || !strings.Contains(errs, "--over-skipped") {
+			t.Fatalf("%s: kintfs compact over the gap without --over-skipped: exit %d, %q; want 5 naming the flag", fc.name, code, errs+out)
+		}
+		out, errs, code = a.run("", "compact", "--over-skipped")
 		if code != 0 {
 			t.Fatalf("%s: kintfs compact over the gap: exit %d\n%s\n%s\nmount log:\n%s", fc.name, code, out, errs, ma.log.String())
 		}

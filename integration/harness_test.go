@@ -67,11 +67,12 @@ type devChain struct {
 	info devchain.Info
 	dir  string
 	cmd  *exec.Cmd
+	args []string // more flags for kintfs devchain
 }
 
-func startDevchain(t *testing.T) *devChain {
+func startDevchain(t *testing.T, args ...string) *devChain {
 	t.Helper()
-	d := &devChain{dir: t.TempDir()}
+	d := &devChain{dir: t.TempDir(), args: args}
 	d.start(t)
 	t.Cleanup(func() { d.stop(t) })
 	return d
@@ -79,7 +80,7 @@ func startDevchain(t *testing.T) *devChain {
 
 func (d *devChain) start(t *testing.T) {
 	t.Helper()
-	cmd := exec.Command(kintfsBin, "devchain", "--datadir", d.dir, "--http", "127.0.0.1:0")
+	cmd := exec.Command(kintfsBin, append([]string{"devchain", "--datadir", d.dir, "--http", "127.0.0.1:0"}, d.args...)...)
 	cmd.Env = append(os.Environ(), "KINT_HOME="+d.dir)
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -156,8 +156,12 @@ func TestBackfillSkipsUnopenable(t *testing.T) {
 		t.Fatalf("pull over the junk epoch: %v", err)
 	}
 	w.write("state/y", "y3")
-	if _, err := a.Push(context.Background(), PushOptions{Snapshot: true}); err != nil {
-		t.Fatalf("compact over the gap: %v", err)
+	_, err := a.Push(context.Background(), PushOptions{Snapshot: true})
+	if !errors.Is(err, ErrGapOpen) || !strings.Contains(err.Error(), "--over-skipped") {
+		t.Fatalf("compact over the gap without the override: %v", err)
+	}
+	if _, err := a.Push(context.Background(), PushOptions{Snapshot: true, OverSkipped: true}); err != nil {
+		t.Fatalf("compact --over-skipped: %v", err)
 	}
 	infos, _ := a.Epochs()
 	b := e.machine()

@@ -106,7 +106,14 @@ func Init(ctx context.Context, o InitOptions) (*InitResult, error) {
 			if seal.DEKID(dek) != h.DekID {
 				return nil, seal.ErrDekIDMismatch
 			}
-		} else if dek, err = seal.DEKFromHeader(h, kek); err != nil {
+		} else if dek, err = seal.DEKFromHeader(h, kek); errors.Is(err, seal.ErrNoWrap) {
+			what := "passphrase"
+			if o.Signature != nil {
+				what = "signature"
+			}
+			return nil, wrongSecretError(fmt.Sprintf("the %s does not open this vault (no key wrap in epoch %d opens with it): check it, or connect with --recovery-code-stdin",
+				what, seq))
+		} else if err != nil {
 			return nil, fmt.Errorf("epoch %d: %w", seq, err)
 		}
 		v.SetWraps(h.Wraps)
@@ -154,9 +161,21 @@ func headHeader(ctx context.Context, c *chain.Client, owner common.Address, spac
 	return nil, 0, fmt.Errorf("no epoch header that parses within %d epochs of the head", maxHeaderWalk)
 }
 
+// ErrWrongSecret: the passphrase or signature given to init unwraps no data key of the vault.
+var ErrWrongSecret = errors.New("wrong passphrase or signature")
+
+// wrongSecretError says which secret and what to do; it matches ErrWrongSecret.
+type wrongSecretError string
+
+func (e wrongSecretError) Error() string        { return string(e) }
+func (e wrongSecretError) Is(target error) bool { return target == ErrWrongSecret }
+
 // Rekey rotates the data key: a new DEK wrapped under kek, one snapshot epoch sealed under it,
 // and a new recovery code, which is returned and written beside the old one.
-func (r *Replica) Rekey(ctx context.Context, kek [32]byte, kind byte) (string, *PushReport, error) {
+func (r *Replica) Rekey(ctx context.Context, kek [32]byte, kind byte, overSkipped bool) (string, *PushReport, error) {
+	if err := r.refuseChange(); err != nil {
+		return "", nil, err
+	}
 	var dek [32]byte
 	var nonce [12]byte
 	if _, err := rand.Read(dek[:]); err != nil {
@@ -172,7 +191,7 @@ func (r *Replica) Rekey(ctx context.Context, kek [32]byte, kind byte) (string, *
 	id := seal.DEKID(dek)
 	r.vault.DekID = fmt.Sprintf("%x", id[:])
 	r.pushMu.Unlock()
-	rep, err := r.Push(ctx, PushOptions{Snapshot: true})
+	rep, err := r.Push(ctx, PushOptions{Snapshot: true, OverSkipped: overSkipped})
 	if err != nil {
 		r.pushMu.Lock()
 		r.opt.DEK, r.vault.Wraps, r.vault.DekID = oldDEK, oldWraps, oldID

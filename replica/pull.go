@@ -96,7 +96,7 @@ func (r *Replica) pullMirror(ctx context.Context, c *chain.Client, full bool) (*
 	}
 	head := Head{Seq: ch.Seq, Digest: ch.Digest, Block: ch.Block}
 	rep := &PullReport{Head: head}
-	if err := r.checkFresh(head); err != nil {
+	if err := r.checkFresh(ctx, head); err != nil {
 		return rep, err
 	}
 	mirror, err := r.MirrorHead()
@@ -132,10 +132,16 @@ func (r *Replica) pullMirror(ctx context.Context, c *chain.Client, full bool) (*
 }
 
 // checkFresh refuses a head older than the watermark, or the same seq with another digest.
-func (r *Replica) checkFresh(head Head) error {
+// With no watermark yet (a cold start) a second opinion on the head is asked for first.
+func (r *Replica) checkFresh(ctx context.Context, head Head) error {
 	var seen Head
 	if err := r.getState(kSeen, &seen); err != nil {
 		return err
+	}
+	if seen.Seq == 0 && head.Seq > 0 && r.opt.ColdStart != nil {
+		if err := r.opt.ColdStart(ctx, head); err != nil {
+			return err
+		}
 	}
 	if head.Seq < seen.Seq {
 		return fmt.Errorf("%w: the RPC says the head is seq %d, but this machine has already seen seq %d", ErrStaleRPC, head.Seq, seen.Seq)

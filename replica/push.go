@@ -21,6 +21,9 @@ import (
 type PushOptions struct {
 	DryRun   bool
 	Snapshot bool // one epoch with the whole state (compact, rekey)
+	// OverSkipped lets a snapshot go on top of the chain head past epochs this machine's last
+	// pull could not apply (kint's --over-skipped); without it such a snapshot is refused.
+	OverSkipped bool
 }
 
 // EpochReceipt is one anchored epoch of a push, with what it cost.
@@ -100,8 +103,13 @@ func (r *Replica) atStage(stage PushStage, seq uint64) error {
 
 // Push anchors the staged rows.
 func (r *Replica) Push(ctx context.Context, opt PushOptions) (*PushReport, error) {
+	if err := r.refuseChange(); err != nil && !opt.DryRun {
+		return nil, err
+	}
 	r.pushMu.Lock()
 	defer r.pushMu.Unlock()
+	r.pushing.Store(true)
+	defer r.pushing.Store(false)
 	rep, err := r.push(ctx, opt)
 	if !opt.DryRun && rep != nil && len(rep.Epochs) > 0 {
 		if terr := r.recordBlockTimes(ctx); err == nil && terr != nil {
@@ -157,6 +165,9 @@ func (r *Replica) hold(row seal.Row, reason string) error {
 		if err != nil || !found {
 			return err
 		}
+		if st.Del || seal.Leaf(&st.Row) != seal.Leaf(&row) {
+			return nil // changed since the push read it: the new version gets its own check
+		}
 		st.Held = reason
 		if err := putStaged(txn, id, &st); err != nil {
 			return err
@@ -184,7 +195,7 @@ func (r *Replica) push(ctx context.Context, opt PushOptions) (*PushReport, error
 		return rep, err
 	}
 	if g := openGaps(gaps, 0, 0); len(g) > 0 && !opt.Snapshot {
-		return rep, fmt.Errorf("%w: epoch %d (%s); run kintfs compact to anchor a snapshot over it", ErrGapOpen, g[0].Seq, g[0].Reason)
+		return rep, fmt.Errorf("%w: epoch %d (%s); if it will never open, kintfs compact --over-skipped anchors a snapshot over it", ErrGapOpen, g[0].Seq, g[0].Reason)
 	}
 	rows, dels, held, err := r.collectStaged(!opt.DryRun)
 	if err != nil {
@@ -242,6 +253,10 @@ func (r *Replica) push(ctx context.Context, opt PushOptions) (*PushReport, error
 		open := openGaps(gaps, mirror.Seq, 0)
 		if !opt.Snapshot || len(open) == 0 || ch.Seq <= mirror.Seq {
 			return rep, fmt.Errorf("%w: the chain is at seq %d, this machine last saw seq %d; pull first", ErrChainMoved, ch.Seq, mirror.Seq)
+		}
+		if !opt.OverSkipped {
+			return rep, fmt.Errorf("%w: the last pull stopped at epoch %d, which this machine cannot apply (%s); if it will never open (revoke the key that wrote it first), --over-skipped anchors this snapshot on the chain head past it",
+				ErrGapOpen, open[0].Seq, open[0].Reason)
 		}
 		seqs := make([]uint64, len(open))
 		for i, g := range open {

@@ -40,6 +40,12 @@ func LyingRPC(err error) bool {
 	return false
 }
 
+// Offline reports whether err means the chain cannot be reached: no client, or an RPC that
+// refused or lost every attempt of a call. The CLI exits 5 on it, ctl answers ENOTCONN.
+func Offline(err error) bool {
+	return errors.Is(err, ErrOffline) || errors.Is(err, chain.ErrUnreachable)
+}
+
 // Options configure a replica.
 type Options struct {
 	Home   Home
@@ -53,17 +59,24 @@ type Options struct {
 	Confirmations uint64            // default 2
 	Logf          func(format string, args ...any)
 	Progress      io.Writer // long pulls report here; nil: quiet
+	// ColdStart checks the head the RPC gave on a machine with no watermark yet against a
+	// second, independent RPC; nil: no check (the dev chain).
+	ColdStart func(ctx context.Context, head Head) error
+	// ReadOnly refuses every change and every push with ErrReadOnly (a --read-only mount).
+	ReadOnly bool
 }
 
 // Replica is the engine under the mount: the local store, the vault's keys, and the chain.
 type Replica struct {
 	*Store
-	opt    Options
-	vault  *VaultConfig
-	cache  *EpochCache
-	pushMu sync.Mutex // one push or pull at a time
-	client atomic.Pointer[chain.Client]
-	dialMu sync.Mutex
+	opt        Options
+	vault      *VaultConfig
+	cache      *EpochCache
+	pushMu     sync.Mutex   // one push or pull at a time
+	pushing    atomic.Bool  // a push is sealing or sending, for status
+	heldLogged atomic.Int64 // held rows at the last flush, so a new hold is logged once
+	client     atomic.Pointer[chain.Client]
+	dialMu     sync.Mutex
 	// The last failed dial: a ctl command right after it answers at once.
 	lastDial time.Time
 	dialErr  error

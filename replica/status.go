@@ -71,22 +71,29 @@ func (s *statusState) notePull(rep *PullReport, err error) {
 	s.lastPull = o
 }
 
-// notePoll records a poll of the head; err non-nil means the RPC could not be reached.
-func (s *statusState) notePoll(err error) {
+// notePoll records a poll of the head; err non-nil means the RPC could not be reached. It
+// reports a change: went offline, or came back.
+func (s *statusState) notePoll(err error) (wentOffline, backOnline bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lastPoll = time.Now()
 	if err == nil {
+		backOnline = !s.offlineSince.IsZero()
 		s.offlineSince, s.offlineWhy = time.Time{}, ""
-		return
+		return false, backOnline
 	}
 	if s.offlineSince.IsZero() {
 		s.offlineSince = time.Now()
+		wentOffline = true
 	}
 	s.offlineWhy = err.Error()
+	return wentOffline, false
 }
 
-// Status is the JSON of .kint/status and kintfs status.
+// Status is the JSON of .kint/status and kintfs status. Every field is always present, with
+// one JSON type: lists are lists (never null), counts and ages are integers, times are
+// RFC 3339 strings or "" when they have not happened, last_push and last_pull are an object
+// or null. The README has the schema; a test checks it in every state.
 type Status struct {
 	Owner        string     `json:"owner"`
 	Tenant       string     `json:"tenant"`
@@ -94,16 +101,18 @@ type Status struct {
 	Chain        ChainInfo  `json:"chain"`
 	Head         Head       `json:"head"`
 	Mirror       Head       `json:"mirror"`
-	LastPoll     string     `json:"last_poll,omitempty"`
-	Offline      string     `json:"offline,omitempty"`
+	ReadOnly     bool       `json:"read_only"`
+	Pushing      bool       `json:"pushing"`
+	LastPoll     string     `json:"last_poll"`
+	Offline      string     `json:"offline"`
 	StagedRows   int        `json:"staged_rows"`
 	StagedDels   int        `json:"staged_deletions"`
 	StagedBytes  int64      `json:"staged_bytes"`
-	OldestStaged float64    `json:"oldest_staged_age_seconds"`
+	OldestStaged int64      `json:"oldest_staged_age_seconds"`
 	Held         []HeldRow  `json:"held"`
 	Conflicts    []Conflict `json:"conflicts"`
 	Gaps         []Gap      `json:"gaps"`
-	PendingPush  []uint64   `json:"pending_push,omitempty"`
+	PendingPush  []uint64   `json:"pending_push"`
 	LastPush     *opStatus  `json:"last_push"`
 	LastPull     *opStatus  `json:"last_pull"`
 	// HistoryFrom is the oldest epoch from which this machine holds every version (@<block>
@@ -161,8 +170,20 @@ func (r *Replica) Status() (*Status, error) {
 		return nil, err
 	}
 	if oldest != 0 {
-		st.OldestStaged = time.Since(fromNanos(oldest)).Seconds()
+		st.OldestStaged = int64(time.Since(fromNanos(oldest)) / time.Second)
 	}
+	// a record stored as JSON null (an emptied list) decodes to nil: still a list
+	if st.Conflicts == nil {
+		st.Conflicts = []Conflict{}
+	}
+	if st.Gaps == nil {
+		st.Gaps = []Gap{}
+	}
+	if st.PendingPush == nil {
+		st.PendingPush = []uint64{}
+	}
+	st.ReadOnly = r.opt.ReadOnly
+	st.Pushing = r.pushing.Load()
 	r.status.mu.Lock()
 	st.LastPush, st.LastPull = r.status.lastPush, r.status.lastPull
 	st.Backfill = r.status.backfill
@@ -174,6 +195,9 @@ func (r *Replica) Status() (*Status, error) {
 		}
 	}
 	st.LastPoll = stamp(r.status.lastPoll)
+	if st.LastPoll == "" && !r.status.offlineSince.IsZero() {
+		st.LastPoll = stamp(r.status.offlineSince)
+	}
 	if !r.status.offlineSince.IsZero() {
 		st.Offline = "offline since " + stamp(r.status.offlineSince) + ": " + r.status.offlineWhy
 	} else if r.Client() == nil {

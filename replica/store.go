@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -82,11 +83,18 @@ func openBadger(dir string) (*badger.DB, error) {
 		WithNumCompactors(2).
 		WithDetectConflicts(false)
 	db, err := badger.Open(opts)
+	if err != nil && strings.Contains(err.Error(), "Cannot acquire directory lock") {
+		// badger's flock: another process has the database open
+		return nil, ErrInUse
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open state database %s: %w", dir, err)
 	}
 	return db, nil
 }
+
+// ErrInUse: another process (a mount, or a command outside one) has the state database open.
+var ErrInUse = errors.New("another kintfs process is using this KINT_HOME (a mount starting or stopping, or a command still running): wait for it to finish, or unmount the vault")
 
 // collectValueLog rewrites the value log files that are mostly replaced values, until none is.
 func collectValueLog(db *badger.DB) {

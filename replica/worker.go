@@ -81,17 +81,21 @@ func (r *Replica) Control(ctx context.Context, command string) error {
 
 // Flush anchors what is staged, pulling first when the chain moved; nothing to push is done.
 func (r *Replica) Flush(ctx context.Context) error {
+	if err := r.refuseChange(); err != nil {
+		return err
+	}
 	if err := r.poll(ctx); err != nil {
 		return err
 	}
-	_, err := r.Push(ctx, PushOptions{})
+	rep, err := r.Push(ctx, PushOptions{})
 	if errors.Is(err, ErrChainMoved) {
 		// another machine pushed between the poll and the push: rebase once more
 		if _, err := r.Pull(ctx, false); err != nil {
 			return err
 		}
-		_, err = r.Push(ctx, PushOptions{})
+		rep, err = r.Push(ctx, PushOptions{})
 	}
+	r.noteHeld(rep)
 	if errors.Is(err, ErrNothingToPush) {
 		return nil
 	}
@@ -102,13 +106,16 @@ func (r *Replica) Flush(ctx context.Context) error {
 func (r *Replica) poll(ctx context.Context) error {
 	c, err := r.connect(ctx)
 	if err != nil {
-		r.status.notePoll(err)
+		r.notePoll(err)
 		return err
 	}
 	head, err := c.Head(ctx, r.vault.Owner, r.vault.Space)
-	r.status.notePoll(err)
 	if err != nil {
-		return fmt.Errorf("read head: %w", err)
+		err = fmt.Errorf("read head: %w", err)
+	}
+	r.notePoll(err)
+	if err != nil {
+		return err
 	}
 	mirror, err := r.MirrorHead()
 	if err != nil {
@@ -121,6 +128,36 @@ func (r *Replica) poll(ctx context.Context) error {
 	r.logf("poll: the chain moved to seq %d (this machine is at %d); pulling", head.Seq, mirror.Seq)
 	_, err = r.Pull(ctx, false)
 	return err
+}
+
+// noteHeld logs, once per change, that staged rows are held: how many and in which tiers,
+// never their keys or why (a reason may quote the body); .kint/status names them.
+func (r *Replica) noteHeld(rep *PushReport) {
+	if rep == nil {
+		return
+	}
+	n := int64(len(rep.Held))
+	if old := r.heldLogged.Swap(n); n > old {
+		tiers := map[string]int{}
+		for _, h := range rep.Held {
+			tiers[h.Tier]++
+		}
+		r.warnf("held: %d staged rows cannot be anchored and stay staged (by tier: %v); see held in .kint/status", n, tiers)
+	}
+}
+
+// notePoll records a poll in the status, and logs the moments the chain is lost and found.
+func (r *Replica) notePoll(err error) {
+	if err != nil && !Offline(err) {
+		r.status.notePoll(nil) // the RPC answered: a refusal is not a lost connection
+		return
+	}
+	switch off, back := r.status.notePoll(err); {
+	case off:
+		r.warnf("offline: %v; changes stay staged, trying again at each poll", err)
+	case back:
+		r.logf("online again: the chain answers")
+	}
 }
 
 // StartWorker starts the background write-back and poll.
@@ -156,7 +193,7 @@ func (r *Replica) StopWorker(ctx context.Context) error {
 	}
 	w.once.Do(func() { close(w.stop) })
 	<-w.done
-	if r.Client() == nil {
+	if r.Client() == nil || r.opt.ReadOnly {
 		return nil
 	}
 	st, err := r.Status()
@@ -170,7 +207,7 @@ func (w *worker) run() {
 	defer close(w.done)
 	quiet := time.NewTimer(time.Hour)
 	quiet.Stop()
-	if st, err := w.r.Status(); err == nil && st.StagedRows+st.StagedDels > len(st.Held) {
+	if st, err := w.r.Status(); err == nil && st.StagedRows+st.StagedDels > len(st.Held) && !w.r.opt.ReadOnly {
 		quiet.Reset(w.o.Quiet) // staged before a restart: the marker is the staged rows themselves
 	}
 	poll := time.NewTicker(w.o.Poll)
@@ -246,7 +283,7 @@ func (w *worker) attempt(op func(context.Context) error) error {
 		}
 	}()
 	err := op(ctx)
-	if err != nil && !errors.Is(err, ErrOffline) {
+	if err != nil && !Offline(err) { // going offline is logged once, by the poll
 		w.r.warnf("background: %v", err)
 	}
 	return err

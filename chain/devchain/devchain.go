@@ -60,6 +60,10 @@ type Config struct {
 	// Confirmations (Period 0 only) is how many confirmations a transaction has as soon
 	// as it is mined: its block plus Confirmations-1 empty ones. Default 3; 1 for none.
 	Confirmations int
+	// ChainID is the chain id the chain runs under; default ChainID (1337). 8453, Base's
+	// id, lets tools that bind Base's id into the epoch AAD read a dev vault: the chain is
+	// still not Base. It is fixed when the chain is created.
+	ChainID uint64
 }
 
 // Account is a funded dev account. The keys are derived from a fixed seed and are
@@ -123,9 +127,12 @@ func AccountKey(i int) *ecdsa.PrivateKey {
 }
 
 // Genesis returns the dev chain's genesis block with n funded accounts.
-func Genesis(n int) *core.Genesis {
+func Genesis(n int) *core.Genesis { return genesis(n, ChainID) }
+
+func genesis(n int, chainID uint64) *core.Genesis {
 	g := core.DeveloperGenesisBlock(devGasLimit, nil)
 	g.Config = ChainConfig()
+	g.Config.ChainID = new(big.Int).SetUint64(chainID)
 	balance := new(big.Int).Mul(big.NewInt(1_000_000), big.NewInt(params.Ether))
 	for i := 0; i < n; i++ {
 		g.Alloc[crypto.PubkeyToAddress(AccountKey(i).PublicKey)] = types.Account{Balance: balance}
@@ -141,6 +148,9 @@ func Start(cfg Config) (*DevChain, error) {
 	}
 	if cfg.Confirmations <= 0 {
 		cfg.Confirmations = defaultConfirmations
+	}
+	if cfg.ChainID == 0 {
+		cfg.ChainID = ChainID
 	}
 	host, port, err := loopbackAddr(cfg.HTTPAddr)
 	if err != nil {
@@ -167,7 +177,7 @@ func Start(cfg Config) (*DevChain, error) {
 	if err != nil {
 		return nil, fmt.Errorf("devchain: %w", err)
 	}
-	ethConf := ethConfig(n)
+	ethConf := ethConfig(n, cfg.ChainID)
 	backend, err := eth.New(stack, &ethConf)
 	if err != nil {
 		stack.Close()
@@ -212,7 +222,7 @@ func Start(cfg Config) (*DevChain, error) {
 		d.Close()
 		return nil, err
 	}
-	d.info = Info{RPC: stack.HTTPEndpoint(), ChainID: ChainID, Contract: contract.Hex()}
+	d.info = Info{RPC: stack.HTTPEndpoint(), ChainID: d.cfg.ChainID, Contract: contract.Hex()}
 	for _, k := range d.keys {
 		d.info.Accounts = append(d.info.Accounts, Account{
 			Address:    crypto.PubkeyToAddress(k.PublicKey).Hex(),
@@ -244,10 +254,10 @@ func nodeConfig(dataDir, host string, port int) node.Config {
 }
 
 // ethConfig: the dev genesis with n funded accounts, full sync, small caches.
-func ethConfig(n int) ethconfig.Config {
+func ethConfig(n int, chainID uint64) ethconfig.Config {
 	c := ethconfig.Defaults
-	c.NetworkId = ChainID
-	c.Genesis = Genesis(n)
+	c.NetworkId = chainID
+	c.Genesis = genesis(n, chainID)
 	c.SyncMode = ethconfig.FullSync
 	c.Miner.GasCeil = devGasLimit
 	// Archive on the hash scheme: every block's state is written as it is sealed, so a
@@ -303,7 +313,7 @@ func (d *DevChain) ensureContract(prev *Info) (common.Address, error) {
 			return addr, nil
 		}
 	}
-	opts := bind.NewKeyedTransactor(d.keys[0], big.NewInt(ChainID))
+	opts := bind.NewKeyedTransactor(d.keys[0], new(big.Int).SetUint64(d.cfg.ChainID))
 	opts.Context = ctx
 	addr, tx, err := contracts.DeployEpochAnchor(opts, client)
 	if err != nil {

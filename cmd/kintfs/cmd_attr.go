@@ -12,7 +12,7 @@ import (
 
 // attr shows and sets what a mount serves as user.kint.* extended attributes, for mounts
 // started with --xattrs=false and for tools that cannot reach extended attributes.
-var attrOpts struct {
+type attrOptions struct {
 	set   *string
 	unset bool
 }
@@ -22,15 +22,15 @@ func init() {
 		name:  "attr",
 		usage: "PATH [NAME] [--set VALUE | --unset]",
 		short: "print a file's kint attributes (status, meta, leaf, anchored, key), or set status or meta",
-		flags: func(f *pflag.FlagSet) {
-			attrOpts.set, attrOpts.unset = nil, false
+		setup: func(f *pflag.FlagSet) runFunc {
+			o := &attrOptions{}
 			f.Func("set", "set NAME (status or meta; meta must be JSON)", func(v string) error {
-				attrOpts.set = &v
+				o.set = &v
 				return nil
 			})
-			f.BoolVar(&attrOpts.unset, "unset", false, "set NAME to null")
+			f.BoolVar(&o.unset, "unset", false, "set NAME to null")
+			return func(ctx context.Context, args []string) error { return runAttr(ctx, o, args) }
 		},
-		run: runAttr,
 	})
 }
 
@@ -42,12 +42,12 @@ func attrName(s string) string {
 	return "user.kint." + s
 }
 
-func runAttr(ctx context.Context, args []string) error {
-	changing := attrOpts.set != nil || attrOpts.unset
+func runAttr(ctx context.Context, o *attrOptions, args []string) error {
+	changing := o.set != nil || o.unset
 	switch {
 	case len(args) < 1 || len(args) > 2:
 		return usagef("attr PATH [NAME] [--set VALUE | --unset]")
-	case attrOpts.set != nil && attrOpts.unset:
+	case o.set != nil && o.unset:
 		return usagef("attr: --set and --unset together")
 	case changing && len(args) != 2:
 		return usagef("attr: --set and --unset need a NAME (status or meta)")
@@ -66,7 +66,7 @@ func runAttr(ctx context.Context, args []string) error {
 		if name != "status" && name != "meta" {
 			return usagef("attr: only status and meta can be set, not %s", args[1])
 		}
-		return e.rep.SetAttr(k, name, attrOpts.set)
+		return e.rep.SetAttr(k, name, o.set)
 	}
 	v, err := e.rep.Get(k)
 	if err != nil {

@@ -18,17 +18,19 @@ var devchainOpts struct {
 	datadir string
 	http    string
 	period  uint64
+	chainID uint64
 }
 
 func init() {
 	register(&command{
 		name:  "devchain",
-		usage: "[--datadir DIR] [--http 127.0.0.1:8545] [--period N]",
+		usage: "[--datadir DIR] [--http 127.0.0.1:8545] [--period N] [--chain-id N]",
 		short: "run a local development chain (not Base) with EpochAnchor deployed",
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&devchainOpts.datadir, "datadir", "", "where the chain is kept (default KINT_HOME/devchain)")
 			fs.StringVar(&devchainOpts.http, "http", "127.0.0.1:8545", "JSON-RPC listen address (loopback only)")
 			fs.Uint64Var(&devchainOpts.period, "period", 0, "seconds between blocks (0: a block per transaction)")
+			fs.Uint64Var(&devchainOpts.chainID, "chain-id", devchain.ChainID, "the chain id, fixed when the chain is created (8453 lets tools bound to Base's id read a dev vault; it is still not Base)")
 		},
 		run: runDevchain,
 	})
@@ -53,7 +55,7 @@ func runDevchain(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	dc, err := devchain.Start(devchain.Config{DataDir: dir, HTTPAddr: devchainOpts.http, Period: devchainOpts.period})
+	dc, err := devchain.Start(devchain.Config{DataDir: dir, HTTPAddr: devchainOpts.http, Period: devchainOpts.period, ChainID: devchainOpts.chainID})
 	if err != nil {
 		return err
 	}

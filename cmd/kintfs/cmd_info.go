@@ -16,7 +16,7 @@ import (
 	"kintfs/seal"
 )
 
-var infoOpts struct {
+type infoOptions struct {
 	json     bool
 	category string
 	block    uint64
@@ -27,8 +27,11 @@ func init() {
 		name:  "status",
 		usage: "[--json]",
 		short: "show the vault, the chain head, the mirror and what is staged, held or in conflict",
-		flags: func(fs *pflag.FlagSet) { fs.BoolVar(&infoOpts.json, "json", false, "print JSON") },
-		run:   runStatus,
+		setup: func(fs *pflag.FlagSet) runFunc {
+			o := &infoOptions{}
+			fs.BoolVar(&o.json, "json", false, "print JSON")
+			return func(ctx context.Context, args []string) error { return runStatus(ctx, o, args) }
+		},
 	})
 	register(&command{
 		name:  "log",
@@ -39,11 +42,12 @@ func init() {
 		name:  "history",
 		usage: "TIER KEY [--category C] [--block N]",
 		short: "list every anchored version of a row, or print the one at a block",
-		flags: func(fs *pflag.FlagSet) {
-			fs.StringVar(&infoOpts.category, "category", "", "the entity's category")
-			fs.Uint64Var(&infoOpts.block, "block", 0, "print the body as anchored at or before this block")
+		setup: func(fs *pflag.FlagSet) runFunc {
+			o := &infoOptions{}
+			fs.StringVar(&o.category, "category", "", "the entity's category")
+			fs.Uint64Var(&o.block, "block", 0, "print the body as anchored at or before this block")
+			return func(ctx context.Context, args []string) error { return runHistory(ctx, o, args) }
 		},
-		run: runHistory,
 	})
 	register(&command{
 		name:  "verify",
@@ -53,20 +57,22 @@ func init() {
 	})
 }
 
-func runStatus(ctx context.Context, args []string) error {
+func runStatus(ctx context.Context, o *infoOptions, args []string) error {
 	e, err := openVault(ctx, openOptions{})
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	if e.client() != nil {
-		_ = e.rep.Control(ctx, "refresh") // best effort: status still answers offline
+	if !e.shared && e.client() != nil {
+		// best effort: status still answers offline. A mount polls on its own, and its status
+		// answers at once, even while a push or pull holds the chain.
+		_ = e.rep.Control(ctx, "refresh")
 	}
 	st, err := e.rep.Status()
 	if err != nil {
 		return err
 	}
-	if infoOpts.json {
+	if o.json {
 		printJSON(ctx, st)
 		return nil
 	}
@@ -76,7 +82,7 @@ func runStatus(ctx context.Context, args []string) error {
 	if st.Offline != "" {
 		fmt.Fprintln(outw(ctx), st.Offline)
 	}
-	fmt.Fprintf(outw(ctx), "staged: %d rows (%d bytes), %d deletions; oldest %.0fs\n", st.StagedRows, st.StagedBytes, st.StagedDels, st.OldestStaged)
+	fmt.Fprintf(outw(ctx), "staged: %d rows (%d bytes), %d deletions; oldest %ds\n", st.StagedRows, st.StagedBytes, st.StagedDels, st.OldestStaged)
 	for _, h := range st.Held {
 		fmt.Fprintf(outw(ctx), "held: %s: %s\n", heldName(h), h.Reason)
 	}
@@ -110,13 +116,13 @@ func runLog(ctx context.Context, args []string) error {
 	return nil
 }
 
-func rowKeyArgs(tier, key string) (replica.Key, error) {
+func rowKeyArgs(o *infoOptions, tier, key string) (replica.Key, error) {
 	k := replica.Key{Tier: tier, Key: key}
-	if infoOpts.category != "" {
+	if o.category != "" {
 		if tier != seal.TierEntity {
 			return k, usagef("only entities have a category")
 		}
-		c := infoOpts.category
+		c := o.category
 		k.Category = &c
 	}
 	for _, t := range replica.Tiers {
@@ -127,11 +133,11 @@ func rowKeyArgs(tier, key string) (replica.Key, error) {
 	return k, usagef("unknown tier %q (entity, state, reference, journal)", tier)
 }
 
-func runHistory(ctx context.Context, args []string) error {
+func runHistory(ctx context.Context, o *infoOptions, args []string) error {
 	if len(args) != 2 {
 		return usagef("history TIER KEY [--category C] [--block N]")
 	}
-	k, err := rowKeyArgs(args[0], args[1])
+	k, err := rowKeyArgs(o, args[0], args[1])
 	if err != nil {
 		return err
 	}
@@ -140,13 +146,13 @@ func runHistory(ctx context.Context, args []string) error {
 		return err
 	}
 	defer e.Close()
-	if infoOpts.block > 0 {
-		if err := e.rep.CheckHistory(infoOpts.block); err != nil {
+	if o.block > 0 {
+		if err := e.rep.CheckHistory(o.block); err != nil {
 			return err
 		}
-		body, err := e.rep.At(infoOpts.block).Content(k)
+		body, err := e.rep.At(o.block).Content(k)
 		if err != nil {
-			return fmt.Errorf("%s at block %d: %w", args[1], infoOpts.block, err)
+			return fmt.Errorf("%s at block %d: %w", args[1], o.block, err)
 		}
 		outw(ctx).Write(body)
 		return nil

@@ -10,6 +10,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/spf13/pflag"
 
+	"kintfs/chain/devchain"
 	"kintfs/replica"
 	"kintfs/seal"
 )
@@ -131,6 +132,18 @@ func runInit(ctx context.Context, args []string) error {
 	}
 	defer c.Close()
 	io.Client = c
+	if c.ChainID() != devchain.ChainID {
+		owner, space := io.Owner, seal.SpaceID(io.Tenant)
+		h, err := c.Head(ctx, owner, space)
+		if err != nil {
+			return fmt.Errorf("read head: %w", err)
+		}
+		if h.Seq > 0 {
+			if err := checkSecondRPC(ctx, o.rpc, io.Contract, c.ChainID(), owner, space, replica.Head{Seq: h.Seq, Digest: h.Digest, Block: h.Block}); err != nil {
+				return err
+			}
+		}
+	}
 	res, err := replica.Init(ctx, io)
 	if err != nil {
 		return err

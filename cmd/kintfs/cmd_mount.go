@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
@@ -38,6 +39,7 @@ var mountOpts struct {
 	debugFuse     bool
 	fileMode      string
 	dirMode       string
+	umask         string
 }
 
 var errMountBusy = errors.New("the mount is busy")
@@ -61,6 +63,7 @@ func init() {
 			fs.BoolVar(&mountOpts.debugFuse, "debug-fuse", false, "log every FUSE request")
 			fs.StringVar(&mountOpts.fileMode, "file-mode", "0644", "the mode (octal) of files never given one by chmod or create")
 			fs.StringVar(&mountOpts.dirMode, "dir-mode", "0755", "the mode (octal) of directories never given one by chmod")
+			fs.StringVar(&mountOpts.umask, "umask", "", "permission bits to clear on every file, in octal (default 077 with --allow-other: rows 0600, only you; else 022)")
 		},
 		run: runMount,
 	})
@@ -69,6 +72,12 @@ func init() {
 func runMount(ctx context.Context, args []string) error {
 	if len(args) != 1 {
 		return usagef("mount takes one mountpoint")
+	}
+	if _, err := parseUmask(mountOpts.umask); err != nil {
+		return err
+	}
+	if _, _, err := parseModes(mountOpts.fileMode, mountOpts.dirMode); err != nil {
+		return err
 	}
 	dir := args[0]
 	if mountOpts.daemon && os.Getenv(readyFDEnv) == "" {
@@ -101,37 +110,49 @@ func runMount(ctx context.Context, args []string) error {
 	if stop := startHeapProfile(say); stop != nil {
 		defer stop()
 	}
-	if err := clearStaleMount(dir, say); err != nil {
+	// fail reports why the mount did not start: to a waiting --daemon parent, and to the log
+	// file, which is all a background start leaves behind
+	fail := func(err error) error {
+		if mountOpts.logFile != "" {
+			say("error: mount %s: %v", dir, err)
+		}
 		return reportReady(err)
+	}
+	absDir, err := filepath.Abs(dir)
+	if err != nil {
+		return fail(err)
+	}
+	if err := clearStaleMount(dir, say); err != nil {
+		return fail(err)
 	}
 	home, err := replica.DefaultHome()
 	if err != nil {
-		return reportReady(err)
+		return fail(err)
 	}
 	if _, err := home.Ensure(); err != nil {
-		return reportReady(err)
+		return fail(err)
+	}
+	if err := refuseIfMounted(home); err != nil {
+		return fail(err)
 	}
 	if mountOpts.dev {
 		dc, err := devSetup(ctx, home, say)
 		if err != nil {
-			return reportReady(err)
+			return fail(err)
 		}
 		if dc != nil {
 			defer dc.Close()
 		}
 	}
-	fileMode, dirMode, err := parseModes(mountOpts.fileMode, mountOpts.dirMode)
-	if err != nil {
-		return reportReady(err)
-	}
+	fileMode, dirMode, _ := parseModes(mountOpts.fileMode, mountOpts.dirMode)
 	if mountOpts.allowOther && os.Getuid() != 0 {
 		if err := checkUserAllowOther(); err != nil {
-			return reportReady(err)
+			return fail(err)
 		}
 	}
-	e, err := openVault(ctx, openOptions{dek: true, redial: true, logf: replicaLog})
+	e, err := openVault(ctx, openOptions{dek: true, redial: true, readOnly: mountOpts.readOnly, logf: replicaLog})
 	if err != nil {
-		return reportReady(err)
+		return fail(err)
 	}
 	defer e.Close()
 	if e.client() == nil {
@@ -144,24 +165,18 @@ func runMount(ctx context.Context, args []string) error {
 		// history under a snapshot fills in after the start-up pull
 		BackfillAfter: envDuration("KINT_BACKFILL_START_SECONDS", 2*time.Second),
 	})
-	if e.client() != nil {
-		go func() { // catch up with other machines without holding up the mount
-			if err := e.rep.Control(context.Background(), "refresh"); err != nil {
-				say("initial pull: %v", err)
-			}
-		}()
-	}
 	m, err := fs.Mount(dir, e.rep, fs.MountOptions{AllowOther: mountOpts.allowOther, ReadOnly: mountOpts.readOnly,
-		AllowNonEmpty: mountOpts.allowNonEmpty, Xattrs: mountOpts.xattrs, FileMode: fileMode, DirMode: dirMode, Logger: logger, Debug: mountOpts.debugFuse || mountOpts.verbose >= 2})
+		AllowNonEmpty: mountOpts.allowNonEmpty, Xattrs: mountOpts.xattrs, FileMode: fileMode, DirMode: dirMode, Logger: logger,
+		Debug: mountOpts.debugFuse || mountOpts.verbose >= 2, Umask: mountUmask()})
 	if err != nil {
 		_ = e.rep.StopWorker(context.Background())
-		return reportReady(err)
+		return fail(err)
 	}
-	ctl, err := serveControl(home, e, say)
+	ctl, err := serveControl(home, e, absDir, say)
 	if err != nil {
 		_ = m.Unmount()
 		_ = e.rep.StopWorker(context.Background())
-		return reportReady(err)
+		return fail(err)
 	}
 	defer ctl.Close()
 	// Caught before anyone hears the mount is ready: a SIGTERM right after READY=1 must
@@ -172,6 +187,13 @@ func runMount(ctx context.Context, args []string) error {
 	say("mounted %s (owner %s, tenant %q, chain %d)", dir, e.vault.Owner.Hex(), e.vault.Tenant, e.vault.ChainID)
 	_ = reportReady(nil)
 	sdNotify("READY=1")
+	// catch up with other machines without holding up the mount; offline, this is the first
+	// try to reconnect (the worker logs what it finds)
+	go func() {
+		if err := e.rep.Control(context.Background(), "refresh"); err != nil && !replica.Offline(err) {
+			say("warn: initial pull: %v", err)
+		}
+	}()
 
 	unmounted := make(chan struct{})
 	go func() { m.Wait(); close(unmounted) }()
@@ -181,7 +203,7 @@ func runMount(ctx context.Context, args []string) error {
 			say("%v: flushing and unmounting", s)
 			sdNotify("STOPPING=1")
 			if err := m.Unmount(); err != nil {
-				say("unmount %s: %v%s", dir, err, holders(dir))
+				say("warn: unmount %s: %s%s", dir, oneLine(err.Error()), holders(absDir))
 				continue
 			}
 			<-unmounted
@@ -315,30 +337,41 @@ func clearStaleMount(dir string, say func(string, ...any)) error {
 	return nil
 }
 
-// holders lists the processes with files open under dir, for an EBUSY unmount.
+// holders lists the processes with files open (or their working directory) under the mount
+// point dir, for an EBUSY unmount: by its resolved path, without this process and without
+// the mount's own process (the one holding /dev/fuse), on one line.
 func holders(dir string) string {
+	dir = resolveMountpoint(dir)
+	under := func(p string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
+	self := strconv.Itoa(os.Getpid())
 	procs, _ := os.ReadDir("/proc")
 	var found []string
 	for _, p := range procs {
-		fds, err := os.ReadDir("/proc/" + p.Name() + "/fd")
+		pid := p.Name()
+		if pid == self || strings.Trim(pid, "0123456789") != "" {
+			continue // this process, and /proc/self, /proc/thread-self and the like
+		}
+		fds, err := os.ReadDir("/proc/" + pid + "/fd")
 		if err != nil {
 			continue
 		}
-		cwd, _ := os.Readlink("/proc/" + p.Name() + "/cwd")
-		hit := strings.HasPrefix(cwd, dir)
+		cwd, _ := os.Readlink("/proc/" + pid + "/cwd")
+		hit, fuse := under(cwd), false
 		for _, fd := range fds {
-			if t, err := os.Readlink("/proc/" + p.Name() + "/fd/" + fd.Name()); err == nil && strings.HasPrefix(t, dir) {
-				hit = true
-				break
+			t, err := os.Readlink("/proc/" + pid + "/fd/" + fd.Name())
+			if err != nil {
+				continue
 			}
+			hit = hit || under(t)
+			fuse = fuse || t == "/dev/fuse"
 		}
-		if hit {
-			comm, _ := os.ReadFile("/proc/" + p.Name() + "/comm")
-			found = append(found, fmt.Sprintf("%s (pid %s)", strings.TrimSpace(string(comm)), p.Name()))
+		if hit && !fuse {
+			comm, _ := os.ReadFile("/proc/" + pid + "/comm")
+			found = append(found, fmt.Sprintf("%s (pid %s)", strings.TrimSpace(string(comm)), pid))
 		}
 	}
 	if len(found) == 0 {
-		return ""
+		return "; no process found holding it (a lazy unmount: fusermount3 -uz " + dir + ")"
 	}
 	return "; in use by " + strings.Join(found, ", ")
 }
@@ -390,4 +423,25 @@ func parseModes(file, dir string) (fileMode, dirMode uint32, err error) {
 		return 0, 0, err
 	}
 	return fileMode, dirMode, nil
+}
+
+// parseUmask reads --umask: octal permission bits, "" for the default.
+func parseUmask(s string) (uint32, error) {
+	if s == "" {
+		if mountOpts.allowOther {
+			return 0o077, nil // other users are let in to the mount, not to the plaintext
+		}
+		return 0o022, nil
+	}
+	n, err := strconv.ParseUint(s, 8, 32)
+	if err != nil || n > 0o777 {
+		return 0, usagef("--umask %q: give octal permission bits, such as 077 or 022", s)
+	}
+	return uint32(n), nil
+}
+
+// mountUmask is --umask, checked at the start of runMount.
+func mountUmask() uint32 {
+	n, _ := parseUmask(mountOpts.umask)
+	return n
 }

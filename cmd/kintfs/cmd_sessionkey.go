@@ -68,7 +68,7 @@ func runSessionKey(ctx context.Context, args []string) error {
 	}
 	addr := crypto.PubkeyToAddress(key.PublicKey)
 	fmt.Fprintf(outw(ctx), "session key: %s\n", addr.Hex())
-	e, err := openVault(ctx, openOptions{chain: true})
+	e, err := openVault(ctx, openOptions{chain: true, noStore: true})
 	if err != nil {
 		return err
 	}
@@ -91,7 +91,7 @@ func runSessionKey(ctx context.Context, args []string) error {
 }
 
 func runAuthorize(ctx context.Context, args []string) error {
-	e, err := openVault(ctx, openOptions{chain: true})
+	e, err := openVault(ctx, openOptions{chain: true, noStore: true})
 	if err != nil {
 		return err
 	}

@@ -12,54 +12,63 @@ import (
 	"kintfs/seal"
 )
 
-var syncOpts struct {
+type syncOptions struct {
 	dryRun, full, json bool
 	passStdin          bool
+	overSkipped        bool
 }
+
+const overSkippedUsage = "anchor the snapshot on the chain head even though the last pull stopped at an epoch this machine could not apply"
 
 func init() {
 	register(&command{
 		name:  "push",
 		usage: "[--dry-run]",
 		short: "seal and anchor the staged rows now",
-		flags: func(fs *pflag.FlagSet) {
-			fs.BoolVar(&syncOpts.dryRun, "dry-run", false, "report what would be anchored and send nothing")
-			fs.BoolVar(&syncOpts.json, "json", false, "print the report as JSON")
-		},
-		run: func(ctx context.Context, args []string) error {
-			return runPush(ctx, replica.PushOptions{DryRun: syncOpts.dryRun})
+		setup: func(fs *pflag.FlagSet) runFunc {
+			o := &syncOptions{}
+			fs.BoolVar(&o.dryRun, "dry-run", false, "report what would be anchored and send nothing")
+			fs.BoolVar(&o.json, "json", false, "print the report as JSON")
+			return func(ctx context.Context, args []string) error {
+				return runPush(ctx, o, replica.PushOptions{DryRun: o.dryRun})
+			}
 		},
 	})
 	register(&command{
 		name:  "compact",
-		usage: "[--dry-run]",
+		usage: "[--dry-run] [--over-skipped]",
 		short: "anchor one snapshot epoch of the whole state",
-		flags: func(fs *pflag.FlagSet) {
-			fs.BoolVar(&syncOpts.dryRun, "dry-run", false, "report what would be anchored and send nothing")
-			fs.BoolVar(&syncOpts.json, "json", false, "print the report as JSON")
-		},
-		run: func(ctx context.Context, args []string) error {
-			return runPush(ctx, replica.PushOptions{DryRun: syncOpts.dryRun, Snapshot: true})
+		setup: func(fs *pflag.FlagSet) runFunc {
+			o := &syncOptions{}
+			fs.BoolVar(&o.dryRun, "dry-run", false, "report what would be anchored and send nothing")
+			fs.BoolVar(&o.json, "json", false, "print the report as JSON")
+			fs.BoolVar(&o.overSkipped, "over-skipped", false, overSkippedUsage)
+			return func(ctx context.Context, args []string) error {
+				return runPush(ctx, o, replica.PushOptions{DryRun: o.dryRun, Snapshot: true, OverSkipped: o.overSkipped})
+			}
 		},
 	})
 	register(&command{
 		name:  "pull",
 		usage: "[--full]",
 		short: "apply the epochs other machines anchored",
-		flags: func(fs *pflag.FlagSet) {
-			fs.BoolVar(&syncOpts.full, "full", false, "walk past snapshots to the first epoch and cache all history")
-			fs.BoolVar(&syncOpts.json, "json", false, "print the report as JSON")
+		setup: func(fs *pflag.FlagSet) runFunc {
+			o := &syncOptions{}
+			fs.BoolVar(&o.full, "full", false, "walk past snapshots to the first epoch and cache all history")
+			fs.BoolVar(&o.json, "json", false, "print the report as JSON")
+			return func(ctx context.Context, args []string) error { return runPull(ctx, o, args) }
 		},
-		run: runPull,
 	})
 	register(&command{
 		name:  "rekey",
-		usage: "--passphrase-stdin",
+		usage: "--passphrase-stdin [--over-skipped]",
 		short: "rotate the data key: a new key, one snapshot under it, a new recovery code",
-		flags: func(fs *pflag.FlagSet) {
-			fs.BoolVar(&syncOpts.passStdin, "passphrase-stdin", false, "read the passphrase the new key is wrapped under from stdin")
+		setup: func(fs *pflag.FlagSet) runFunc {
+			o := &syncOptions{}
+			fs.BoolVar(&o.passStdin, "passphrase-stdin", false, "read the passphrase the new key is wrapped under from stdin")
+			fs.BoolVar(&o.overSkipped, "over-skipped", false, overSkippedUsage)
+			return func(ctx context.Context, args []string) error { return runRekey(ctx, o, args) }
 		},
-		run: runRekey,
 	})
 }
 
@@ -68,7 +77,7 @@ func printJSON(ctx context.Context, v any) {
 	fmt.Fprintln(outw(ctx), string(b))
 }
 
-func runPush(ctx context.Context, opt replica.PushOptions) error {
+func runPush(ctx context.Context, o *syncOptions, opt replica.PushOptions) error {
 	e, err := openVault(ctx, openOptions{chain: !opt.DryRun, dek: true})
 	if err != nil {
 		return err
@@ -83,7 +92,7 @@ func runPush(ctx context.Context, opt replica.PushOptions) error {
 		}
 	}
 	rep, err := e.rep.Push(ctx, opt)
-	if rep != nil && syncOpts.json {
+	if rep != nil && o.json {
 		printJSON(ctx, rep)
 	} else if rep != nil {
 		printPushReport(ctx, rep)
@@ -112,14 +121,14 @@ func heldName(h replica.HeldRow) string {
 	return h.Tier + " " + h.Key
 }
 
-func runPull(ctx context.Context, args []string) error {
+func runPull(ctx context.Context, o *syncOptions, args []string) error {
 	e, err := openVault(ctx, openOptions{chain: true, dek: true})
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	rep, err := e.rep.Pull(ctx, syncOpts.full)
-	if rep != nil && syncOpts.json {
+	rep, err := e.rep.Pull(ctx, o.full)
+	if rep != nil && o.json {
 		printJSON(ctx, rep)
 	} else if rep != nil {
 		for _, g := range rep.Skipped {
@@ -136,8 +145,8 @@ func runPull(ctx context.Context, args []string) error {
 	return err
 }
 
-func runRekey(ctx context.Context, args []string) error {
-	if !syncOpts.passStdin {
+func runRekey(ctx context.Context, o *syncOptions, args []string) error {
+	if !o.passStdin {
 		return usagef("rekey needs --passphrase-stdin: the new data key is wrapped under that passphrase")
 	}
 	pass, err := readSecret("-", false)
@@ -156,7 +165,7 @@ func runRekey(ctx context.Context, args []string) error {
 	if err := e.rep.Control(ctx, "refresh"); err != nil && !errors.Is(err, replica.ErrGapOpen) {
 		return err
 	}
-	_, rep, err := e.rep.Rekey(ctx, kek, seal.KindPassphrase)
+	_, rep, err := e.rep.Rekey(ctx, kek, seal.KindPassphrase, o.overSkipped)
 	if rep != nil {
 		printPushReport(ctx, rep)
 	}

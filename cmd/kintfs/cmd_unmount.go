@@ -1,15 +1,22 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"kintfs/replica"
 )
 
 var unmountOpts struct {
@@ -23,7 +30,7 @@ func init() {
 		usage: "[--timeout 60s] [--no-flush] MOUNTPOINT",
 		short: "anchor what is staged, then unmount",
 		flags: func(fs *pflag.FlagSet) {
-			fs.DurationVar(&unmountOpts.timeout, "timeout", 60*time.Second, "how long the flush may take before unmounting anyway")
+			fs.DurationVar(&unmountOpts.timeout, "timeout", 60*time.Second, "how long the flush and the unmount may take in all, from the call")
 			fs.BoolVar(&unmountOpts.noFlush, "no-flush", false, "unmount without anchoring first (staged rows stay staged)")
 		},
 		run: runUnmount,
@@ -34,28 +41,101 @@ func runUnmount(ctx context.Context, args []string) error {
 	if len(args) != 1 {
 		return usagef("unmount takes one mountpoint")
 	}
-	dir, err := filepath.Abs(args[0])
-	if err != nil {
-		return err
+	deadline := time.Now().Add(unmountOpts.timeout)
+	dir := resolveMountpoint(args[0])
+	if !isKintfsMount(dir) {
+		return usagef("%s is not a kintfs mount (nothing to unmount; /proc/mounts lists what is mounted)", dir)
 	}
+	var flushErr error
 	if !unmountOpts.noFlush {
-		if err := flushMount(ctx, dir, unmountOpts.timeout); err != nil {
-			fmt.Fprintf(errw(ctx), "kintfs unmount: flush: %v (staged rows stay staged)\n", err)
-		}
+		flushErr = flushMount(ctx, dir, time.Until(deadline))
 	}
-	out, err := exec.Command("fusermount3", "-u", dir).CombinedOutput()
-	if err != nil {
-		msg := strings.TrimSpace(string(out))
-		if strings.Contains(msg, "busy") {
-			return fmt.Errorf("%w: %s%s", errMountBusy, msg, holders(dir))
+	for {
+		out, err := exec.Command("fusermount3", "-u", dir).CombinedOutput()
+		if err == nil {
+			break
 		}
-		return fmt.Errorf("fusermount3 -u %s: %s", dir, msg)
+		msg := oneLine(string(out))
+		if !strings.Contains(msg, "busy") {
+			return fmt.Errorf("fusermount3 -u %s: %s", dir, msg)
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("%w: %s is still in use after %s%s", errMountBusy, dir, unmountOpts.timeout, holders(dir))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if flushErr != nil {
+		return fmt.Errorf("unmounted %s, but the flush failed: %w; the staged rows stay staged for the next mount or kintfs push", dir, flushErr)
 	}
 	return nil
 }
 
-// flushMount writes flush to the mount's control file, bounded by timeout.
+// resolveMountpoint is the absolute path of dir with its symlinks resolved, as /proc/mounts
+// names it; a dead mount cannot be resolved and keeps its absolute path.
+func resolveMountpoint(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return dir
+	}
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		return r
+	}
+	if r, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		return filepath.Join(r, filepath.Base(abs))
+	}
+	return abs
+}
+
+// isKintfsMount reports whether dir is the mount point of a kintfs mount.
+func isKintfsMount(dir string) bool {
+	f, err := os.Open("/proc/self/mounts")
+	if err != nil {
+		return true // cannot tell: let fusermount3 say
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) >= 3 && unescapeMounts(fields[1]) == dir && strings.HasPrefix(fields[2], "fuse") &&
+			(fields[2] == "fuse.kintfs" || fields[0] == "kintfs") {
+			return true
+		}
+	}
+	return false
+}
+
+// unescapeMounts undoes the octal escapes of /proc/mounts (\040 for a space, and so on).
+func unescapeMounts(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			var n int
+			if _, err := fmt.Sscanf(s[i+1:i+4], "%03o", &n); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// flushMount anchors what the mount at dir holds staged, bounded by timeout: through the
+// mount's socket when it is this KINT_HOME's mount (the caller then holds nothing open on the
+// mount and may stop waiting), else by writing flush to its control file.
 func flushMount(ctx context.Context, dir string, timeout time.Duration) error {
+	if timeout <= 0 {
+		return fmt.Errorf("not finished after %s", unmountOpts.timeout)
+	}
+	if home, err := replica.DefaultHome(); err == nil {
+		if at, ok := mountedAt(home); ok && at == dir {
+			return flushBySocket(ctx, home, timeout)
+		}
+	}
 	done := make(chan error, 1)
 	go func() {
 		f, err := os.OpenFile(filepath.Join(dir, ".kint", "ctl"), os.O_WRONLY, 0)
@@ -71,10 +151,56 @@ func flushMount(ctx context.Context, dir string, timeout time.Duration) error {
 	}()
 	select {
 	case err := <-done:
-		return err
+		return ctlExitError(err)
 	case <-time.After(timeout):
-		return fmt.Errorf("not finished after %s", timeout)
+		return fmt.Errorf("not finished after %s", unmountOpts.timeout)
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+func flushBySocket(ctx context.Context, home replica.Home, timeout time.Duration) error {
+	conn, err := net.DialTimeout("unix", home.Path(mountSocket), 2*time.Second)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(timeout))
+	go func() { <-ctx.Done(); conn.Close() }()
+	var reply forwardReply
+	if err := json.NewEncoder(conn).Encode(forwardRequest{Query: "flush"}); err != nil {
+		return err
+	}
+	if err := json.NewDecoder(conn).Decode(&reply); err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return exitCodeError{code: exitFailure, msg: fmt.Sprintf("not finished after %s (the mount goes on anchoring while it stops)", unmountOpts.timeout)}
+		}
+		return err
+	}
+	if reply.Code != exitOK {
+		return exitCodeError{code: reply.Code, msg: reply.Err}
+	}
+	return nil
+}
+
+// ctlExitError gives a failed ctl write the exit code the CLI gives the same refusal.
+func ctlExitError(err error) error {
+	var en syscall.Errno
+	if err == nil || !errors.As(err, &en) {
+		return err
+	}
+	code := map[syscall.Errno]int{syscall.ENOTCONN: exitRefused, syscall.EBADMSG: exitRefused, syscall.ESTALE: exitMoved,
+		syscall.EPROTO: exitStaleRPC, syscall.ENOKEY: exitKey, syscall.EKEYEXPIRED: exitKey, syscall.EKEYREJECTED: exitKey}[en]
+	switch {
+	case en == syscall.EROFS:
+		return nil // a read-only mount: nothing to anchor
+	case code == 0:
+		return err
+	}
+	return exitCodeError{code: code, msg: err.Error()}
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(strings.TrimSpace(s), "\n", "; ")), " ")
 }

@@ -50,9 +50,23 @@ func daemonize() error {
 	}
 	if line == "" {
 		werr := cmd.Wait()
-		return fmt.Errorf("the background mount exited before it was ready: %v", werr)
+		code := exitFailure
+		var ee *exec.ExitError
+		if errors.As(werr, &ee) && ee.ExitCode() > 0 {
+			code = ee.ExitCode()
+		}
+		return exitCodeError{code: code, msg: fmt.Sprintf("the background mount exited before it was ready: %v", werr)}
 	}
-	return errors.New(strings.TrimPrefix(line, "error: "))
+	_ = cmd.Wait()
+	// "error: CODE MESSAGE": the child's own exit code, passed through
+	var code int
+	var msg string
+	if _, err := fmt.Sscanf(line, "error: %d", &code); err == nil {
+		msg = strings.TrimPrefix(line, fmt.Sprintf("error: %d ", code))
+	} else {
+		code, msg = exitFailure, strings.TrimPrefix(line, "error: ")
+	}
+	return exitCodeError{code: code, msg: msg}
 }
 
 // reportReady tells a waiting parent whether the mount came up, and passes err through.
@@ -67,7 +81,7 @@ func reportReady(err error) error {
 	defer os.Unsetenv(readyFDEnv)
 	defer f.Close()
 	if err != nil {
-		fmt.Fprintf(f, "error: %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
+		fmt.Fprintf(f, "error: %d %s\n", exitCode(err), strings.ReplaceAll(err.Error(), "\n", " "))
 	} else {
 		fmt.Fprintln(f, "ok")
 	}

@@ -24,12 +24,16 @@ type vaultEnv struct {
 	home   replica.Home
 	vault  *replica.VaultConfig
 	rep    *replica.Replica
-	shared bool // the mount's own: closed by the mount
+	chain  *chain.Client // with openOptions.noStore: the chain alone, no replica
+	shared bool          // the mount's own: closed by the mount
 }
 
 func (e *vaultEnv) Close() {
 	if e.shared {
 		return
+	}
+	if e.chain != nil {
+		e.chain.Close()
 	}
 	if e.rep != nil {
 		e.rep.Close()
@@ -40,13 +44,21 @@ func (e *vaultEnv) Close() {
 }
 
 // client is the vault's chain client; nil when offline.
-func (e *vaultEnv) client() *chain.Client { return e.rep.Client() }
+func (e *vaultEnv) client() *chain.Client {
+	if e.rep == nil {
+		return e.chain
+	}
+	return e.rep.Client()
+}
 
 // openOptions say what a command needs.
 type openOptions struct {
-	chain   bool // fail when the RPC cannot be reached (else run offline)
-	redial  bool // when offline, dial again at each poll, flush and pull (the mount)
-	dek     bool // the data key must be unlocked
+	chain    bool // fail when the RPC cannot be reached (else run offline)
+	redial   bool // when offline, dial again at each poll, flush and pull (the mount)
+	dek      bool // the data key must be unlocked
+	readOnly bool // refuse every change and push (a --read-only mount)
+	noStore  bool // the vault and the chain only: the state database is not opened, so the
+	// command runs beside a mount
 	logf    func(string, ...any)
 	verbose bool
 }
@@ -66,6 +78,19 @@ func openVault(ctx context.Context, o openOptions) (*vaultEnv, error) {
 	}
 	applyEnvOverrides(v)
 	e := &vaultEnv{home: home, vault: v}
+	if o.noStore {
+		if e.chain, err = dialVaultChain(ctx, v); err != nil {
+			if errors.Is(err, errWrongChain) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("%w: %v", replica.ErrOffline, err)
+		}
+		return e, nil
+	}
+	// the mount owns the database while it runs; say so, and how to go on
+	if err := refuseIfMounted(home); err != nil {
+		return nil, err
+	}
 	client, err := dialVaultChain(ctx, v)
 	if errors.Is(err, errWrongChain) {
 		return nil, err
@@ -85,14 +110,19 @@ func openVault(ctx context.Context, o openOptions) (*vaultEnv, error) {
 	key, _ := loadSessionKey(home)
 	logf := o.logf
 	if logf == nil {
-		logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, "kintfs: "+format+"\n", args...) }
+		// a command outside a mount: its failures and what it changed, not its routine steps
+		logf = func(format string, args ...any) {
+			if !strings.HasPrefix(format, "debug: ") {
+				fmt.Fprintf(os.Stderr, "kintfs: "+format+"\n", args...)
+			}
+		}
 	}
 	var progress io.Writer
 	if term.IsTerminal(int(os.Stderr.Fd())) {
 		progress = os.Stderr
 	}
 	e.rep, err = replica.Open(replica.Options{Home: home, Vault: v, DEK: dek, Client: client, Connect: connect, SessionKey: key,
-		Confirmations: confirmations(), Logf: logf, Progress: progress})
+		Confirmations: confirmations(), Logf: logf, Progress: progress, ReadOnly: o.readOnly, ColdStart: coldStartCheck(v)})
 	if err != nil {
 		e.Close()
 		return nil, err

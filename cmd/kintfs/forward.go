@@ -57,6 +57,8 @@ func absPath(ctx context.Context, p string) (string, error) {
 type forwardRequest struct {
 	Argv []string `json:"argv"`
 	Cwd  string   `json:"cwd"`
+	// Query "mountpoint" asks where the mount is, for a command that cannot run beside it.
+	Query string `json:"query,omitempty"`
 }
 
 type forwardReply struct {
@@ -86,20 +88,49 @@ func forward(argv []string) (reply forwardReply, ok bool) {
 	return reply, true
 }
 
+// mountedError refuses a command that needs the vault's database while a mount holds it.
+type mountedError struct{ dir string }
+
+func (e mountedError) Error() string {
+	return fmt.Sprintf("the vault is mounted at %s: unmount it first (kintfs unmount %s)", e.dir, e.dir)
+}
+
+// mountedAt asks the mount of this KINT_HOME, when one answers, where it is mounted.
+func mountedAt(home replica.Home) (string, bool) {
+	conn, err := net.DialTimeout("unix", home.Path(mountSocket), 2*time.Second)
+	if err != nil {
+		return "", false
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	var reply forwardReply
+	if json.NewEncoder(conn).Encode(forwardRequest{Query: "mountpoint"}) != nil || json.NewDecoder(conn).Decode(&reply) != nil {
+		return "a running kintfs mount", true
+	}
+	return reply.Out, true
+}
+
+// refuseIfMounted is a mountedError when a mount of home answers.
+func refuseIfMounted(home replica.Home) error {
+	if dir, ok := mountedAt(home); ok {
+		return mountedError{dir}
+	}
+	return nil
+}
+
 // controlServer answers forwarded commands against the mount's open vault.
 type controlServer struct {
 	ln   net.Listener
+	dir  string // the mountpoint
 	env  *vaultEnv
-	mu   sync.Mutex // one command at a time: flags are parsed into package state
 	wg   sync.WaitGroup
 	path string
 }
 
-func serveControl(home replica.Home, env *vaultEnv, logf func(string, ...any)) (*controlServer, error) {
+func serveControl(home replica.Home, env *vaultEnv, dir string, logf func(string, ...any)) (*controlServer, error) {
 	path := home.Path(mountSocket)
-	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-		c.Close()
-		return nil, errors.New("another kintfs mount of this KINT_HOME is running")
+	if err := refuseIfMounted(home); err != nil {
+		return nil, err
 	}
 	os.Remove(path) // left by a crash
 	old := syscall.Umask(0o177)
@@ -108,7 +139,7 @@ func serveControl(home replica.Home, env *vaultEnv, logf func(string, ...any)) (
 	if err != nil {
 		return nil, err
 	}
-	s := &controlServer{ln: ln, env: env, path: path}
+	s := &controlServer{ln: ln, env: env, path: path, dir: dir}
 	go func() {
 		for {
 			conn, err := ln.Accept()
@@ -147,13 +178,28 @@ func (s *controlServer) handle(conn net.Conn) error {
 	if err := json.NewDecoder(io.LimitReader(conn, 1<<20)).Decode(&req); err != nil {
 		return err
 	}
+	switch req.Query {
+	case "mountpoint":
+		return json.NewEncoder(conn).Encode(forwardReply{Out: s.dir})
+	case "flush":
+		// kintfs unmount: the flush runs under the mount's context, so a caller that stops
+		// waiting leaves it to finish (the unmount then waits for it, bounded by --flush-timeout)
+		reply := forwardReply{}
+		if err := s.env.rep.Control(context.Background(), "flush"); err != nil {
+			reply.Err, reply.Code = err.Error(), exitCode(err)
+			if errors.Is(err, replica.ErrReadOnly) {
+				reply.Err, reply.Code = "", exitOK // a read-only mount has nothing to anchor
+			}
+		}
+		return json.NewEncoder(conn).Encode(reply)
+	}
 	if len(req.Argv) == 0 || !forwarded[req.Argv[0]] {
 		return json.NewEncoder(conn).Encode(forwardReply{Err: "kintfs: not a command the mount answers\n", Code: exitUsage})
 	}
 	var out, errb syncWriter
-	s.mu.Lock()
+	// commands run side by side: each parses its flags into options of its own, and the
+	// replica orders what must be ordered (one push or pull at a time)
 	code := runIO(context.Background(), req.Argv, &cmdIO{out: &out, err: &errb, env: s.env, cwd: req.Cwd})
-	s.mu.Unlock()
 	return json.NewEncoder(conn).Encode(forwardReply{Out: out.String(), Err: errb.String(), Code: code})
 }
 

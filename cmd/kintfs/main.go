@@ -37,8 +37,14 @@ type command struct {
 	usage string // argument synopsis
 	short string
 	flags func(fs *pflag.FlagSet)
-	run   func(ctx context.Context, args []string) error
+	run   runFunc
+	// setup registers the flags into options of this one invocation and returns what runs
+	// with them; used instead of flags and run by the commands a mount answers, which may
+	// run side by side (a status while a push is running).
+	setup func(fs *pflag.FlagSet) runFunc
 }
+
+type runFunc func(ctx context.Context, args []string) error
 
 var commands = map[string]*command{}
 
@@ -50,6 +56,15 @@ type usageError struct{ msg string }
 func (e usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// exitCodeError carries an exit code decided elsewhere: a background mount's, passed
+// through by the parent.
+type exitCodeError struct {
+	code int
+	msg  string
+}
+
+func (e exitCodeError) Error() string { return e.msg }
 
 func main() {
 	// Every file kintfs creates is its user's alone: badger creates its tables and value logs
@@ -92,7 +107,10 @@ func runIO(base context.Context, argv []string, cio *cmdIO) int {
 	}
 	fl := pflag.NewFlagSet("kintfs "+c.name, pflag.ContinueOnError)
 	fl.SortFlags = false
-	if c.flags != nil {
+	runc := c.run
+	if c.setup != nil {
+		runc = c.setup(fl)
+	} else if c.flags != nil {
 		c.flags(fl)
 	}
 	fl.SetOutput(stderr)
@@ -122,7 +140,7 @@ func runIO(base context.Context, argv []string, cio *cmdIO) int {
 		ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 		defer stop()
 	}
-	err := c.run(ctx, fl.Args())
+	err := runc(ctx, fl.Args())
 	if err == nil {
 		return exitOK
 	}
@@ -133,8 +151,11 @@ func runIO(base context.Context, argv []string, cio *cmdIO) int {
 // exitCode maps an error to kint's exit codes, in this one place.
 func exitCode(err error) int {
 	var ue usageError
+	if ce := (exitCodeError{}); errors.As(err, &ce) {
+		return ce.code
+	}
 	switch {
-	case errors.As(err, &ue):
+	case errors.As(err, &ue), errors.As(err, new(mountedError)), errors.Is(err, replica.ErrInUse):
 		return exitUsage
 	case errors.Is(err, replica.ErrKeyMissing), errors.Is(err, replica.ErrKeyExpired), errors.Is(err, replica.ErrNotAuthorized),
 		errors.Is(err, chain.ErrNotAuthorized):
@@ -145,10 +166,11 @@ func exitCode(err error) int {
 		return exitStaleRPC
 	case errors.Is(err, replica.ErrNothingToPush), errors.Is(err, replica.ErrNoVault), errors.Is(err, seal.ErrEmptyPassphrase),
 		errors.Is(err, seal.ErrRecoveryChecksum), errors.Is(err, seal.ErrSignatureOwner), errors.Is(err, seal.ErrDekIDMismatch),
-		errors.Is(err, replica.ErrInvalid), errors.Is(err, seal.ErrSnapshotTooLarge):
+		errors.Is(err, replica.ErrInvalid), errors.Is(err, replica.ErrReadOnly), errors.Is(err, replica.ErrWrongSecret),
+		errors.Is(err, seal.ErrSnapshotTooLarge):
 		return exitUsage
-	case errors.Is(err, replica.ErrGapOpen), errors.Is(err, replica.ErrOffline), errors.Is(err, chain.ErrWouldRevert),
-		errors.Is(err, replica.ErrHistoryIncomplete),
+	case errors.Is(err, replica.ErrGapOpen), replica.Offline(err), errors.Is(err, chain.ErrWouldRevert),
+		errors.Is(err, replica.ErrHistoryIncomplete), errors.Is(err, errSingleRPC),
 		errors.As(err, new(*seal.RowTooLargeError)):
 		return exitRefused
 	case errors.Is(err, errMountBusy):

@@ -1,0 +1,72 @@
+package replica
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+
+	"kintfs/seal"
+)
+
+// TestReadOnlyRefusesEveryChange: a replica opened read-only refuses each way of staging or
+// anchoring with ErrReadOnly and a sentence naming --read-only, and keeps what was staged.
+func TestReadOnlyRefusesEveryChange(t *testing.T) {
+	home := Home(t.TempDir())
+	var owner common.Address
+	var dek [32]byte
+	rand.Read(owner[:])
+	rand.Read(dek[:])
+	v := &VaultConfig{Owner: owner, Tenant: "test", Space: seal.SpaceID("test"), ChainID: 1337}
+	rw, err := Open(Options{Home: home, Vault: v, DEK: dek, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := Key{Tier: seal.TierState, Key: "x"}
+	if _, err := rw.Write(x, []byte("staged"), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	rw.Close()
+
+	r, err := Open(Options{Home: home, Vault: v, DEK: dek, Logf: t.Logf, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	null := "null"
+	ctx := context.Background()
+	for name, op := range map[string]func() error{
+		"write": func() error {
+			_, err := r.Write(Key{Tier: seal.TierState, Key: "y"}, []byte("y"), time.Now())
+			return err
+		},
+		"remove":  func() error { return r.Remove(x) },
+		"rename":  func() error { return r.Rename(x, Key{Tier: seal.TierState, Key: "z"}) },
+		"mkdir":   func() error { return r.Mkdir("c") },
+		"rmdir":   func() error { return r.Rmdir("c") },
+		"setattr": func() error { return r.SetAttr(x, "meta", &null) },
+		"push":    func() error { _, err := r.Push(ctx, PushOptions{}); return err },
+		"compact": func() error { return r.Control(ctx, "compact") },
+		"flush":   func() error { return r.Control(ctx, "flush") },
+		"rekey":   func() error { _, _, err := r.Rekey(ctx, [32]byte{1}, seal.KindPassphrase, false); return err },
+	} {
+		err := op()
+		if !errors.Is(err, ErrReadOnly) || !strings.Contains(err.Error(), "--read-only") {
+			t.Errorf("%s on a read-only replica: %v", name, err)
+		}
+	}
+	if _, err := r.Push(ctx, PushOptions{DryRun: true}); errors.Is(err, ErrReadOnly) {
+		t.Errorf("a dry run changes nothing and is not refused: %v", err)
+	}
+	st, err := r.Status()
+	if err != nil || !st.ReadOnly || st.StagedRows != 1 {
+		t.Fatalf("status: %+v %v", st, err)
+	}
+	if c, err := r.Content(x); err != nil || string(c) != "staged" {
+		t.Fatalf("the staged row: %q %v", c, err)
+	}
+}
