@@ -14,8 +14,9 @@ import (
 // never part of a leaf, so setting them starts no flush. The kernel enforces the modes
 // (default_permissions). A file without a mode of its own shows MountOptions.FileMode, a
 // directory MountOptions.DirMode, less MountOptions.Umask; the umask also clears bits of the
-// mode a create asks for (as a process's umask does), but a mode set by chmod shows as set:
-// rsync -a and cp -a set the source's modes that way, and must see them back.
+// mode a create asked for (kept as asked, so that a later mount's umask applies), but a mode
+// set by chmod shows as set: rsync -a and cp -a set the source's modes that way, and must see
+// them back.
 
 // Default modes of files and directories that were never given one.
 const (
@@ -46,7 +47,7 @@ func (n *fileNode) permLocked(v *replica.Version) (perm uint32, exact bool) {
 	}
 	perm = n.fs.opts.FileMode
 	if v != nil && v.HasPerm {
-		perm, exact = v.Perm, true
+		perm, exact = v.Perm, v.Chmod
 	}
 	if n.journalEventLocked() {
 		perm &^= 0o222
@@ -62,8 +63,8 @@ func (f *mountFS) fileAttrPerm(out *fuse.Attr, ino uint64, size int64, mtime tim
 	}
 }
 
-// createPerm is the mode a create of mode keeps: its permission bits less the umask.
-func (f *mountFS) createPerm(mode uint32) uint32 { return mode & 0o777 &^ f.opts.Umask }
+// createPerm is the mode a create of mode keeps: its permission bits.
+func (f *mountFS) createPerm(mode uint32) uint32 { return mode & 0o777 }
 
 // versionTimes sets the times of out: mtime, and v's atime and ctime (v may be nil).
 func versionTimes(out *fuse.Attr, v *replica.Version, mtime time.Time) {
@@ -105,8 +106,11 @@ func (n *fileNode) setLocalAttrs(in *fuse.SetAttrIn) syscall.Errno {
 func (f *mountFS) liveDirAttr(out *fuse.Attr, ino uint64, nlink uint32) {
 	la := f.b.DirAttrs(ino)
 	f.dirAttr(out, ino, nlink, f.opts.DirMode)
-	if la.HasPerm {
+	switch {
+	case la.HasPerm && la.Chmod:
 		out.Mode = out.Mode&^0o7777 | la.Perm
+	case la.HasPerm:
+		out.Mode = out.Mode&^0o7777 | la.Perm&^f.opts.Umask
 	}
 	out.SetTimes(&la.Atime, &la.Mtime, &la.Ctime)
 }

@@ -169,7 +169,7 @@ func (f *mountFS) mkTrashDir(ctx context.Context, at *node, path string, mode ui
 	}
 	p := path
 	perm := f.createPerm(mode)
-	if err := f.b.SetDirAttrs(f.b.DirIno(replica.TrashTier, &p), replica.AttrChange{Perm: &perm}); err != nil {
+	if err := f.b.SetDirAttrs(f.b.DirIno(replica.TrashTier, &p), replica.AttrChange{Perm: &perm, Create: true}); err != nil {
 		return nil, f.fail("mkdir", at, path, err)
 	}
 	return newTrashDir(ctx, at.EmbeddedInode(), f, path, out), 0

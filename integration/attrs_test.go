@@ -112,7 +112,7 @@ func TestTrashAcrossFlushes(t *testing.T) {
 	const content = "the row to trash\n"
 	writeFile(t, ma.path("state/g1"), content)
 	ma.mustCtl("flush")
-	first := lastBlock(t, ma)
+	first := anchoredBlock(t, ma, 0)
 
 	sh(t, ma.dir, `gio trash state/g1`)
 	trash := fmt.Sprintf(".Trash-%d", os.Getuid())
@@ -120,7 +120,7 @@ func TestTrashAcrossFlushes(t *testing.T) {
 		t.Fatalf("trashed copy %q", got)
 	}
 	ma.mustCtl("flush")
-	deleted := lastBlock(t, ma)
+	deleted := anchoredBlock(t, ma, first)
 	if deleted == first {
 		t.Fatal("the flush after gio trash anchored nothing")
 	}
@@ -131,12 +131,9 @@ func TestTrashAcrossFlushes(t *testing.T) {
 	b := newMachine(t, dc, "trash")
 	b.connect("correct horse battery")
 	mb := b.mount()
-	eventually(t, 30*time.Second, "second machine restores", func() error {
-		if lastBlock(t, mb) != deleted {
-			return fmt.Errorf("at block %d, want %d", lastBlock(t, mb), deleted)
-		}
-		return nil
-	})
+	if block := anchoredBlock(t, mb, deleted-1); block != deleted {
+		t.Fatalf("second machine at block %d, want %d", block, deleted)
+	}
 	if _, err := os.Stat(mb.path("state/g1")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("second machine has state/g1: %v", err)
 	}
@@ -144,7 +141,7 @@ func TestTrashAcrossFlushes(t *testing.T) {
 	// restore: the rename back that a file manager's Restore does
 	sh(t, ma.dir, `mv `+trash+`/files/g1 state/g1 && rm `+trash+`/info/g1.trashinfo`)
 	ma.mustCtl("flush")
-	restored := lastBlock(t, ma)
+	restored := anchoredBlock(t, ma, deleted)
 	if got := readFile(t, ma.path(fmt.Sprintf("@%d/state/g1", restored))); got != content {
 		t.Fatalf("@%d/state/g1 after the restore was flushed: %q", restored, got)
 	}
@@ -170,4 +167,20 @@ func TestTrashAcrossFlushes(t *testing.T) {
 	if _, err := os.Stat(ma.path("state/g1")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("state/g1 after emptying: %v", err)
 	}
+}
+
+// anchoredBlock is the block of the newest epoch .kint/blocks lists once it is past after.
+func anchoredBlock(t *testing.T, mt *mounted, after uint64) uint64 {
+	t.Helper()
+	var block uint64
+	eventually(t, 20*time.Second, "a new epoch in .kint/blocks", func() error {
+		if strings.TrimSpace(readFile(t, mt.path(".kint/blocks"))) == "" {
+			return errors.New(".kint/blocks is empty")
+		}
+		if block = lastBlock(t, mt); block <= after {
+			return fmt.Errorf("newest block %d, want past %d", block, after)
+		}
+		return nil
+	})
+	return block
 }

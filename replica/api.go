@@ -60,6 +60,7 @@ type Version struct {
 	// HasPerm marks permission bits set here by chmod or create (Perm); else the mount's default
 	HasPerm bool
 	Perm    uint32
+	Chmod   bool     // Perm was set by chmod, not asked for by a create
 	Staged  bool     // a local change not yet anchored
 	Held    string   // why a staged row cannot be anchored ("" when it can)
 	Anchor  *Anchor  // the anchored version this is (or replaces); nil when never anchored

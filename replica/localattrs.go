@@ -28,6 +28,7 @@ const (
 type attrRec struct {
 	HasPerm  bool        `json:"has_perm,omitempty"`
 	Perm     uint32      `json:"perm,omitempty"`
+	Chmod    bool        `json:"chmod,omitempty"` // Perm was set by chmod, not asked for by a create
 	HasTimes bool        `json:"has_times,omitempty"`
 	Mtime    int64       `json:"mtime,omitempty"` // unix nanoseconds
 	Atime    int64       `json:"atime,omitempty"`
@@ -40,6 +41,7 @@ type attrRec struct {
 type LocalAttrs struct {
 	HasPerm             bool
 	Perm                uint32 // permission bits (no set-uid, set-gid or sticky)
+	Chmod               bool   // Perm was set by chmod (a create's mode is subject to the mount's umask)
 	HasTimes            bool   // Mtime and Atime were set here and still hold
 	Mtime, Atime, Ctime time.Time
 }
@@ -47,6 +49,7 @@ type LocalAttrs struct {
 // AttrChange is what one setattr changes; nil fields are left alone.
 type AttrChange struct {
 	Perm         *uint32
+	Create       bool // Perm is the mode a create asked for
 	Mtime, Atime *time.Time
 }
 
@@ -85,7 +88,7 @@ func (s *Store) attrsOf(ino uint64, stored time.Time, leaf common.Hash) LocalAtt
 	if !ok {
 		return la
 	}
-	la.HasPerm, la.Perm = a.HasPerm, a.Perm
+	la.HasPerm, la.Perm, la.Chmod = a.HasPerm, a.Perm, a.Chmod
 	if a.holds(stored, leaf) {
 		la.HasTimes = true
 		la.Mtime, la.Atime = fromNanos(a.Mtime), fromNanos(a.Atime)
@@ -100,7 +103,7 @@ func (s *Store) attrsOf(ino uint64, stored time.Time, leaf common.Hash) LocalAtt
 func (s *Store) dress(v *Version) *Version {
 	la := s.attrsOf(v.Ino, v.Mtime, v.Leaf)
 	v.Mtime, v.Atime, v.Ctime = la.Mtime, la.Atime, la.Ctime
-	v.HasPerm, v.Perm = la.HasPerm, la.Perm
+	v.HasPerm, v.Perm, v.Chmod = la.HasPerm, la.Perm, la.Chmod
 	return v
 }
 
@@ -155,7 +158,7 @@ func (s *Store) changeAttr(txn *badger.Txn, apply *[]func(), ino uint64, stored 
 	a, _ := s.attr(ino)
 	now := nanos(s.now())
 	if ch.Perm != nil {
-		a.HasPerm, a.Perm = true, *ch.Perm&permBits
+		a.HasPerm, a.Perm, a.Chmod = true, *ch.Perm&permBits, !ch.Create
 	}
 	if ch.Mtime != nil || ch.Atime != nil {
 		if !a.holds(stored, leaf) {

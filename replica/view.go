@@ -152,7 +152,7 @@ func (s *Store) write(k Key, content []byte, mtime time.Time, perm *uint32) (*Ve
 			return err
 		}
 		if perm != nil && old == nil {
-			if err := s.changeAttr(txn, apply, n.ino, n.mtime, n.leaf, AttrChange{Perm: perm}); err != nil {
+			if err := s.changeAttr(txn, apply, n.ino, n.mtime, n.leaf, AttrChange{Perm: perm, Create: true}); err != nil {
 				return err
 			}
 		}
