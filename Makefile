@@ -4,10 +4,20 @@ BIN      ?= bin/kintfs
 MNT      ?= $(HOME)/kint
 FUZZTIME ?= 5s
 
-.PHONY: build test test-unit stress run bench fuzz vet contracts contracts-check clean
+.PHONY: build cross test test-unit stress run bench fuzz vet contracts contracts-check clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/kintfs
+
+# Cross-compile and vet for the other platforms: macOS (macFUSE) on both architectures and
+# 64-bit ARM Linux, without cgo.
+CROSS ?= darwin/arm64 darwin/amd64 linux/arm64
+cross:
+	@set -e; for t in $(CROSS); do \
+		echo "build and vet for $$t"; \
+		GOOS=$${t%/*} GOARCH=$${t#*/} CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/kintfs; \
+		GOOS=$${t%/*} GOARCH=$${t#*/} CGO_ENABLED=0 $(GO) vet ./...; \
+	done
 
 # The whole suite: vet, unit and mount tests with the race detector, the end-to-end
 # integration tests against a real dev chain and real FUSE mounts, then a short fuzz pass.

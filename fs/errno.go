@@ -44,11 +44,11 @@ func toErrno(err error) (errno syscall.Errno, unexpected bool) {
 	case replica.LyingRPC(err):
 		return syscall.EPROTO, false
 	case errors.Is(err, replica.ErrKeyMissing):
-		return syscall.ENOKEY, false
+		return errnoKeyMissing, false
 	case errors.Is(err, replica.ErrKeyExpired):
-		return syscall.EKEYEXPIRED, false
+		return errnoKeyExpired, false
 	case errors.Is(err, replica.ErrNotAuthorized):
-		return syscall.EKEYREJECTED, false
+		return errnoKeyRejected, false
 	case errors.Is(err, errBadName), errors.Is(err, errUnknownCommand):
 		return syscall.EINVAL, false
 	case errors.Is(err, errNameTooLong):
@@ -99,4 +99,10 @@ func (f *mountFS) logf(format string, args ...any) {
 	if f.log != nil {
 		f.log.Printf(format, args...)
 	}
+}
+
+// IsKeyErrno reports whether a ctl command's errno says the data key or session key is
+// missing, expired or not authorized.
+func IsKeyErrno(en syscall.Errno) bool {
+	return en == errnoKeyMissing || en == errnoKeyExpired || en == errnoKeyRejected
 }

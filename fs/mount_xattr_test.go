@@ -7,17 +7,18 @@ import (
 	"syscall"
 	"testing"
 
+	"golang.org/x/sys/unix"
 	"kintfs/replica"
 )
 
 func getxattr(t *testing.T, p, name string) (string, error) {
 	t.Helper()
-	n, err := syscall.Getxattr(p, name, nil)
+	n, err := unix.Getxattr(p, name, nil)
 	if err != nil {
 		return "", err
 	}
 	buf := make([]byte, n)
-	n, err = syscall.Getxattr(p, name, buf)
+	n, err = unix.Getxattr(p, name, buf)
 	if err != nil {
 		return "", err
 	}
@@ -58,25 +59,25 @@ func TestXattrs(t *testing.T) {
 	mustRun(t, "setfattr", "-x", "user.kint.status", p)
 	_, err = getxattr(t, p, "user.kint.status")
 	wantErrno(t, "status after removexattr", err, syscall.ENODATA)
-	wantErrno(t, "remove a missing attribute", syscall.Removexattr(p, "user.kint.status"), syscall.ENODATA)
+	wantErrno(t, "remove a missing attribute", unix.Removexattr(p, "user.kint.status"), syscall.ENODATA)
 
 	// The size probe and ERANGE.
-	n, err := syscall.Getxattr(p, "user.kint.key", nil)
+	n, err := unix.Getxattr(p, "user.kint.key", nil)
 	if err != nil || n != len("goal") {
 		t.Fatalf("probe: %d %v", n, err)
 	}
-	_, err = syscall.Getxattr(p, "user.kint.key", make([]byte, 2))
+	_, err = unix.Getxattr(p, "user.kint.key", make([]byte, 2))
 	wantErrno(t, "small buffer", err, syscall.ERANGE)
-	_, err = syscall.Getxattr(p, "user.other", make([]byte, 64))
+	_, err = unix.Getxattr(p, "user.other", make([]byte, 64))
 	wantErrno(t, "missing name", err, syscall.ENODATA)
 
 	// Listxattr, probe included.
-	n, err = syscall.Listxattr(p, nil)
+	n, err = unix.Listxattr(p, nil)
 	if err != nil || n == 0 {
 		t.Fatalf("listxattr probe: %d %v", n, err)
 	}
 	buf := make([]byte, n)
-	n, err = syscall.Listxattr(p, buf)
+	n, err = unix.Listxattr(p, buf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,18 +86,18 @@ func TestXattrs(t *testing.T) {
 	if strings.Join(names, " ") != "user.kint.anchored user.kint.key user.kint.leaf" {
 		t.Fatalf("listxattr: %q", names)
 	}
-	_, err = syscall.Listxattr(p, make([]byte, 3))
+	_, err = unix.Listxattr(p, make([]byte, 3))
 	wantErrno(t, "small list buffer", err, syscall.ERANGE)
 
 	// XATTR_CREATE and XATTR_REPLACE.
-	wantErrno(t, "replace a missing status", syscall.Setxattr(p, "user.kint.status", []byte("x"), xattrReplace), syscall.ENODATA)
-	if err := syscall.Setxattr(p, "user.kint.status", []byte("x"), xattrCreate); err != nil {
+	wantErrno(t, "replace a missing status", unix.Setxattr(p, "user.kint.status", []byte("x"), xattrReplace), syscall.ENODATA)
+	if err := unix.Setxattr(p, "user.kint.status", []byte("x"), xattrCreate); err != nil {
 		t.Fatal(err)
 	}
-	wantErrno(t, "create an existing status", syscall.Setxattr(p, "user.kint.status", []byte("y"), xattrCreate), syscall.EEXIST)
+	wantErrno(t, "create an existing status", unix.Setxattr(p, "user.kint.status", []byte("y"), xattrCreate), syscall.EEXIST)
 	// Read-only and unknown names.
-	wantErrno(t, "set leaf", syscall.Setxattr(p, "user.kint.leaf", []byte("00"), 0), syscall.EPERM)
-	wantErrno(t, "set unknown", syscall.Setxattr(p, "user.whatever", []byte("1"), 0), syscall.ENOTSUP)
+	wantErrno(t, "set leaf", unix.Setxattr(p, "user.kint.leaf", []byte("00"), 0), syscall.EPERM)
+	wantErrno(t, "set unknown", unix.Setxattr(p, "user.whatever", []byte("1"), 0), syscall.ENOTSUP)
 
 	// A category's true name.
 	mustRun(t, "mkdir", tm.path("entity", "a%2Fb"))
@@ -104,7 +105,7 @@ func TestXattrs(t *testing.T) {
 		t.Fatalf("category key %q %v", got, err)
 	}
 	// History is read-only, xattrs included.
-	wantErrno(t, "set in history", syscall.Setxattr(tm.path("@1", "state"), "user.kint.status", []byte("x"), 0), syscall.EROFS)
+	wantErrno(t, "set in history", unix.Setxattr(tm.path("@1", "state"), "user.kint.status", []byte("x"), 0), syscall.EROFS)
 }
 
 func TestXattrsOff(t *testing.T) {
@@ -113,7 +114,7 @@ func TestXattrsOff(t *testing.T) {
 	mustSh(t, "echo x > "+p)
 	// The server answers ENOSYS; the kernel remembers it and answers EOPNOTSUPP itself.
 	for i := 0; i < 2; i++ {
-		_, err := syscall.Getxattr(p, "user.kint.key", make([]byte, 64))
+		_, err := unix.Getxattr(p, "user.kint.key", make([]byte, 64))
 		wantErrno(t, "getxattr with xattrs off", err, syscall.EOPNOTSUPP)
 	}
 	if got := mustRun(t, "ls", "-l", p); !strings.Contains(got, "x") {

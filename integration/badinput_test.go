@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // badInput is one thing a person or a program might do to a mount, and the answers that are
@@ -73,7 +75,7 @@ func TestBadInput(t *testing.T) {
 		return func() error { return os.WriteFile(mt.path(rel), []byte(content), 0o644) }
 	}
 	setxattr := func(rel, name, value string) func() error {
-		return func() error { return syscall.Setxattr(mt.path(rel), name, []byte(value), 0) }
+		return func() error { return unix.Setxattr(mt.path(rel), name, []byte(value), 0) }
 	}
 	ok := []syscall.Errno{0}
 	inval := []syscall.Errno{syscall.EINVAL}

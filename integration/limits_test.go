@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // sizeMarker starts every body written here: no mount log may ever contain it.
@@ -186,7 +188,7 @@ func TestSizeLimits(t *testing.T) {
 
 func getxattr(path, name string) (string, error) {
 	buf := make([]byte, 4096)
-	n, err := syscall.Getxattr(path, name, buf)
+	n, err := unix.Getxattr(path, name, buf)
 	if err != nil {
 		return "", err
 	}

@@ -130,7 +130,7 @@ func TestUnmountBusyAndSignals(t *testing.T) {
 	if err := holder.Start(); err != nil {
 		t.Fatal(err)
 	}
-	_, errs, code := a.run("", "unmount", "--no-flush", mt.dir)
+	_, errs, code := a.run("", "unmount", "--no-flush", "--timeout", "3s", mt.dir)
 	holder.Process.Kill()
 	holder.Wait()
 	if code != 7 || !strings.Contains(errs, "sleep (pid") {

@@ -11,9 +11,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // writerEdit is one change a writer made through its mount.
@@ -72,7 +73,7 @@ func TestTwoWriters(t *testing.T) {
 				p := mt.path(k)
 				if rng.Intn(5) == 0 {
 					buf := make([]byte, 512)
-					n, _ := syscall.Getxattr(p, "user.kint.anchored", buf)
+					n, _ := unix.Getxattr(p, "user.kint.anchored", buf)
 					anchored := n > 0 && strings.Contains(string(buf[:n]), "seq ")
 					if err := os.Remove(p); err == nil {
 						log = append(log, writerEdit{path: k, del: true, anchored: anchored})

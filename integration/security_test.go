@@ -267,11 +267,17 @@ func TestSecretsAndPermissions(t *testing.T) {
 		t.Errorf("KINT_HOME mode %v (%v), want 0700", st.Mode().Perm(), err)
 	}
 
-	// --allow-other lets others in, under the modes: still not into .kint, and not to write
+	// --allow-other alone still keeps the plaintext to the mounting user (umask 077)
 	mt = a.mountAt(mnt, "--allow-other")
+	if out, code := asNobody(t, "cat", filepath.Join(mnt, "state/plan")); code == 0 || !strings.Contains(out, "Permission denied") {
+		t.Errorf("with --allow-other and the default umask, uid 65534 reads a row: %d %s", code, out)
+	}
+	mt.unmount()
+	// --umask opens the rows up, under the modes: still not into .kint, and not to write
+	mt = a.mountAt(mnt, "--allow-other", "--umask", "022")
 	out, code2 := asNobody(t, "ls", mnt)
 	if code2 != 0 {
-		t.Errorf("with --allow-other, uid 65534 cannot list the mount: %d %s", code2, out)
+		t.Errorf("with --allow-other --umask 022, uid 65534 cannot list the mount: %d %s", code2, out)
 	}
 	if out, code := asNobody(t, "cat", filepath.Join(mnt, ".kint/status")); code == 0 || !strings.Contains(out, "Permission denied") {
 		t.Errorf("with --allow-other, uid 65534 reads .kint/status: %d %s", code, out)
@@ -288,7 +294,7 @@ func TestSecretsAndPermissions(t *testing.T) {
 
 	recordFigure(t, "secrets checked", "%d forms of %d secrets in %d outputs, logs and status files: %d leaks", len(secrets), kinds, len(tr.parts), leaks)
 	recordFigure(t, "KINT_HOME", "%d entries walked, modes 0700/0600; secrets in the clear: %d", walked, clear)
-	recordFigure(t, "other users (uid 65534)", "without --allow-other: %d/3 refused with EACCES; with it: .kint and writes refused, files readable: %s", refused, readable)
+	recordFigure(t, "other users (uid 65534)", "without --allow-other: %d/3 refused with EACCES; with it: rows refused at umask 077; at --umask 022 .kint and writes refused, files readable: %s", refused, readable)
 }
 
 func statMode(t *testing.T, p string) fs.FileMode {

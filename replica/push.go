@@ -516,7 +516,19 @@ func (r *Replica) recoverPending(ctx context.Context) error {
 			return r.db.Update(func(txn *badger.Txn) error { return txn.Delete([]byte(pendingKey(p.Seq))) })
 		}
 		if mirror.Seq >= p.Seq {
-			if err := drop("already applied"); err != nil {
+			var rec EpochInfo
+			if err := r.getState(string(pEpoch)+string(be64(p.Seq)), &rec); err != nil {
+				return err
+			}
+			if rec.Digest == p.Digest {
+				// a crash after the apply, before the entry was cleared: nothing is lost
+				r.logf("push journal: epoch %d was applied before the restart; clearing its entry", p.Seq)
+				if err := r.db.Update(func(txn *badger.Txn) error { return txn.Delete([]byte(pendingKey(p.Seq))) }); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := drop("the mirror holds another epoch at that seq"); err != nil {
 				return err
 			}
 			continue

@@ -97,9 +97,14 @@ func (h Home) SaveVault(v *VaultConfig) error {
 }
 
 // LocalKey is the secret the cached data key and the session keystore are encrypted under:
-// derived from KINT_SESSION_PASSPHRASE when set, else from a random local.secret file.
+// derived from KINT_SESSION_PASSPHRASE when set, else (on macOS) from kint's Keychain item,
+// else from a random local.secret file.
 func (h Home) LocalKey() ([]byte, error) {
-	if p := os.Getenv("KINT_SESSION_PASSPHRASE"); p != "" {
+	p := os.Getenv("KINT_SESSION_PASSPHRASE")
+	if p == "" {
+		p, _ = keychainPassphrase()
+	}
+	if p != "" {
 		return scrypt.Key([]byte(p), []byte("kintfs-local-v1"), 1<<15, 8, 1, 32)
 	}
 	path := h.Path("local.secret")

@@ -6,10 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
 
 	"kintfs/fs"
 	"kintfs/replica"
@@ -236,7 +236,7 @@ func keyOfPath(ctx context.Context, path string) (replica.Key, error) {
 	}
 	if fs.IsShortName(name) {
 		buf := make([]byte, 4096)
-		n, err := syscall.Getxattr(abs, "user.kint.key", buf)
+		n, err := unix.Getxattr(abs, "user.kint.key", buf)
 		if err != nil {
 			return k, fmt.Errorf("%s: read user.kint.key: %w", path, err)
 		}

@@ -8,7 +8,6 @@ import (
 	"log"
 	"net"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
@@ -330,50 +329,10 @@ func clearStaleMount(dir string, say func(string, ...any)) error {
 		return nil
 	}
 	say("%s is a dead mount (transport endpoint is not connected); clearing it", dir)
-	if out, err := exec.Command("fusermount3", "-uz", dir).CombinedOutput(); err != nil {
-		return fmt.Errorf("%s is a dead mount and could not be cleared (%s): run  fusermount3 -uz %s  (or  umount -l %s  as root)",
-			dir, strings.TrimSpace(string(out)), dir, dir)
+	if out, err := fuseUnmountLazy(dir); err != nil {
+		return fmt.Errorf("%s is a dead mount and could not be cleared (%s): run  %s", dir, strings.TrimSpace(string(out)), lazyUnmountHint(dir))
 	}
 	return nil
-}
-
-// holders lists the processes with files open (or their working directory) under the mount
-// point dir, for an EBUSY unmount: by its resolved path, without this process and without
-// the mount's own process (the one holding /dev/fuse), on one line.
-func holders(dir string) string {
-	dir = resolveMountpoint(dir)
-	under := func(p string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
-	self := strconv.Itoa(os.Getpid())
-	procs, _ := os.ReadDir("/proc")
-	var found []string
-	for _, p := range procs {
-		pid := p.Name()
-		if pid == self || strings.Trim(pid, "0123456789") != "" {
-			continue // this process, and /proc/self, /proc/thread-self and the like
-		}
-		fds, err := os.ReadDir("/proc/" + pid + "/fd")
-		if err != nil {
-			continue
-		}
-		cwd, _ := os.Readlink("/proc/" + pid + "/cwd")
-		hit, fuse := under(cwd), false
-		for _, fd := range fds {
-			t, err := os.Readlink("/proc/" + pid + "/fd/" + fd.Name())
-			if err != nil {
-				continue
-			}
-			hit = hit || under(t)
-			fuse = fuse || t == "/dev/fuse"
-		}
-		if hit && !fuse {
-			comm, _ := os.ReadFile("/proc/" + pid + "/comm")
-			found = append(found, fmt.Sprintf("%s (pid %s)", strings.TrimSpace(string(comm)), pid))
-		}
-	}
-	if len(found) == 0 {
-		return "; no process found holding it (a lazy unmount: fusermount3 -uz " + dir + ")"
-	}
-	return "; in use by " + strings.Join(found, ", ")
 }
 
 // sdNotify tells systemd (Type=notify) about the service's state.

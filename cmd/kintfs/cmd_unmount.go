@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"kintfs/fs"
 	"kintfs/replica"
 )
 
@@ -44,20 +43,19 @@ func runUnmount(ctx context.Context, args []string) error {
 	deadline := time.Now().Add(unmountOpts.timeout)
 	dir := resolveMountpoint(args[0])
 	if !isKintfsMount(dir) {
-		return usagef("%s is not a kintfs mount (nothing to unmount; /proc/mounts lists what is mounted)", dir)
+		return usagef("%s is not a kintfs mount (nothing to unmount; %s lists what is mounted)", dir, mountsTable)
 	}
 	var flushErr error
 	if !unmountOpts.noFlush {
 		flushErr = flushMount(ctx, dir, time.Until(deadline))
 	}
 	for {
-		out, err := exec.Command("fusermount3", "-u", dir).CombinedOutput()
+		busy, err := fuseUnmount(dir)
 		if err == nil {
 			break
 		}
-		msg := oneLine(string(out))
-		if !strings.Contains(msg, "busy") {
-			return fmt.Errorf("fusermount3 -u %s: %s", dir, msg)
+		if !busy {
+			return err
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return fmt.Errorf("%w: %s is still in use after %s%s", errMountBusy, dir, unmountOpts.timeout, holders(dir))
@@ -84,44 +82,6 @@ func resolveMountpoint(dir string) string {
 		return filepath.Join(r, filepath.Base(abs))
 	}
 	return abs
-}
-
-// isKintfsMount reports whether dir is the mount point of a kintfs mount.
-func isKintfsMount(dir string) bool {
-	f, err := os.Open("/proc/self/mounts")
-	if err != nil {
-		return true // cannot tell: let fusermount3 say
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) >= 3 && unescapeMounts(fields[1]) == dir && strings.HasPrefix(fields[2], "fuse") &&
-			(fields[2] == "fuse.kintfs" || fields[0] == "kintfs") {
-			return true
-		}
-	}
-	return false
-}
-
-// unescapeMounts undoes the octal escapes of /proc/mounts (\040 for a space, and so on).
-func unescapeMounts(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			var n int
-			if _, err := fmt.Sscanf(s[i+1:i+4], "%03o", &n); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // flushMount anchors what the mount at dir holds staged, bounded by timeout: through the
@@ -191,7 +151,10 @@ func ctlExitError(err error) error {
 		return err
 	}
 	code := map[syscall.Errno]int{syscall.ENOTCONN: exitRefused, syscall.EBADMSG: exitRefused, syscall.ESTALE: exitMoved,
-		syscall.EPROTO: exitStaleRPC, syscall.ENOKEY: exitKey, syscall.EKEYEXPIRED: exitKey, syscall.EKEYREJECTED: exitKey}[en]
+		syscall.EPROTO: exitStaleRPC}[en]
+	if fs.IsKeyErrno(en) {
+		code = exitKey
+	}
 	switch {
 	case en == syscall.EROFS:
 		return nil // a read-only mount: nothing to anchor

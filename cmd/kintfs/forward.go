@@ -165,13 +165,14 @@ func (s *controlServer) handle(conn net.Conn) error {
 		if err != nil {
 			return err
 		}
-		var cred *syscall.Ucred
+		var uid uint32
 		var cerr error
-		raw.Control(func(fd uintptr) {
-			cred, cerr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
-		})
-		if cerr != nil || (cred.Uid != uint32(os.Getuid()) && cred.Uid != 0) {
-			return fmt.Errorf("refused a connection from uid %v", cred)
+		raw.Control(func(fd uintptr) { uid, cerr = peerUID(int(fd)) })
+		if cerr != nil {
+			return fmt.Errorf("refused a connection whose peer is unknown: %w", cerr)
+		}
+		if uid != uint32(os.Getuid()) && uid != 0 {
+			return fmt.Errorf("refused a connection from uid %d", uid)
 		}
 	}
 	var req forwardRequest

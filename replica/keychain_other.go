@@ -1,0 +1,7 @@
+//go:build !darwin
+
+package replica
+
+// keychainPassphrase: there is no Keychain off macOS; local.secret (or
+// KINT_SESSION_PASSPHRASE) holds the local passphrase.
+func keychainPassphrase() (string, bool) { return "", false }
