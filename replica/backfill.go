@@ -138,6 +138,9 @@ func (r *Replica) Backfill(ctx context.Context, o BackfillOptions) (*BackfillRep
 // runBackfill is Backfill under pushMu, noting the outcome for the status.
 func (r *Replica) runBackfill(ctx context.Context, o BackfillOptions) (*BackfillReport, error) {
 	rep := &BackfillReport{}
+	if holes, err := r.historyHoles(); err == nil && len(holes) > 0 {
+		r.status.noteBackfillStart()
+	}
 	err := r.backfill(ctx, o, rep)
 	// the epochs just recorded get their block times before the status calls history done
 	if terr := r.recordBlockTimes(ctx); err == nil && terr != nil {
