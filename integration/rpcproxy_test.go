@@ -37,8 +37,8 @@ type rpcProxy struct {
 	heldFwd   bool          // what release does with held calls: forward them, or drop them
 	lie       func(method string, params json.RawMessage, result json.RawMessage) json.RawMessage
 	refuse    func(method string, params json.RawMessage) string // a JSON-RPC error message instead of forwarding
-	lose      map[string]int   // lose the answers of this many next round trips carrying a method
-	streak    map[[32]byte]int // faults in a row per call (ids stripped): retries are counted, and capped
+	lose      map[string]int                                     // lose the answers of this many next round trips carrying a method
+	streak    map[[32]byte]int                                   // faults in a row per call (ids stripped): retries are counted, and capped
 	stats     proxyStats
 	recent    []string // the last round trips with their fate, for a failure message
 }
