@@ -16,6 +16,23 @@ type Backend interface {
 	// new version. For the journal tier content must be a JSON object of the five event
 	// fields; the event is stored under its content key, which the returned version names.
 	Write(k replica.Key, content []byte, mtime time.Time) (*replica.Version, error)
+	// Create makes an empty file (a row staged empty, or a local file) whose local mode is
+	// perm; an existing one is emptied and keeps its mode.
+	Create(k replica.Key, perm uint32, mtime time.Time) (*replica.Version, error)
+	// SetLocalAttrs sets the local times and mode of a file and returns it. They are never
+	// staged or anchored; the row is left as it is.
+	SetLocalAttrs(k replica.Key, ch replica.AttrChange) (*replica.Version, error)
+	// SetDirAttrs and DirAttrs keep the local times and mode of a directory by its number.
+	SetDirAttrs(ino uint64, ch replica.AttrChange) error
+	DirAttrs(ino uint64) replica.LocalAttrs
+
+	// The trash (MNT/.Trash-$UID): its directories by path (".Trash-0", ".Trash-0/files");
+	// its files are local files of replica.TrashTier whose Category is their directory.
+	HasTrashDir(path string) bool
+	TrashMkdir(path string) error
+	TrashRmdir(path string) error
+	TrashList(path string) ([]replica.Dirent, error)
+
 	// Remove stages the deletion of a row, or deletes a local file.
 	Remove(k replica.Key) error
 	// Rename moves a row within its tier (across categories for entities), replacing the

@@ -27,7 +27,11 @@ func newCatDir(ctx context.Context, d *rowDir, cat string, out *fuse.EntryOut) *
 	c := cat
 	ino := d.v.tree.DirIno(seal.TierEntity, &c)
 	cd := &catDir{rowDir: rowDir{node: node{fs: d.fs}, v: d.v, tier: seal.TierEntity, category: &c, ino: ino}, name: c}
-	d.fs.dirAttr(&out.Attr, ino, 2, 0755)
+	if d.v.history {
+		d.fs.dirAttr(&out.Attr, ino, 2, 0755)
+	} else {
+		d.fs.liveDirAttr(&out.Attr, ino, 2)
+	}
 	return d.NewInode(ctx, cd, d.fs.stable(syscall.S_IFDIR, ino))
 }
 

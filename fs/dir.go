@@ -174,15 +174,22 @@ func (d *rowDir) Getattr(ctx context.Context, f fusefs.FileHandle, out *fuse.Att
 		}
 		nlink += uint32(cats)
 	}
-	d.fs.dirAttr(&out.Attr, d.ino, nlink, 0755)
+	if d.v.history {
+		d.fs.dirAttr(&out.Attr, d.ino, nlink, 0755)
+	} else {
+		d.fs.liveDirAttr(&out.Attr, d.ino, nlink)
+	}
 	attrTimeout(d.v, out)
 	return 0
 }
 
-// Setattr accepts touch and chmod on a directory and changes nothing: a directory has no row.
+// Setattr keeps the times and mode of a directory as local attributes: a directory has no row.
 func (d *rowDir) Setattr(ctx context.Context, f fusefs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	if d.fs.readOnly(d.v) {
 		return syscall.EROFS
+	}
+	if errno := d.fs.setDirAttrs(&d.node, d.ino, in); errno != 0 {
+		return errno
 	}
 	return d.Getattr(ctx, f, out)
 }
@@ -276,7 +283,7 @@ func (d *rowDir) Create(ctx context.Context, name string, flags uint32, mode uin
 		fn = d.childFile(name, r.key)
 	} else {
 		// Written at once, empty: the file exists, listed and durable, from create on.
-		v, err := d.fs.b.Write(r.key, nil, time.Now())
+		v, err := d.fs.b.Create(r.key, d.fs.createPerm(mode), time.Now())
 		if err != nil {
 			return nil, nil, 0, d.fs.fail("create", &d.node, name, err)
 		}

@@ -95,37 +95,41 @@ func (n *fileNode) journalEventLocked() bool {
 	return n.key.Tier == seal.TierJournal && !n.key.Local && n.pendingIn == nil
 }
 
-func (n *fileNode) permLocked() uint32 {
-	if n.v.history || n.journalEventLocked() {
-		return 0444
-	}
-	return 0644
-}
-
 // versionAttr fills attributes from a version fetched by the caller.
 func (n *fileNode) versionAttr(out *fuse.Attr, v *replica.Version) {
 	n.mu.Lock()
-	perm := n.permLocked()
+	perm, exact := n.permLocked(v)
 	n.mu.Unlock()
-	n.fs.fileAttr(out, v.Ino, v.Size, v.Mtime, perm)
+	n.fs.fileAttrPerm(out, v.Ino, v.Size, v.Mtime, perm, exact)
+	versionTimes(out, v, v.Mtime)
 }
 
-// attr fills attributes: from the open buffer when there is one (the kernel must not see a
-// size older than what was written through it), else from the backend.
+// attr fills attributes: size and mtime from the open buffer when there is one (the kernel
+// must not see a size older than what was written through it), the rest from the backend.
 func (n *fileNode) attr(out *fuse.Attr) syscall.Errno {
 	n.mu.Lock()
+	k, loaded, gone := n.key, n.loaded, n.detached || n.pendingIn != nil
+	n.mu.Unlock()
+	var v *replica.Version
+	if !loaded || !gone {
+		var err error
+		if v, err = n.v.tree.Get(k); err != nil && !loaded {
+			return n.fs.fail("getattr", &n.node, "", err)
+		}
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	perm, exact := n.permLocked(v)
 	if n.loaded {
-		n.fs.fileAttr(out, n.StableAttr().Ino, int64(len(n.buf)), n.mtime, n.permLocked())
-		n.mu.Unlock()
+		n.fs.fileAttrPerm(out, n.StableAttr().Ino, int64(len(n.buf)), n.mtime, perm, exact)
+		versionTimes(out, v, n.mtime)
 		return 0
 	}
-	k := n.key
-	n.mu.Unlock()
-	v, err := n.v.tree.Get(k)
-	if err != nil {
-		return n.fs.fail("getattr", &n.node, "", err)
+	if v == nil {
+		return syscall.ENOENT
 	}
-	n.versionAttr(out, v)
+	n.fs.fileAttrPerm(out, v.Ino, v.Size, v.Mtime, perm, exact)
+	versionTimes(out, v, v.Mtime)
 	out.Ino = n.StableAttr().Ino
 	return 0
 }
@@ -135,8 +139,8 @@ func (n *fileNode) Getattr(ctx context.Context, f fusefs.FileHandle, out *fuse.A
 	return n.attr(&out.Attr)
 }
 
-// Setattr truncates; times, mode and owner are accepted and left alone (cp -p, touch and
-// sed -i set them, and a flush must never change a file's mtime).
+// Setattr truncates, and keeps times and mode as local attributes (see attrs.go); owner is
+// accepted and left alone.
 func (n *fileNode) Setattr(ctx context.Context, f fusefs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	if n.fs.readOnly(n.v) {
 		return syscall.EROFS
@@ -146,6 +150,9 @@ func (n *fileNode) Setattr(ctx context.Context, f fusefs.FileHandle, in *fuse.Se
 		if errno := n.truncate(int64(size), viaHandle); errno != 0 {
 			return errno
 		}
+	}
+	if errno := n.setLocalAttrs(in); errno != 0 {
+		return errno
 	}
 	return n.Getattr(ctx, f, out)
 }

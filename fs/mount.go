@@ -33,6 +33,9 @@ type MountOptions struct {
 	UID, GID uint32
 	// Logger receives real faults (EIO) with operation, path and cause; nil discards them.
 	Logger *log.Logger
+	// FileMode and DirMode are the permission bits of files and directories never given a
+	// mode here (chmod, or the mode of a create); zero means 0644 and 0755.
+	FileMode, DirMode uint32
 	// EntryTimeout and AttrTimeout are the kernel's cache times for the live tree (default 1s).
 	// History views never change and are cached for an hour.
 	EntryTimeout, AttrTimeout time.Duration
@@ -65,6 +68,13 @@ func Mount(dir string, b Backend, o MountOptions) (*Mounted, error) {
 	if o.AttrTimeout <= 0 {
 		o.AttrTimeout = time.Second
 	}
+	if o.FileMode == 0 {
+		o.FileMode = defaultFileMode
+	}
+	if o.DirMode == 0 {
+		o.DirMode = defaultDirMode
+	}
+	o.FileMode, o.DirMode = o.FileMode&0o777, o.DirMode&0o777
 	f := newMountFS(b, o)
 
 	// Set explicitly: a nil timeout in a non-nil Options means no caching at all.
@@ -86,9 +96,8 @@ func Mount(dir string, b Backend, o MountOptions) (*Mounted, error) {
 		GID:          o.GID,
 		Logger:       o.Logger,
 	}
-	if o.AllowOther {
-		fo.MountOptions.Options = append(fo.MountOptions.Options, "default_permissions")
-	}
+	// The kernel checks the modes kept here (chmod 600 keeps others out).
+	fo.MountOptions.Options = append(fo.MountOptions.Options, "default_permissions")
 	if o.ReadOnly {
 		// the kernel refuses writes itself (EROFS before a request is sent), and /proc/mounts
 		// says ro; the replica refuses them again for every path that does not come through FUSE

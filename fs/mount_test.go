@@ -77,11 +77,12 @@ func mountForTest(t *testing.T, opts ...func(*MountOptions)) *testMount {
 	if err != nil {
 		t.Fatalf("mount: %v", err)
 	}
+	tm := &testMount{dir: dir, m: m, r: r, log: tl}
 	// Registered after the replica's own cleanup, so it runs first: unmount, then close.
 	t.Cleanup(func() {
 		var err error
-		for i := 0; i < 50; i++ {
-			if err = m.Unmount(); err == nil {
+		for i := 0; i < 50 && tm.m != nil; i++ {
+			if err = tm.m.Unmount(); err == nil {
 				break
 			}
 			time.Sleep(100 * time.Millisecond)
@@ -92,7 +93,7 @@ func mountForTest(t *testing.T, opts ...func(*MountOptions)) *testMount {
 		tl.close()
 		tl.check()
 	})
-	return &testMount{dir: dir, m: m, r: r, log: tl}
+	return tm
 }
 
 // testLog collects the mount's log lines and passes them to the test while it runs.

@@ -18,6 +18,9 @@ const renameNoreplace = 0x1
 // mv falls back to copy and delete: across tiers, into or out of a history view, and a category
 // directory itself (mv then copies the category and removes the old one).
 func (d *rowDir) Rename(ctx context.Context, name string, newParent fusefs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	if td, ok := newParent.(*trashDir); ok && !d.v.history {
+		return d.renameToTrash(name, td, newName, flags)
+	}
 	to := asRowDir(newParent)
 	if to == nil || !d.v.same(to.v) {
 		return syscall.EXDEV
@@ -62,10 +65,13 @@ func (d *rowDir) Rename(ctx context.Context, name string, newParent fusefs.Inode
 	if sameKey(src.key, dst.key) {
 		return 0
 	}
-	if err := d.fs.moveRow(src, dst); err != nil {
+	kept, err := d.fs.moveRow(src, dst)
+	if err != nil {
 		return d.fs.fail("rename", &d.node, name, err)
 	}
-	d.fs.retire(src.v.Ino)
+	if !kept {
+		d.fs.retire(src.v.Ino)
+	}
 	if dst.v != nil {
 		if old := to.childFile(newName, dst.key); old != nil {
 			old.detach()
@@ -75,34 +81,36 @@ func (d *rowDir) Rename(ctx context.Context, name string, newParent fusefs.Inode
 	if srcNode != nil {
 		srcNode.setKey(dst.key)
 	}
-	// The moved node keeps the source's inode number until the kernel looks the name up again;
-	// ask it to, so that stat soon shows the number readdir shows.
+	// The moved node keeps its inode number, which the file keeps in the replica too; a
+	// journal event written from a local file has a number of its own, which a fresh lookup
+	// shows.
 	parent := to.EmbeddedInode()
 	d.fs.later(func() { parent.NotifyEntry(newName) })
 	return 0
 }
 
-// moveRow moves src onto dst in the backend.
-func (f *mountFS) moveRow(src, dst resolved) error {
+// moveRow moves src onto dst in the backend; kept reports whether the file kept its inode
+// number (every move but a local file appended to the journal as an event).
+func (f *mountFS) moveRow(src, dst resolved) (kept bool, err error) {
 	if src.key.Tier == seal.TierJournal && src.key.Local && !dst.key.Local {
 		// Moving a finished local file into journal/ appends it as an event.
 		content, err := f.b.Content(src.key)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if _, err := f.b.Write(dst.key, content, src.v.Mtime); err != nil {
-			return err
+			return false, err
 		}
-		return f.b.Remove(src.key)
+		return false, f.b.Remove(src.key)
 	}
 	if err := f.b.Rename(src.key, dst.key); err != nil {
-		return err
+		return false, err
 	}
 	f.keepAttrs(src, dst)
 	if dst.v == nil {
 		f.rememberMove(src)
 	}
-	return nil
+	return true, nil
 }
 
 // keepAttrs gives the row a rename replaced its status and meta back when the file moved onto

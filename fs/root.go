@@ -33,11 +33,17 @@ var (
 const tierNlink = 2 + 4
 
 func (r *rootNode) Getattr(ctx context.Context, f fusefs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	r.fs.dirAttr(&out.Attr, inoRoot, tierNlink, 0755)
+	r.fs.liveDirAttr(&out.Attr, inoRoot, tierNlink)
 	return 0
 }
 
 func (r *rootNode) Setattr(ctx context.Context, f fusefs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if r.fs.opts.ReadOnly {
+		return syscall.EROFS
+	}
+	if errno := r.fs.setDirAttrs(&r.node, inoRoot, in); errno != 0 {
+		return errno
+	}
 	return r.Getattr(ctx, f, out)
 }
 
@@ -47,6 +53,11 @@ func (r *rootNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 		return newTierDir(ctx, &r.node, r.fs.live, name, out)
 	case name == ".kint":
 		return newKintDir(ctx, &r.node, out), 0
+	case isTrashName(name):
+		if !r.fs.b.HasTrashDir(name) {
+			return nil, syscall.ENOENT
+		}
+		return newTrashDir(ctx, r.EmbeddedInode(), r.fs, name, out), 0
 	case len(name) > 1 && name[0] == '@':
 		block, errno := r.fs.historyBlock(name)
 		if errno != 0 {
@@ -80,12 +91,20 @@ func (r *rootNode) Create(ctx context.Context, name string, flags uint32, mode u
 }
 
 func (r *rootNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
+	if isTrashName(name) && !r.fs.opts.ReadOnly {
+		return r.fs.mkTrashDir(ctx, &r.node, name, mode, out)
+	}
 	return nil, r.fs.fixedShape()
 }
 
 func (r *rootNode) Unlink(ctx context.Context, name string) syscall.Errno { return r.fs.fixedShape() }
 
-func (r *rootNode) Rmdir(ctx context.Context, name string) syscall.Errno { return r.fs.fixedShape() }
+func (r *rootNode) Rmdir(ctx context.Context, name string) syscall.Errno {
+	if isTrashName(name) && !r.fs.opts.ReadOnly {
+		return r.fs.rmTrashDir(&r.node, name)
+	}
+	return r.fs.fixedShape()
+}
 
 func (r *rootNode) Rename(ctx context.Context, name string, newParent fusefs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
 	return r.fs.fixedShape()

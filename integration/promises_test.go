@@ -145,6 +145,7 @@ func TestCommandsBesideAMount(t *testing.T) {
 	// a push held at its transaction: status, log and attr answer meanwhile
 	writeFile(t, mt.path("state/slow"), "held at the RPC")
 	p.setRule("eth_sendRawTransaction", proxyRule{Hold: true})
+	sentBefore := p.seen("eth_sendRawTransaction")
 	push := exec.Command(kintfsBin, "push")
 	push.Env = a.env()
 	var pushOut syncBuffer
@@ -153,7 +154,7 @@ func TestCommandsBesideAMount(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 30*time.Second, "the push reaches the RPC", func() error {
-		if p.seen("eth_sendRawTransaction") == 0 {
+		if p.seen("eth_sendRawTransaction") == sentBefore {
 			return fmt.Errorf("not yet")
 		}
 		return nil
@@ -492,10 +493,11 @@ func TestStatusSchema(t *testing.T) {
 	checkStatusSchema(t, "staged", read())
 
 	p.setRule("eth_sendRawTransaction", proxyRule{Hold: true})
+	sentBefore := p.seen("eth_sendRawTransaction")
 	flushed := make(chan error, 1)
 	go func() { flushed <- mt.ctl("flush") }()
 	eventually(t, 30*time.Second, "the push is held", func() error {
-		if p.seen("eth_sendRawTransaction") == 0 {
+		if p.seen("eth_sendRawTransaction") == sentBefore {
 			return fmt.Errorf("not yet")
 		}
 		return nil

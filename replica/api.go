@@ -50,15 +50,21 @@ type Anchor struct {
 // historical version under @<block>. Row carries every field but Body, which stays on disk
 // until it is read (TreeReader.Content).
 type Version struct {
-	Key    Key
-	Row    seal.Row
-	Ino    uint64
-	Size   int64     // len(body) for ordinary rows; len of the rendered JSON for a journal event
-	Mtime  time.Time // last local write, or the created_at of the epoch that brought it
-	Staged bool      // a local change not yet anchored
-	Held   string    // why a staged row cannot be anchored ("" when it can)
-	Anchor *Anchor   // the anchored version this is (or replaces); nil when never anchored
-	Leaf   [32]byte  // leaf of the row as it stands
+	Key   Key
+	Row   seal.Row
+	Ino   uint64
+	Size  int64     // len(body) for ordinary rows; len of the rendered JSON for a journal event
+	Mtime time.Time // set here (utimensat), else the last local write or the created_at of the epoch that brought it
+	Atime time.Time // set here, else Mtime
+	Ctime time.Time // the last change of the file or its local attributes
+	// HasPerm marks permission bits set here by chmod or create (Perm); else the mount's default
+	HasPerm bool
+	Perm    uint32
+	Chmod   bool     // Perm was set by chmod, not asked for by a create
+	Staged  bool     // a local change not yet anchored
+	Held    string   // why a staged row cannot be anchored ("" when it can)
+	Anchor  *Anchor  // the anchored version this is (or replaces); nil when never anchored
+	Leaf    [32]byte // leaf of the row as it stands
 }
 
 // Dirent is one entry of a directory listing.

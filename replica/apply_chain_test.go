@@ -2,86 +2,16 @@ package replica
 
 import (
 	"context"
-	"crypto/ecdsa"
 	"fmt"
-	"math/big"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
-	"github.com/ethereum/go-ethereum/common"
-	"github.com/ethereum/go-ethereum/crypto"
 
-	"kintfs/chain"
-	"kintfs/chain/devchain"
 	"kintfs/seal"
 )
-
-// chainVault is a vault on an in-process dev chain, owned by dev account 0.
-type chainVault struct {
-	dc       *devchain.DevChain
-	c        *chain.Client
-	pass     string
-	tenant   string
-	owner    common.Address
-	contract common.Address
-	session  *ecdsa.PrivateKey
-}
-
-func newChainVault(t *testing.T) *chainVault {
-	t.Helper()
-	dc, err := devchain.Start(devchain.Config{DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatalf("dev chain: %v", err)
-	}
-	t.Cleanup(func() { dc.Close() })
-	info := dc.Info()
-	ctx := context.Background()
-	v := &chainVault{dc: dc, pass: "correct horse battery staple", tenant: "big",
-		contract: common.HexToAddress(info.Contract)}
-	if v.c, err = chain.Dial(ctx, info.RPC, v.contract, chain.Options{PollInterval: 10 * time.Millisecond}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(v.c.Close)
-	ownerKey := devchain.AccountKey(0)
-	v.owner = crypto.PubkeyToAddress(ownerKey.PublicKey)
-	sk, err := crypto.GenerateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	v.session = sk
-	addr := crypto.PubkeyToAddress(sk.PublicKey)
-	if err := v.c.Fund(ctx, ownerKey, addr, new(big.Int).Exp(big.NewInt(10), big.NewInt(19), nil)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := v.c.SetSessionKey(ctx, ownerKey, addr, uint64(time.Now().Add(24*time.Hour).Unix())); err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
-// open connects a fresh home to the vault (creating it on first use) and opens its replica.
-func (v *chainVault) open(t *testing.T, logf func(string, ...any)) *Replica {
-	t.Helper()
-	home := Home(t.TempDir())
-	res, err := Init(context.Background(), InitOptions{Home: home, Owner: v.owner, Tenant: v.tenant,
-		RPC: v.dc.Info().RPC, Contract: v.contract, Client: v.c, Passphrase: &v.pass})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dek, err := home.LoadDEK(res.Vault.Space)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := Open(Options{Home: home, Vault: res.Vault, DEK: dek, Client: v.c, SessionKey: v.session, Confirmations: 1, Logf: logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	return r
-}
 
 // stageRows stages rows a few hundred to a transaction, as many writes would.
 func stageRows(t *testing.T, s *Store, rows []seal.Row) {
@@ -104,9 +34,9 @@ func stageRows(t *testing.T, s *Store, rows []seal.Row) {
 // The writer's own path end to end: a push of more tiny rows than one transaction holds
 // anchors them in two epochs and applies both as its own; a fresh machine pulls the same.
 func TestPushPullLargestEpochs(t *testing.T) {
-	v := newChainVault(t)
+	e := newChainEnv(t)
 	ctx := context.Background()
-	w := v.open(t, t.Logf)
+	w := e.machine()
 	rows := tinyRows(30000, "")
 	stageRows(t, w.Store, rows)
 	start := time.Now()
@@ -123,7 +53,7 @@ func TestPushPullLargestEpochs(t *testing.T) {
 	}
 	checkRows(t, w.Store, rows)
 
-	f := v.open(t, t.Logf)
+	f := e.machine()
 	start = time.Now()
 	prep, err := f.Pull(ctx, false)
 	if err != nil {
@@ -172,9 +102,9 @@ func (l *logLines) find(sub string) string {
 // A snapshot some other writer anchored that this code cannot apply: the fresh machine's log
 // says why, without the row.
 func TestPullUnapplicableSnapshotSaysWhy(t *testing.T) {
-	v := newChainVault(t)
+	e := newChainEnv(t)
 	ctx := context.Background()
-	w := v.open(t, t.Logf)
+	w := e.machine()
 	stageRows(t, w.Store, []seal.Row{{Tier: seal.TierState, Key: "a", Body: cat("1")}})
 	if _, err := w.Push(ctx, PushOptions{}); err != nil {
 		t.Fatal(err)
@@ -195,7 +125,7 @@ func TestPullUnapplicableSnapshotSaysWhy(t *testing.T) {
 	if st, _, held, _ := w.collectStaged(false); len(held) != 1 || !strings.Contains(held[0].Reason, "cannot be anchored: its key is") || len(st) != 0 {
 		t.Fatalf("held %+v", held)
 	}
-	head, err := v.c.Head(ctx, v.owner, w.vault.Space)
+	head, err := w.Client().Head(ctx, w.vault.Owner, w.vault.Space)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,19 +140,19 @@ func TestPullUnapplicableSnapshotSaysWhy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prep, err := v.c.PreparePush(ctx, v.session, v.owner, w.vault.Space, p.Prev, sealed.Blob)
+	prep, err := w.Client().PreparePush(ctx, w.opt.SessionKey, w.vault.Owner, w.vault.Space, p.Prev, sealed.Blob)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := v.c.Send(ctx, prep); err != nil {
+	if err := w.Client().Send(ctx, prep); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := v.c.WaitPush(ctx, prep, v.owner, w.vault.Space, 1); err != nil {
+	if _, err := w.Client().WaitPush(ctx, prep, w.vault.Owner, w.vault.Space, 1); err != nil {
 		t.Fatal(err)
 	}
 
 	var log logLines
-	f := v.open(t, log.logf(t))
+	f := e.machineWith(log.logf(t))
 	_, err = f.Pull(ctx, false)
 	if err == nil {
 		t.Fatal("a pull stopping at an epoch it cannot apply must say so")

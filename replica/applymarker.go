@@ -174,5 +174,6 @@ func (s *Store) reload() error {
 	s.leaves = leafSet{}
 	s.anchors = map[uint64]*Anchor{}
 	s.stagedBytes = 0
+	s.attrs, s.trashDirs = map[uint64]attrRec{}, map[string]bool{}
 	return s.load()
 }

@@ -131,9 +131,6 @@ func (r *Replica) Backfill(ctx context.Context, o BackfillOptions) (*BackfillRep
 	}
 	before := c.Stats()
 	rep, err := r.runBackfill(ctx, o)
-	if terr := r.recordBlockTimes(ctx); err == nil && terr != nil {
-		err = fmt.Errorf("record block times: %w", terr)
-	}
 	rep.RPCCalls = c.Stats().Calls - before.Calls
 	return rep, err
 }
@@ -142,6 +139,10 @@ func (r *Replica) Backfill(ctx context.Context, o BackfillOptions) (*BackfillRep
 func (r *Replica) runBackfill(ctx context.Context, o BackfillOptions) (*BackfillReport, error) {
 	rep := &BackfillReport{}
 	err := r.backfill(ctx, o, rep)
+	// the epochs just recorded get their block times before the status calls history done
+	if terr := r.recordBlockTimes(ctx); err == nil && terr != nil {
+		err = fmt.Errorf("record block times: %w", terr)
+	}
 	if holes, herr := r.historyHoles(); herr == nil {
 		for _, h := range holes {
 			rep.Missing += int(h.hi - h.lo + 1)
@@ -408,41 +409,8 @@ func (r *Replica) stateAt(info *EpochInfo) (*replayState, error) {
 // recordHistory writes the versions one epoch anchored, then its epoch record (which marks it
 // recorded), never touching the mirror.
 func (r *Replica) recordHistory(ev *chain.EpochEvent, opened *seal.Opened, before *replayState) error {
-	p := opened.Plaintext
-	anchor := Anchor{Seq: ev.Seq, Block: ev.Block, Tx: ev.TxHash.Hex()}
-	mtime := createdAt(p.CreatedAt)
-	wb := r.db.NewWriteBatch()
-	defer wb.Cancel()
-	puts := map[string]bool{}
-	for i := range p.Rows {
-		row := p.Rows[i]
-		id := row.ID()
-		puts[id] = true
-		if err := setHistory(wb, id, ev.Block, ev.Seq, &histRec{Row: &row, Anchor: anchor, Mtime: nanos(mtime)}); err != nil {
-			return err
-		}
-	}
-	gone := func(id string) error {
-		return setHistory(wb, id, ev.Block, ev.Seq, &histRec{Anchor: anchor, Mtime: nanos(mtime)})
-	}
-	for _, d := range p.Deleted {
-		if _, ok := before.leaves.get(d.ID()); ok && !puts[d.ID()] {
-			if err := gone(d.ID()); err != nil {
-				return err
-			}
-		}
-	}
-	if p.Snapshot {
-		for _, e := range before.leaves.e {
-			if !puts[e.id] {
-				if err := gone(e.id); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	if err := wb.Flush(); err != nil {
-		return fmt.Errorf("record epoch %d: %w", ev.Seq, err)
+	if err := r.writeVersions(ev, opened.Plaintext, before, false); err != nil {
+		return err
 	}
 	info := epochInfoOf(ev, opened)
 	return r.db.Update(func(txn *badger.Txn) error {
@@ -453,9 +421,20 @@ func (r *Replica) recordHistory(ev *chain.EpochEvent, opened *seal.Opened, befor
 	})
 }
 
-// recordBoundary writes the versions closeHole finds.
+// recordBoundary writes the versions closeHole finds: what the snapshot above changed
+// against the state before it.
 func (r *Replica) recordBoundary(above *chain.EpochEvent, p *seal.Plaintext, before *replayState) error {
-	anchor := Anchor{Seq: above.Seq, Block: above.Block, Tx: above.TxHash.Hex()}
+	if err := r.writeVersions(above, p, before, true); err != nil {
+		return err
+	}
+	return r.db.Update(func(txn *badger.Txn) error { return r.recordCategoryCount(txn, above.Block, above.Seq) })
+}
+
+// writeVersions writes to the history index the rows p anchored at ev (only those that differ
+// from before, with onlyChanged) and the deletion of each row of before it removed: those it
+// names, or for a snapshot every one it leaves out.
+func (r *Replica) writeVersions(ev *chain.EpochEvent, p *seal.Plaintext, before *replayState, onlyChanged bool) error {
+	anchor := Anchor{Seq: ev.Seq, Block: ev.Block, Tx: ev.TxHash.Hex()}
 	mtime := nanos(createdAt(p.CreatedAt))
 	wb := r.db.NewWriteBatch()
 	defer wb.Cancel()
@@ -464,24 +443,36 @@ func (r *Replica) recordBoundary(above *chain.EpochEvent, p *seal.Plaintext, bef
 		row := p.Rows[i]
 		id := row.ID()
 		puts[id] = true
-		if old, ok := before.leaves.get(id); ok && old == common.Hash(seal.Leaf(&row)) {
+		if old, ok := before.leaves.get(id); onlyChanged && ok && old == common.Hash(seal.Leaf(&row)) {
 			continue
 		}
-		if err := setHistory(wb, id, above.Block, above.Seq, &histRec{Row: &row, Anchor: anchor, Mtime: mtime}); err != nil {
+		if err := setHistory(wb, id, ev.Block, ev.Seq, &histRec{Row: &row, Anchor: anchor, Mtime: mtime}); err != nil {
 			return err
 		}
 	}
-	for _, e := range before.leaves.e {
-		if !puts[e.id] {
-			if err := setHistory(wb, e.id, above.Block, above.Seq, &histRec{Anchor: anchor, Mtime: mtime}); err != nil {
+	gone := func(id string) error {
+		if _, ok := before.leaves.get(id); !ok || puts[id] {
+			return nil
+		}
+		return setHistory(wb, id, ev.Block, ev.Seq, &histRec{Anchor: anchor, Mtime: mtime})
+	}
+	if p.Snapshot {
+		for _, e := range before.leaves.e {
+			if err := gone(e.id); err != nil {
+				return err
+			}
+		}
+	} else {
+		for _, d := range p.Deleted {
+			if err := gone(d.ID()); err != nil {
 				return err
 			}
 		}
 	}
 	if err := wb.Flush(); err != nil {
-		return fmt.Errorf("record snapshot %d: %w", above.Seq, err)
+		return fmt.Errorf("record epoch %d: %w", ev.Seq, err)
 	}
-	return r.db.Update(func(txn *badger.Txn) error { return r.recordCategoryCount(txn, above.Block, above.Seq) })
+	return nil
 }
 
 func setHistory(wb *badger.WriteBatch, id string, block, seq uint64, rec *histRec) error {

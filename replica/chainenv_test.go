@@ -50,8 +50,11 @@ func (e *chainEnv) dial() *chain.Client {
 }
 
 // machine connects a fresh home to the vault (creating it on first use) with a funded,
-// authorized session key, and opens its replica.
-func (e *chainEnv) machine() *Replica {
+// authorized session key, and opens its replica, logging to the test.
+func (e *chainEnv) machine() *Replica { return e.machineWith(e.t.Logf) }
+
+// machineWith is machine with its own log.
+func (e *chainEnv) machineWith(logf func(string, ...any)) *Replica {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -78,7 +81,7 @@ func (e *chainEnv) machine() *Replica {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	r, err := Open(Options{Home: home, Vault: res.Vault, DEK: dek, Client: c, SessionKey: key, Logf: e.t.Logf})
+	r, err := Open(Options{Home: home, Vault: res.Vault, DEK: dek, Client: c, SessionKey: key, Logf: logf})
 	if err != nil {
 		e.t.Fatal(err)
 	}

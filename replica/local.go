@@ -41,6 +41,14 @@ type Store struct {
 	// journal entry still holds): their next anchored version is not the mirror's, so a change
 	// to them is always staged, never compared with the mirror and dropped. Guarded by t.mu.
 	sealing map[string]bool
+	// attrs are the local attributes (times, permission bits) by inode number; guarded by t.mu.
+	attrs map[uint64]attrRec
+	// attrTx are the attribute records the running update changed (nil: dropped), read by
+	// later steps of the same transaction before it commits. Guarded by t.mu.
+	attrTx map[uint64]*attrRec
+	// trashDirs are the directories of the trash (see trash.go); guarded by t.mu.
+	trashDirs map[string]bool
+	dirTime   time.Time // the time of a directory never given one (kDirTime); guarded by t.mu
 	// applyErr is set when an apply stopped part way and could not be finished: reads and
 	// writes fail with it until the store is reopened, which finishes the apply. Guarded by t.mu.
 	applyErr error
@@ -65,7 +73,7 @@ func OpenStore(dir string) (*Store, error) {
 		return nil, fmt.Errorf("upgrade state database: %w", err)
 	}
 	s := &Store{db: db, t: newTree(), anchors: map[uint64]*Anchor{}, release: release, StagingCap: DefaultStagingCap, now: time.Now,
-		sealing: map[string]bool{}}
+		sealing: map[string]bool{}, attrs: map[uint64]attrRec{}, trashDirs: map[string]bool{}}
 	if err := s.load(); err != nil {
 		release.Stop()
 		db.Close()
@@ -220,6 +228,12 @@ func (s *Store) load() error {
 		if err != nil {
 			return err
 		}
+		if err := s.loadAttrs(txn); err != nil {
+			return err
+		}
+		if err := s.loadTrashDirs(txn); err != nil {
+			return err
+		}
 		return scanPrefix(txn, pCategory, func(k, v []byte) error {
 			t.madeCat[string(k[len(pCategory):])] = true
 			return nil
@@ -237,7 +251,9 @@ func (s *Store) update(fn func(txn *badger.Txn, apply *[]func()) error) error {
 	}
 	saved := s.t.inoNext
 	var apply []func()
+	s.t.inoUndo, s.attrTx = nil, nil
 	if err := s.db.Update(func(txn *badger.Txn) error { return fn(txn, &apply) }); err != nil {
+		s.t.rollbackInos()
 		// inode numbers handed out in a failed transaction were never persisted
 		for name, n := range s.t.inos {
 			if n >= saved {
@@ -258,6 +274,9 @@ func (s *Store) update(fn func(txn *badger.Txn, apply *[]func()) error) error {
 }
 
 func checkKey(k Key) error {
+	if k.Tier == TrashTier {
+		return checkTrashKey(k)
+	}
 	if !validTier(k.Tier) {
 		return fmt.Errorf("%w: unknown tier %q", ErrInvalid, k.Tier)
 	}

@@ -67,6 +67,14 @@ type tree struct {
 	// anchorable is the content bytes of the staged rows that are not held: what the size
 	// trigger counts. A held row waits for a new version and must not set it off.
 	anchorable int64
+	// inoUndo holds what the names moveIno changed in the running transaction stood for, to
+	// put back when it fails.
+	inoUndo map[string]inoWas
+}
+
+type inoWas struct {
+	n   uint64
+	had bool
 }
 
 // weight is what n adds to anchorable.
@@ -140,6 +148,50 @@ func (t *tree) ino(txn *badger.Txn, name string) (uint64, error) {
 	t.inoNext = n + 1
 	t.inos[name] = n
 	return n, nil
+}
+
+// moveIno gives the number of the name from to the name to, in txn and in memory (undone by
+// rollbackInos if txn fails): a renamed file keeps its inode number, and the name it left has
+// none until a new file takes it. ok is false when from has no number. Callers hold t.mu for
+// writing.
+func (t *tree) moveIno(txn *badger.Txn, from, to string) (n uint64, ok bool, err error) {
+	n, ok = t.inos[from]
+	if !ok || from == to {
+		return n, ok, nil
+	}
+	if err := txn.Set([]byte(pIno+to), be64(n)); err != nil {
+		return 0, false, err
+	}
+	if err := txn.Delete([]byte(pIno + from)); err != nil {
+		return 0, false, err
+	}
+	t.noteIno(from)
+	t.noteIno(to)
+	t.inos[to] = n
+	delete(t.inos, from)
+	return n, true, nil
+}
+
+func (t *tree) noteIno(name string) {
+	if t.inoUndo == nil {
+		t.inoUndo = map[string]inoWas{}
+	}
+	if _, ok := t.inoUndo[name]; !ok {
+		n, had := t.inos[name]
+		t.inoUndo[name] = inoWas{n, had}
+	}
+}
+
+// rollbackInos puts back the names moveIno changed in a transaction that failed.
+func (t *tree) rollbackInos() {
+	for name, w := range t.inoUndo {
+		if w.had {
+			t.inos[name] = w.n
+		} else {
+			delete(t.inos, name)
+		}
+	}
+	t.inoUndo = nil
 }
 
 func (t *tree) get(k Key) *node {

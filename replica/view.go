@@ -21,7 +21,7 @@ func (s *Store) Get(k Key) (*Version, error) {
 	if n == nil {
 		return nil, ErrNotFound
 	}
-	return n.version(), nil
+	return s.dress(n.version()), nil
 }
 
 // Content returns the live file content of k.
@@ -109,6 +109,16 @@ func (s *Store) DirIno(tier string, category *string) uint64 {
 
 // Write replaces the content of k, creating it, and stages the change durably.
 func (s *Store) Write(k Key, content []byte, mtime time.Time) (*Version, error) {
+	return s.write(k, content, mtime, nil)
+}
+
+// Create makes the file k, empty, with the permission bits perm kept as its local mode, in
+// one durable step; an existing k is emptied and keeps its mode.
+func (s *Store) Create(k Key, perm uint32, mtime time.Time) (*Version, error) {
+	return s.write(k, nil, mtime, &perm)
+}
+
+func (s *Store) write(k Key, content []byte, mtime time.Time, perm *uint32) (*Version, error) {
 	if err := checkKey(k); err != nil {
 		return nil, err
 	}
@@ -118,27 +128,41 @@ func (s *Store) Write(k Key, content []byte, mtime time.Time) (*Version, error) 
 	if k.Tier == seal.TierJournal && !k.Local {
 		return s.appendJournal(content, mtime)
 	}
-	var n *node
+	var v *Version
 	err := s.update(func(txn *badger.Txn, apply *[]func()) error {
+		old := s.t.get(k)
+		var n *node
 		var err error
 		if k.Local {
 			n, err = s.putLocal(txn, apply, k, content, mtime)
+		} else {
+			row := seal.Row{Tier: k.Tier, Key: k.Key, Category: k.Category}
+			if old != nil {
+				row = old.row
+				row.Category = k.Category
+			}
+			body := string(content)
+			row.Body = &body
+			n, err = s.stagePut(txn, apply, row, mtime)
+		}
+		if err != nil {
 			return err
 		}
-		row := seal.Row{Tier: k.Tier, Key: k.Key, Category: k.Category}
-		if old := s.t.get(k); old != nil {
-			row = old.row
-			row.Category = k.Category
+		if err := s.carryTimes(txn, apply, n, old, &mtime); err != nil {
+			return err
 		}
-		body := string(content)
-		row.Body = &body
-		n, err = s.stagePut(txn, apply, row, mtime)
-		return err
+		if perm != nil && old == nil {
+			if err := s.changeAttr(txn, apply, n.ino, n.mtime, n.leaf, AttrChange{Perm: perm, Create: true}); err != nil {
+				return err
+			}
+		}
+		*apply = append(*apply, func() { v = s.dress(n.version()) })
+		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return n.version(), nil
+	return v, nil
 }
 
 // appendJournal stages a new journal event from the JSON object of its fields. Its key is its
@@ -169,9 +193,18 @@ func (s *Store) appendJournal(content []byte, mtime time.Time) (*Version, error)
 	return n.version(), nil
 }
 
-// Remove stages the deletion of a row, or deletes a local file.
+// Remove stages the deletion of a row, or deletes a local file. Its local attributes go with
+// it: a file made again under its name starts with the default mode and its own times.
 func (s *Store) Remove(k Key) error {
 	return s.update(func(txn *badger.Txn, apply *[]func()) error {
+		if n := s.t.get(k); n != nil {
+			if err := s.dropAttr(txn, apply, n.ino); err != nil {
+				return err
+			}
+		}
+		if err := s.dropTrashRow(txn, k); err != nil {
+			return err
+		}
 		return s.removeTx(txn, apply, k)
 	})
 }
@@ -192,14 +225,18 @@ func (s *Store) removeTx(txn *badger.Txn, apply *[]func(), k Key) error {
 
 // Rename moves from to to within one tier, replacing to. A row keeps its status and meta; a
 // local file renamed onto a row's name becomes that row's new body (an editor's atomic save).
+// The file keeps its inode number and local attributes; the name it left has no number until
+// a new file takes it, and the file it replaced is gone with its attributes. A row moved into
+// the trash (TrashTier) is deleted from the vault and kept here with its status and meta,
+// which it takes back when it is moved out again.
 func (s *Store) Rename(from, to Key) error {
-	if from.Tier != to.Tier {
+	if from.Tier != to.Tier && !trashMove(from, to) {
 		return ErrCrossTier
 	}
 	if err := checkKey(to); err != nil {
 		return err
 	}
-	if from.Tier == seal.TierJournal && !(from.Local && to.Local) {
+	if (from.Tier == seal.TierJournal || to.Tier == seal.TierJournal) && !(from.Local && to.Local) {
 		return fmt.Errorf("%w: journal events cannot be renamed", ErrReadOnly)
 	}
 	return s.update(func(txn *badger.Txn, apply *[]func()) error {
@@ -214,24 +251,43 @@ func (s *Store) Rename(from, to Key) error {
 		if err != nil {
 			return err
 		}
-		if to.Local {
-			if _, err := s.putLocal(txn, apply, to, content, src.mtime); err != nil {
+		dst := s.t.get(to)
+		if dst != nil && dst.ino != src.ino {
+			if err := s.dropAttr(txn, apply, dst.ino); err != nil {
 				return err
 			}
+		}
+		if _, _, err := s.t.moveIno(txn, inoName(from), inoName(to)); err != nil {
+			return err
+		}
+		trashed, err := s.moveTrashRow(txn, src, from, to)
+		if err != nil {
+			return err
+		}
+		var n *node
+		if to.Local {
+			n, err = s.putLocal(txn, apply, to, content, src.mtime)
 		} else {
 			row := seal.Row{Tier: to.Tier, Key: to.Key, Category: to.Category}
-			if !from.Local {
+			switch {
+			case !from.Local:
 				row = src.row
 				row.Key, row.Category = to.Key, to.Category
-			} else if dst := s.t.get(to); dst != nil {
+			case trashed != nil:
+				row.Status, row.Meta = trashed.Status, trashed.Meta
+			case dst != nil:
 				row = dst.row
 				row.Category = to.Category
 			}
 			body := string(content)
 			row.Body = &body
-			if _, err := s.stagePut(txn, apply, row, src.mtime); err != nil {
-				return err
-			}
+			n, err = s.stagePut(txn, apply, row, src.mtime)
+		}
+		if err != nil {
+			return err
+		}
+		if err := s.carryTimes(txn, apply, n, src, nil); err != nil {
+			return err
 		}
 		if !from.Local && !to.Local && seal.CanonicalID(from.Tier, from.Category, from.Key) ==
 			seal.CanonicalID(to.Tier, to.Category, to.Key) {
@@ -309,8 +365,11 @@ func (s *Store) SetAttr(k Key, name string, value *string) error {
 		} else {
 			row.Meta = value
 		}
-		_, err = s.stagePut(txn, apply, row, n.mtime)
-		return err
+		nn, err := s.stagePut(txn, apply, row, n.mtime)
+		if err != nil {
+			return err
+		}
+		return s.carryTimes(txn, apply, nn, n, nil)
 	})
 }
 

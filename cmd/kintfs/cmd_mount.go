@@ -36,6 +36,8 @@ var mountOpts struct {
 	logFile       string
 	flushTimeout  time.Duration
 	debugFuse     bool
+	fileMode      string
+	dirMode       string
 	umask         string
 }
 
@@ -58,6 +60,8 @@ func init() {
 			fs.StringVar(&mountOpts.logFile, "log-file", "", "append the log to this file instead of stderr")
 			fs.DurationVar(&mountOpts.flushTimeout, "flush-timeout", 60*time.Second, "how long unmounting may spend anchoring what is staged")
 			fs.BoolVar(&mountOpts.debugFuse, "debug-fuse", false, "log every FUSE request")
+			fs.StringVar(&mountOpts.fileMode, "file-mode", "0644", "the mode (octal) of files never given one by chmod or create")
+			fs.StringVar(&mountOpts.dirMode, "dir-mode", "0755", "the mode (octal) of directories never given one by chmod")
 			fs.StringVar(&mountOpts.umask, "umask", "", "permission bits to clear on every file, in octal (default 077 with --allow-other: rows 0600, only you; else 022)")
 		},
 		run: runMount,
@@ -69,6 +73,9 @@ func runMount(ctx context.Context, args []string) error {
 		return usagef("mount takes one mountpoint")
 	}
 	if _, err := parseUmask(mountOpts.umask); err != nil {
+		return err
+	}
+	if _, _, err := parseModes(mountOpts.fileMode, mountOpts.dirMode); err != nil {
 		return err
 	}
 	dir := args[0]
@@ -136,6 +143,7 @@ func runMount(ctx context.Context, args []string) error {
 			defer dc.Close()
 		}
 	}
+	fileMode, dirMode, _ := parseModes(mountOpts.fileMode, mountOpts.dirMode)
 	if mountOpts.allowOther && os.Getuid() != 0 {
 		if err := checkUserAllowOther(); err != nil {
 			return fail(err)
@@ -157,8 +165,8 @@ func runMount(ctx context.Context, args []string) error {
 		BackfillAfter: envDuration("KINT_BACKFILL_START_SECONDS", 2*time.Second),
 	})
 	m, err := fs.Mount(dir, e.rep, fs.MountOptions{AllowOther: mountOpts.allowOther, ReadOnly: mountOpts.readOnly,
-		AllowNonEmpty: mountOpts.allowNonEmpty, Xattrs: mountOpts.xattrs, Logger: logger, Debug: mountOpts.debugFuse || mountOpts.verbose >= 2,
-		Umask: mountUmask()})
+		AllowNonEmpty: mountOpts.allowNonEmpty, Xattrs: mountOpts.xattrs, FileMode: fileMode, DirMode: dirMode, Logger: logger,
+		Debug: mountOpts.debugFuse || mountOpts.verbose >= 2, Umask: mountUmask()})
 	if err != nil {
 		_ = e.rep.StopWorker(context.Background())
 		return fail(err)
@@ -356,6 +364,24 @@ func checkUserAllowOther() error {
 		}
 	}
 	return fmt.Errorf("--allow-other needs user_allow_other in /etc/fuse.conf; add it as root with:  echo user_allow_other >> /etc/fuse.conf")
+}
+
+// parseModes reads --file-mode and --dir-mode: octal permission bits, 0 to 0777.
+func parseModes(file, dir string) (fileMode, dirMode uint32, err error) {
+	parse := func(flag, s string) (uint32, error) {
+		n, err := strconv.ParseUint(s, 8, 32)
+		if err != nil || n > 0o777 || n == 0 {
+			return 0, usagef("--%s %q: give permission bits in octal, such as 0640", flag, s)
+		}
+		return uint32(n), nil
+	}
+	if fileMode, err = parse("file-mode", file); err != nil {
+		return 0, 0, err
+	}
+	if dirMode, err = parse("dir-mode", dir); err != nil {
+		return 0, 0, err
+	}
+	return fileMode, dirMode, nil
 }
 
 // parseUmask reads --umask: octal permission bits, "" for the default.

@@ -84,6 +84,8 @@ func parseFstab(argv []string) (*fstabMount, error) {
 			m.args = append(m.args, "--read-only")
 		case name == "noxattrs":
 			m.args = append(m.args, "--xattrs=false")
+		case (name == "file_mode" || name == "dir_mode") && hasVal:
+			m.args = append(m.args, "--"+strings.ReplaceAll(name, "_", "-"), val)
 		case name == "passphrase" || name == "session_passphrase" || name == "key":
 			return nil, fmt.Errorf("mount.kintfs: %s= would put a secret in the option string; use session_passphrase_file= or the environment", name)
 		default:

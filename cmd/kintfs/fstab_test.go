@@ -51,3 +51,21 @@ func TestParseFstabRefusals(t *testing.T) {
 		}
 	}
 }
+
+func TestParseFstabModes(t *testing.T) {
+	m, err := parseFstab([]string{"dev", "/mnt/kint", "-o", "home=/var/lib/kint,file_mode=0640,dir_mode=0750"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if args := strings.Join(m.args, " "); args != "mount --daemon --file-mode 0640 --dir-mode 0750 /mnt/kint" {
+		t.Errorf("args = %q", args)
+	}
+	if f, d, err := parseModes("0640", "750"); err != nil || f != 0o640 || d != 0o750 {
+		t.Errorf("parseModes = %o %o %v", f, d, err)
+	}
+	for _, bad := range []string{"", "0", "888", "01777", "rw"} {
+		if _, _, err := parseModes(bad, "0755"); err == nil {
+			t.Errorf("parseModes(%q) took it", bad)
+		}
+	}
+}

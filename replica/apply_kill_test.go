@@ -1,0 +1,118 @@
+package replica
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/ethereum/go-ethereum/common"
+
+	"kintfs/seal"
+)
+
+// killEpochs are the two epochs of the SIGKILL test, built the same in both processes: 4,000
+// rows, then 3,990 of them rewritten and one deleted.
+func killEpochs() (p1, p2 *seal.Plaintext, rows []seal.Row) {
+	state := map[string]seal.Row{}
+	p1 = plaintextFor(state, 1, tinyRows(4000, "o"), nil)
+	rows = tinyRows(4000, "n")
+	p2 = plaintextFor(state, 2, rows[:3990], []seal.Deleted{{Tier: seal.TierState, Key: rows[3995].Key}})
+	return p1, p2, rows
+}
+
+const killChildEnv = "KINT_TEST_APPLY_KILL_DIR"
+
+// TestApplyKilledMidEpochChild is the process TestApplyKilledMidEpoch kills: it applies the
+// second epoch in small batches and stops dead after the third, telling its parent.
+func TestApplyKilledMidEpochChild(t *testing.T) {
+	dir := os.Getenv(killChildEnv)
+	if dir == "" {
+		t.Skip("the child half of TestApplyKilledMidEpoch; it runs only when that test starts it")
+	}
+	s, err := OpenStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1, p2, _ := killEpochs()
+	if _, _, err := s.ApplyEpoch(EpochInfo{Seq: 1, Block: 10, Digest: common.Hash{1}}, p1, ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.batchLimits = func() (int64, int64) { return 100 << 10, 1000 }
+	s.applyHook = func(batch int) error {
+		if batch == 3 {
+			fmt.Println("KILL ME")
+			time.Sleep(time.Hour)
+		}
+		return nil
+	}
+	s.ApplyEpoch(EpochInfo{Seq: 2, Block: 20, Digest: common.Hash{2}}, p2, ApplyOptions{})
+	t.Fatal("the apply was not stopped")
+}
+
+// TestApplyKilledMidEpoch: a process killed with SIGKILL part way through applying an epoch
+// leaves a store that, reopened, serves the whole epoch: never half of it.
+func TestApplyKilledMidEpoch(t *testing.T) {
+	dir := t.TempDir()
+	child := exec.Command(os.Args[0], "-test.run=^TestApplyKilledMidEpochChild$", "-test.count=1")
+	child.Env = append(os.Environ(), killChildEnv+"="+dir)
+	out, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	child.Stderr = os.Stderr
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "KILL ME") {
+				ready <- true
+				return
+			}
+		}
+		ready <- false
+	}()
+	select {
+	case ok := <-ready:
+		if !ok {
+			child.Wait()
+			t.Fatal("the child ended before the third batch")
+		}
+	case <-time.After(2 * time.Minute):
+		child.Process.Kill()
+		t.Fatal("the child never reached the third batch")
+	}
+	if err := child.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	child.Wait()
+
+	s, err := OpenStore(dir)
+	if err != nil {
+		t.Fatalf("reopen after SIGKILL: %v", err)
+	}
+	defer s.Close()
+	var head Head
+	if err := s.db.View(func(txn *badger.Txn) error { _, err := getJSON(txn, kHead, &head); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if head.Seq != 2 || head.Digest != (common.Hash{2}) {
+		t.Fatalf("head after the restart: %+v, want the killed epoch finished", head)
+	}
+	_, _, rows := killEpochs()
+	checkRows(t, s, rows[:3990])
+	if _, err := s.Get(rowKey(&rows[3995])); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("the row the epoch deleted: %v", err)
+	}
+	if body, err := s.Content(rowKey(&rows[3994])); err != nil || string(body) != "o" {
+		t.Fatalf("a row the epoch left alone: %q, %v", body, err)
+	}
+}

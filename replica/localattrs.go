@@ -1,0 +1,268 @@
+package replica
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/ethereum/go-ethereum/common"
+)
+
+// Local attributes are what tools set on a file beside its content: the times utimensat sets
+// and the permission bits chmod and create set. They are not part of a kint row, so they are
+// kept here only, by inode number (they follow a file across a rename, as its number does),
+// and never staged, anchored or part of a leaf.
+//
+// A set time holds while the file's leaf and stored time (its last write here, or the time of the
+// epoch that brought it) is the one it was set on: a write here carries it along, a pull that
+// changes the row replaces it with the epoch's time, and a flush changes neither.
+
+const (
+	pAttr    = "a/"        // inode number(8) -> attrRec
+	kDirTime = "x/dirtime" // unix nanoseconds(8): the time of a directory never given one
+)
+
+// attrRec is the record of one inode's local attributes.
+type attrRec struct {
+	HasPerm  bool        `json:"has_perm,omitempty"`
+	Perm     uint32      `json:"perm,omitempty"`
+	Chmod    bool        `json:"chmod,omitempty"` // Perm was set by chmod, not asked for by a create
+	HasTimes bool        `json:"has_times,omitempty"`
+	Mtime    int64       `json:"mtime,omitempty"` // unix nanoseconds
+	Atime    int64       `json:"atime,omitempty"`
+	Base     int64       `json:"base,omitempty"`      // the stored time the times were set on
+	BaseLeaf common.Hash `json:"base_leaf,omitempty"` // and the leaf (zero for local files and directories)
+	Ctime    int64       `json:"ctime,omitempty"`     // the last change of these attributes
+}
+
+// LocalAttrs are a file's or directory's local attributes as the mount shows them.
+type LocalAttrs struct {
+	HasPerm             bool
+	Perm                uint32 // permission bits (no set-uid, set-gid or sticky)
+	Chmod               bool   // Perm was set by chmod (a create's mode is subject to the mount's umask)
+	HasTimes            bool   // Mtime and Atime were set here and still hold
+	Mtime, Atime, Ctime time.Time
+}
+
+// AttrChange is what one setattr changes; nil fields are left alone.
+type AttrChange struct {
+	Perm         *uint32
+	Create       bool // Perm is the mode a create asked for
+	Mtime, Atime *time.Time
+}
+
+// permBits are the bits of a mode kept: read, write and execute for owner, group and others.
+const permBits = 0o777
+
+func attrKey(ino uint64) []byte { return append([]byte(pAttr), be64(ino)...) }
+
+// loadAttrs reads every attribute record.
+func (s *Store) loadAttrs(txn *badger.Txn) error {
+	if v, found, err := getValue(txn, kDirTime); err != nil {
+		return err
+	} else if found && len(v) == 8 {
+		s.dirTime = fromNanos(int64(binary.BigEndian.Uint64(v)))
+	}
+	return scanPrefix(txn, pAttr, func(k, v []byte) error {
+		var a attrRec
+		if err := json.Unmarshal(v, &a); err != nil {
+			return fmt.Errorf("local attributes %x: %w", k[len(pAttr):], errUndecodable)
+		}
+		s.attrs[binary.BigEndian.Uint64(k[len(pAttr):])] = a
+		return nil
+	})
+}
+
+// holds reports whether the times of a were set on the version with stored time and leaf.
+func (a *attrRec) holds(stored time.Time, leaf common.Hash) bool {
+	return a.HasTimes && a.Base == nanos(stored) && a.BaseLeaf == leaf
+}
+
+// attrsOf is the local attributes of ino over a file whose stored time is stored and whose
+// leaf is leaf. Callers hold t.mu.
+func (s *Store) attrsOf(ino uint64, stored time.Time, leaf common.Hash) LocalAttrs {
+	la := LocalAttrs{Mtime: stored, Atime: stored, Ctime: stored}
+	a, ok := s.attrs[ino]
+	if !ok {
+		return la
+	}
+	la.HasPerm, la.Perm, la.Chmod = a.HasPerm, a.Perm, a.Chmod
+	if a.holds(stored, leaf) {
+		la.HasTimes = true
+		la.Mtime, la.Atime = fromNanos(a.Mtime), fromNanos(a.Atime)
+	}
+	if a.Ctime > nanos(la.Ctime) {
+		la.Ctime = fromNanos(a.Ctime)
+	}
+	return la
+}
+
+// dress gives v, made from a node of the live tree, its local attributes. Callers hold t.mu.
+func (s *Store) dress(v *Version) *Version {
+	la := s.attrsOf(v.Ino, v.Mtime, v.Leaf)
+	v.Mtime, v.Atime, v.Ctime = la.Mtime, la.Atime, la.Ctime
+	v.HasPerm, v.Perm, v.Chmod = la.HasPerm, la.Perm, la.Chmod
+	return v
+}
+
+// putAttr stores rec for ino in txn; the memory follows once the transaction commits.
+func (s *Store) putAttr(txn *badger.Txn, apply *[]func(), ino uint64, rec attrRec) error {
+	b, err := json.Marshal(&rec)
+	if err != nil {
+		return err
+	}
+	if err := setValue(txn, attrKey(ino), b, "local attributes"); err != nil {
+		return err
+	}
+	s.noteAttr(ino, &rec)
+	*apply = append(*apply, func() { s.attrs[ino] = rec })
+	return nil
+}
+
+// attr is the attribute record of ino as the running update left it.
+func (s *Store) attr(ino uint64) (attrRec, bool) {
+	if p, ok := s.attrTx[ino]; ok {
+		if p == nil {
+			return attrRec{}, false
+		}
+		return *p, true
+	}
+	a, ok := s.attrs[ino]
+	return a, ok
+}
+
+func (s *Store) noteAttr(ino uint64, rec *attrRec) {
+	if s.attrTx == nil {
+		s.attrTx = map[uint64]*attrRec{}
+	}
+	s.attrTx[ino] = rec
+}
+
+// dropAttr forgets the local attributes of ino: its file is gone.
+func (s *Store) dropAttr(txn *badger.Txn, apply *[]func(), ino uint64) error {
+	if _, ok := s.attr(ino); !ok {
+		return nil
+	}
+	if err := txn.Delete(attrKey(ino)); err != nil {
+		return err
+	}
+	s.noteAttr(ino, nil)
+	*apply = append(*apply, func() { delete(s.attrs, ino) })
+	return nil
+}
+
+// changeAttr applies ch to the attributes of ino, whose stored time is stored and leaf leaf.
+func (s *Store) changeAttr(txn *badger.Txn, apply *[]func(), ino uint64, stored time.Time, leaf common.Hash, ch AttrChange) error {
+	a, _ := s.attr(ino)
+	now := nanos(s.now())
+	if ch.Perm != nil {
+		a.HasPerm, a.Perm, a.Chmod = true, *ch.Perm&permBits, !ch.Create
+	}
+	if ch.Mtime != nil || ch.Atime != nil {
+		if !a.holds(stored, leaf) {
+			a.Mtime, a.Atime = nanos(stored), nanos(stored)
+		}
+		a.HasTimes, a.Base, a.BaseLeaf = true, nanos(stored), leaf
+		if ch.Mtime != nil {
+			a.Mtime = nanos(*ch.Mtime)
+		}
+		if ch.Atime != nil {
+			a.Atime = nanos(*ch.Atime)
+		}
+	}
+	a.Ctime = now
+	return s.putAttr(txn, apply, ino, a)
+}
+
+// carryTimes keeps the times of a file across a local change from the version old (nil for a
+// new file) to n: a write here of mtime, or (mtime nil) a rename or a change of status or
+// meta, which keep the file's times and change its ctime. A write whose time the store does
+// not keep (content back to the anchored version, which keeps the anchored time) is recorded
+// as a set time.
+func (s *Store) carryTimes(txn *badger.Txn, apply *[]func(), n, old *node, mtime *time.Time) error {
+	a, ok := s.attr(n.ino)
+	valid := ok && old != nil && a.holds(old.mtime, old.leaf)
+	switch {
+	case mtime != nil && (valid || nanos(*mtime) != nanos(n.mtime)):
+		if !valid {
+			a.Atime = nanos(*mtime)
+		}
+		a.HasTimes, a.Mtime, a.Base, a.BaseLeaf = true, nanos(*mtime), nanos(n.mtime), n.leaf
+	case mtime != nil:
+		return nil // the stored time is the write's
+	case valid:
+		a.Base, a.BaseLeaf = nanos(n.mtime), n.leaf
+	}
+	a.Ctime = nanos(s.now())
+	return s.putAttr(txn, apply, n.ino, a)
+}
+
+// SetLocalAttrs changes the local attributes of the live file k and returns it. Nothing is
+// staged: the row and its leaf stay as they are.
+func (s *Store) SetLocalAttrs(k Key, ch AttrChange) (*Version, error) {
+	var v *Version
+	err := s.update(func(txn *badger.Txn, apply *[]func()) error {
+		n := s.t.get(k)
+		if n == nil {
+			return ErrNotFound
+		}
+		if err := s.changeAttr(txn, apply, n.ino, n.mtime, n.leaf, ch); err != nil {
+			return err
+		}
+		*apply = append(*apply, func() { v = s.dress(n.version()) })
+		return nil
+	})
+	return v, err
+}
+
+// dirStored is the stored time of a directory: it has none, and its set times always hold.
+var dirStored = time.Unix(0, 0)
+
+// SetDirAttrs changes the local attributes of the directory numbered ino.
+func (s *Store) SetDirAttrs(ino uint64, ch AttrChange) error {
+	return s.update(func(txn *badger.Txn, apply *[]func()) error {
+		return s.changeAttr(txn, apply, ino, dirStored, common.Hash{}, ch)
+	})
+}
+
+// DirAttrs are the local attributes of the directory numbered ino. A directory never given
+// times has those of the first time they were asked for here, the same after a restart, so
+// that rsync and backups see no change where there was none.
+func (s *Store) DirAttrs(ino uint64) LocalAttrs {
+	s.t.mu.RLock()
+	la, born := s.attrsOf(ino, dirStored, common.Hash{}), s.dirTime
+	s.t.mu.RUnlock()
+	if born.IsZero() {
+		born = s.bornDirTime()
+	}
+	if !la.HasTimes {
+		la.Mtime, la.Atime = born, born
+	}
+	if la.Ctime.Before(born) {
+		la.Ctime = born
+	}
+	return la
+}
+
+// bornDirTime records now as the time of directories never given one, once.
+func (s *Store) bornDirTime() time.Time {
+	now := s.now()
+	err := s.update(func(txn *badger.Txn, apply *[]func()) error {
+		if !s.dirTime.IsZero() {
+			return nil
+		}
+		if err := txn.Set([]byte(kDirTime), be64(uint64(nanos(now)))); err != nil {
+			return err
+		}
+		*apply = append(*apply, func() { s.dirTime = now })
+		return nil
+	})
+	s.t.mu.RLock()
+	defer s.t.mu.RUnlock()
+	if err != nil || s.dirTime.IsZero() {
+		return now
+	}
+	return s.dirTime
+}

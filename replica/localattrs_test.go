@@ -1,0 +1,142 @@
+package replica
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/ethereum/go-ethereum/common"
+
+	"kintfs/seal"
+)
+
+// dumpPrefix is every key and value under prefix, for comparing states of the database.
+func dumpPrefix(t *testing.T, s *Store, prefix string) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	err := s.db.View(func(txn *badger.Txn) error {
+		return scanPrefix(txn, prefix, func(k, v []byte) error {
+			b.Write(k)
+			b.WriteByte('=')
+			b.Write(v)
+			b.WriteByte('\n')
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// TestLocalAttrsChangeNoRow: utimensat and chmod change neither the leaf nor the staged set,
+// on an anchored row and on a staged one, and start no flush.
+func TestLocalAttrsChangeNoRow(t *testing.T) {
+	r := NewTestReplica(t)
+	state := map[string]seal.Row{}
+	anchored := seal.Row{Tier: "state", Key: "anchored", Body: cat("a1")}
+	if _, _, err := r.ApplyEpoch(EpochInfo{Seq: 1, Block: 100, Digest: common.Hash{1}},
+		plaintextFor(state, 1, []seal.Row{anchored}, nil), ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, r.Store, Key{Tier: "state", Key: "staged"}, "s1")
+	staged := 0
+	r.Store.onStage = func() { staged++ }
+	for _, name := range []string{"anchored", "staged"} {
+		k := Key{Tier: "state", Key: name}
+		before, err := r.Get(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mirror, stagedRecs := dumpPrefix(t, r.Store, pMirror), dumpPrefix(t, r.Store, pStaged)
+		when := time.Date(2020, 1, 2, 3, 4, 5, 123456789, time.UTC)
+		perm := uint32(0o4600)
+		v, err := r.SetLocalAttrs(k, AttrChange{Mtime: &when, Atime: &when, Perm: &perm})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !v.Mtime.Equal(when) || !v.HasPerm || v.Perm != 0o600 {
+			t.Fatalf("%s: mtime %v perm %o (%v), want %v and 600", name, v.Mtime, v.Perm, v.HasPerm, when)
+		}
+		if v.Leaf != before.Leaf || v.Staged != before.Staged || v.Ino != before.Ino {
+			t.Fatalf("%s: leaf %x staged %v ino %d, was %x %v %d", name, v.Leaf, v.Staged, v.Ino, before.Leaf, before.Staged, before.Ino)
+		}
+		if !bytes.Equal(mirror, dumpPrefix(t, r.Store, pMirror)) || !bytes.Equal(stagedRecs, dumpPrefix(t, r.Store, pStaged)) {
+			t.Fatalf("%s: setting times and mode changed the mirror or the staged set", name)
+		}
+	}
+	if staged != 0 {
+		t.Fatalf("setting times and mode told the flush worker %d times", staged)
+	}
+	if n := bytes.Count(dumpPrefix(t, r.Store, pStaged), []byte("\n")); n != 1 {
+		t.Fatalf("%d rows staged, want 1", n)
+	}
+}
+
+// TestLocalTimesFollowContent: a set time holds across a reopen, a rename and a pull that
+// leaves the row alone, and gives way to a write here and to a pull that changes the row.
+func TestLocalTimesFollowContent(t *testing.T) {
+	r := NewTestReplica(t)
+	state := map[string]seal.Row{}
+	a := seal.Row{Tier: "state", Key: "a", Body: cat("1")}
+	b := seal.Row{Tier: "state", Key: "b", Body: cat("1")}
+	if _, _, err := r.ApplyEpoch(EpochInfo{Seq: 1, Block: 100, Digest: common.Hash{1}},
+		plaintextFor(state, 1, []seal.Row{a, b}, nil), ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	when := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, k := range []string{"a", "b"} {
+		if _, err := r.SetLocalAttrs(Key{Tier: "state", Key: k}, AttrChange{Mtime: &when}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r = ReopenTestReplica(t, r)
+	mtime := func(k string) time.Time {
+		t.Helper()
+		v, err := r.Get(Key{Tier: "state", Key: k})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.Mtime
+	}
+	if !mtime("a").Equal(when) {
+		t.Fatalf("after reopen: %v", mtime("a"))
+	}
+	// another machine changes b only
+	b2 := seal.Row{Tier: "state", Key: "b", Body: cat("2")}
+	if _, _, err := r.ApplyEpoch(EpochInfo{Seq: 2, Block: 200, Digest: common.Hash{2}},
+		plaintextFor(state, 2, []seal.Row{b2}, nil), ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !mtime("a").Equal(when) {
+		t.Fatalf("a pull that left a alone changed its time: %v", mtime("a"))
+	}
+	if mtime("b").Equal(when) || !mtime("b").Equal(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)) {
+		t.Fatalf("a pull that changed b kept the set time: %v, want the epoch's", mtime("b"))
+	}
+	// a rename keeps the time and the number; a write replaces the time
+	va, _ := r.Get(Key{Tier: "state", Key: "a"})
+	if err := r.Rename(Key{Tier: "state", Key: "a"}, Key{Tier: "state", Key: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	vc, err := r.Get(Key{Tier: "state", Key: "c"})
+	if err != nil || !vc.Mtime.Equal(when) || vc.Ino != va.Ino {
+		t.Fatalf("renamed: %v ino %d, want %v ino %d (%v)", vc.Mtime, vc.Ino, when, va.Ino, err)
+	}
+	now := time.Now()
+	if _, err := r.Write(Key{Tier: "state", Key: "c"}, []byte("new"), now); err != nil {
+		t.Fatal(err)
+	}
+	if !mtime("c").Equal(now) {
+		t.Fatalf("after a write: %v, want %v", mtime("c"), now)
+	}
+	// writing the anchored content back (unstaged) still shows the write's time
+	later := now.Add(time.Second)
+	if _, err := r.Write(Key{Tier: "state", Key: "c"}, []byte("1"), later); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := r.Get(Key{Tier: "state", Key: "c"}); !v.Mtime.Equal(later) {
+		t.Fatalf("after writing the anchored content back: %v (staged %v), want %v", v.Mtime, v.Staged, later)
+	}
+}
