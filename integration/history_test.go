@@ -156,9 +156,12 @@ func TestHistoryBackfillOnMount(t *testing.T) {
 	if _, err := os.Stat(mb.path(atTime(times[0]))); !errors.Is(err, syscall.ENODATA) {
 		t.Fatalf("%s before the backfill: %v, want ENODATA", atTime(times[0]), err)
 	}
-	if !strings.Contains(mb.log.String(), "kintfs pull --full") {
-		t.Fatalf("the refusal is not logged:\n%s", mb.log.String())
-	}
+	eventually(t, 5*time.Second, "the refusal is logged", func() error {
+		if !strings.Contains(mb.log.String(), "kintfs pull --full") {
+			return fmt.Errorf("not in the mount log:\n%s", mb.log.String())
+		}
+		return nil
+	})
 	if st := mb.status(); st["backfill"] != "not started" || st["history_from"].(map[string]any)["seq"].(float64) != 3 {
 		t.Fatalf("status before the backfill: backfill %v, history_from %v", st["backfill"], st["history_from"])
 	}
@@ -178,6 +181,9 @@ func TestHistoryBackfillOnMount(t *testing.T) {
 	})
 	checkAtBlocks(t, mb, blocks, want)
 	checkAtTimes(t, mb, times, want)
+	if t.Failed() {
+		t.Logf("mount log:\n%s\nstatus: %v", mb.log.String(), mb.status())
+	}
 	for _, bad := range []string{"@2026-12-01T10:00:00", "@2026-13-01T10:00:00Z", "@2026-12-01", "@now", "@-1"} {
 		if _, err := os.Stat(mb.path(bad)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s: %v, want ENOENT", bad, err)
