@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -14,6 +15,7 @@ import (
 
 type syncOptions struct {
 	dryRun, full, json bool
+	discardLocal       bool
 	passStdin          bool
 	overSkipped        bool
 }
@@ -50,11 +52,12 @@ func init() {
 	})
 	register(&command{
 		name:  "pull",
-		usage: "[--full]",
+		usage: "[--full] [--discard-local]",
 		short: "apply the epochs other machines anchored",
 		setup: func(fs *pflag.FlagSet) runFunc {
 			o := &syncOptions{}
 			fs.BoolVar(&o.full, "full", false, "walk past snapshots to the first epoch and cache all history")
+			fs.BoolVar(&o.discardLocal, "discard-local", false, "move this machine's local state (staged rows included) aside to a dated backup in KINT_HOME and restore from the chain: the way out of a fork")
 			fs.BoolVar(&o.json, "json", false, "print the report as JSON")
 			return func(ctx context.Context, args []string) error { return runPull(ctx, o, args) }
 		},
@@ -122,6 +125,14 @@ func heldName(h replica.HeldRow) string {
 }
 
 func runPull(ctx context.Context, o *syncOptions, args []string) error {
+	if len(args) > 0 {
+		return usagef("pull takes no arguments")
+	}
+	if o.discardLocal {
+		if err := discardLocal(ctx); err != nil {
+			return err
+		}
+	}
 	e, err := openVault(ctx, openOptions{chain: true, dek: true})
 	if err != nil {
 		return err
@@ -143,6 +154,36 @@ func runPull(ctx context.Context, o *syncOptions, args []string) error {
 		}
 	}
 	return err
+}
+
+// discardLocal moves the local state aside before a pull --discard-local. The mount holds
+// the state, so it refuses there.
+func discardLocal(ctx context.Context) error {
+	home, err := replica.DefaultHome()
+	if err != nil {
+		return err
+	}
+	if ioOf(ctx).env != nil {
+		dir, _ := mountedAt(home)
+		return mountedError{dir}
+	}
+	if err := refuseIfMounted(home); err != nil {
+		return err
+	}
+	v, err := home.LoadVault()
+	if err != nil {
+		return err
+	}
+	// the key must open what the chain holds, else the restore cannot follow the discard
+	if _, err := home.LoadDEK(v.Space); err != nil {
+		return err
+	}
+	backup, err := replica.DiscardLocal(home, v, time.Now())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(errw(ctx), "kintfs pull: moved this machine's local state aside to %s (kept: its unanchored changes are there); restoring from the chain\n", backup)
+	return nil
 }
 
 func runRekey(ctx context.Context, o *syncOptions, args []string) error {
