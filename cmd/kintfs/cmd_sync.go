@@ -18,7 +18,10 @@ type syncOptions struct {
 	discardLocal       bool
 	passStdin          bool
 	overSkipped        bool
+	confirmations      uint64
 }
+
+const confirmationsUsage = "blocks to wait for after each transaction (default KINT_CONFIRMATIONS, else 2)"
 
 const overSkippedUsage = "anchor the snapshot on the chain head even though the last pull stopped at an epoch this machine could not apply"
 
@@ -31,8 +34,9 @@ func init() {
 			o := &syncOptions{}
 			fs.BoolVar(&o.dryRun, "dry-run", false, "report what would be anchored and send nothing")
 			fs.BoolVar(&o.json, "json", false, "print the report as JSON")
+			fs.Uint64Var(&o.confirmations, "confirmations", 0, confirmationsUsage)
 			return func(ctx context.Context, args []string) error {
-				return runPush(ctx, o, replica.PushOptions{DryRun: o.dryRun})
+				return runPush(ctx, o, replica.PushOptions{DryRun: o.dryRun, Confirmations: o.confirmations})
 			}
 		},
 	})
@@ -45,8 +49,9 @@ func init() {
 			fs.BoolVar(&o.dryRun, "dry-run", false, "report what would be anchored and send nothing")
 			fs.BoolVar(&o.json, "json", false, "print the report as JSON")
 			fs.BoolVar(&o.overSkipped, "over-skipped", false, overSkippedUsage)
+			fs.Uint64Var(&o.confirmations, "confirmations", 0, confirmationsUsage)
 			return func(ctx context.Context, args []string) error {
-				return runPush(ctx, o, replica.PushOptions{DryRun: o.dryRun, Snapshot: true, OverSkipped: o.overSkipped})
+				return runPush(ctx, o, replica.PushOptions{DryRun: o.dryRun, Snapshot: true, OverSkipped: o.overSkipped, Confirmations: o.confirmations})
 			}
 		},
 	})
@@ -70,6 +75,7 @@ func init() {
 			o := &syncOptions{}
 			fs.BoolVar(&o.passStdin, "passphrase-stdin", false, "read the passphrase the new key is wrapped under from stdin")
 			fs.BoolVar(&o.overSkipped, "over-skipped", false, overSkippedUsage)
+			fs.Uint64Var(&o.confirmations, "confirmations", 0, confirmationsUsage)
 			return func(ctx context.Context, args []string) error { return runRekey(ctx, o, args) }
 		},
 	})
@@ -206,7 +212,7 @@ func runRekey(ctx context.Context, o *syncOptions, args []string) error {
 	if err := e.rep.Control(ctx, "refresh"); err != nil && !errors.Is(err, replica.ErrGapOpen) {
 		return err
 	}
-	_, rep, err := e.rep.Rekey(ctx, kek, seal.KindPassphrase, o.overSkipped)
+	_, rep, err := e.rep.Rekey(ctx, kek, seal.KindPassphrase, replica.PushOptions{OverSkipped: o.overSkipped, Confirmations: o.confirmations})
 	if rep != nil {
 		printPushReport(ctx, rep)
 	}
