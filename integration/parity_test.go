@@ -133,3 +133,112 @@ func TestPullDiscardLocal(t *testing.T) {
 	}
 	a.mustRun("", "pull") // in step now
 }
+
+// TestRecoveryCodeSessionRotateBurnNonce: recovery-code writes the file again from the cached
+// key and refuses without one or with a key the head was not sealed with; session-key rotate
+// keeps the old keystore; authorize burn-nonce bumps the nonce and keeps the expiry;
+// push --confirmations N.
+func TestRecoveryCodeSessionRotateBurnNonce(t *testing.T) {
+	requireFUSE(t)
+	dc := startDevchain(t)
+	a := newMachine(t, dc, "keys")
+	a.connect("pass keys")
+	ma := a.mount()
+	writeFile(t, ma.path("state/x"), "one")
+	ma.mustCtl("flush")
+	writeFile(t, ma.path("state/y"), "two")
+	// push and recovery-code run beside the mount
+	if out := a.mustRun("", "push", "--confirmations", "1"); !strings.Contains(out, "epoch 2:") {
+		t.Fatalf("push --confirmations 1: %s", out)
+	}
+	if _, errs, code := a.run("", "push", "--confirmations", "x"); code != 2 || !strings.Contains(errs, "confirmations") {
+		t.Fatalf("push --confirmations x: exit %d: %s", code, errs)
+	}
+	rec, _ := filepath.Glob(filepath.Join(a.home, "RECOVERY-*.txt"))
+	want, _ := os.ReadFile(rec[0])
+	os.Remove(rec[0])
+	out := a.mustRun("", "recovery-code")
+	if got, _ := os.ReadFile(rec[0]); !strings.Contains(out, rec[0]) || string(got) != string(want) {
+		t.Fatalf("recovery-code wrote %q (was %q): %s", got, want, out)
+	}
+	if fi, _ := os.Stat(rec[0]); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("recovery file mode %v", fi.Mode())
+	}
+	if strings.Contains(out, strings.TrimSpace(strings.Split(string(want), "\n")[1])) {
+		t.Fatalf("recovery-code printed the code: %s", out)
+	}
+	a.extra = []string{"KINT_OFFLINE=1", "KINT_RPC_URL=http://127.0.0.1:1"}
+	a.mustRun("", "recovery-code")
+	a.extra = nil
+	ma.unmount()
+
+	// a rekey on another machine: this machine's cached key no longer seals the head
+	b := newMachine(t, dc, "keys")
+	b.connect("pass keys")
+	b.pull()
+	b.mustRun("new pass\n", "rekey", "--passphrase-stdin", "--confirmations", "1")
+	if _, errs, code := a.run("", "recovery-code"); code != 2 || !strings.Contains(errs, "a rekey happened elsewhere") {
+		t.Fatalf("recovery-code with a retired key: exit %d: %s", code, errs)
+	}
+	// no cached key
+	dek, _ := filepath.Glob(filepath.Join(a.home, "keys", "*.dek"))
+	os.Remove(dek[0])
+	if _, errs, code := a.run("", "recovery-code"); code != 2 || !strings.Contains(errs, "no data key cached on this machine") {
+		t.Fatalf("recovery-code without a key: exit %d: %s", code, errs)
+	}
+
+	// burn-nonce: the nonce goes up, the expiry stays
+	nonce := func() string {
+		out := b.mustRun("", "authorize", "--print-digest")
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, "nonce: ") {
+				return strings.TrimPrefix(l, "nonce: ")
+			}
+		}
+		t.Fatalf("no nonce in %s", out)
+		return ""
+	}
+	expiry := func() string {
+		out := b.mustRun("", "session-key", "show")
+		return out[strings.Index(out, "authorized"):]
+	}
+	n0, e0 := nonce(), expiry()
+	if _, errs, code := b.run("", "authorize", "burn-nonce"); code != 2 || !strings.Contains(errs, "KINT_OWNER_KEY") {
+		t.Fatalf("burn-nonce without the owner key: exit %d: %s", code, errs)
+	}
+	b.extra = []string{"KINT_OWNER_KEY=" + dc.info.Accounts[1].PrivateKey}
+	if _, errs, code := b.run("", "authorize", "burn-nonce"); code != 2 || !strings.Contains(errs, "not the owner "+b.owner()) {
+		t.Fatalf("burn-nonce with another key: exit %d: %s", code, errs)
+	}
+	b.extra = []string{"KINT_OWNER_KEY=" + dc.ownerKeyHex()}
+	if out := b.mustRun("", "authorize", "burn-nonce"); !strings.Contains(out, "burned authorization nonce "+n0) {
+		t.Fatalf("burn-nonce: %s", out)
+	}
+	b.extra = nil
+	if n1, e1 := nonce(), expiry(); n1 == n0 || e1 != e0 {
+		t.Fatalf("after burn-nonce: nonce %s -> %s, expiry %q -> %q", n0, n1, e0, e1)
+	}
+	if _, errs, code := b.run("", "authorize", "bogus"); code != 2 || !strings.Contains(errs, "burn-nonce") {
+		t.Fatalf("authorize bogus: exit %d: %s", code, errs)
+	}
+
+	// rotate: a new unauthorized key, the old one kept; a second rotate refuses
+	oldKey := strings.Fields(b.mustRun("", "session-key", "show"))[2]
+	out = b.mustRun("", "session-key", "rotate")
+	if !strings.Contains(out, "the old key "+oldKey+" is kept in "+filepath.Join(b.home, "session.old")) {
+		t.Fatalf("rotate: %s", out)
+	}
+	if _, err := os.Stat(filepath.Join(b.home, "session.old")); err != nil {
+		t.Fatal(err)
+	}
+	if show := b.mustRun("", "session-key", "show"); strings.Contains(show, oldKey) || !strings.Contains(show, "authorized: no") {
+		t.Fatalf("after rotate: %s", show)
+	}
+	if _, errs, code := b.run("", "session-key", "rotate"); code != 2 || !strings.Contains(errs, "session.old is left from an earlier rotation") {
+		t.Fatalf("second rotate: exit %d: %s", code, errs)
+	}
+	c := newMachine(t, dc, "keys")
+	if _, errs, code := c.run("", "session-key", "rotate"); code != 3 || !strings.Contains(errs, "no session key") {
+		t.Fatalf("rotate without a key: exit %d: %s", code, errs)
+	}
+}
