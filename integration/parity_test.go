@@ -242,3 +242,31 @@ func TestRecoveryCodeSessionRotateBurnNonce(t *testing.T) {
 		t.Fatalf("rotate without a key: exit %d: %s", code, errs)
 	}
 }
+
+// TestMountDevChainID: mount --dev --chain-id 8453 creates the dev chain under Base's id and
+// seals under it; a later --dev keeps the id the chain was created with, another id is refused.
+func TestMountDevChainID(t *testing.T) {
+	requireFUSE(t)
+	m := &machine{t: t, dc: &devChain{}, home: filepath.Join(t.TempDir(), "home"), tenant: "devid"}
+	mt := m.mount("--dev", "--chain-id", "8453")
+	if ch := mt.status()["chain"].(map[string]any); ch["chain_id"] != float64(8453) {
+		t.Fatalf("status chain: %v", ch)
+	}
+	writeFile(t, mt.path("state/x"), "sealed under 8453")
+	mt.mustCtl("flush")
+	mt.unmount()
+	mt = m.mountAt(mt.dir, "--dev")
+	if ch := mt.status()["chain"].(map[string]any); ch["chain_id"] != float64(8453) {
+		t.Fatalf("a later --dev: status chain: %v", ch)
+	}
+	if got := readFile(t, mt.path("state/x")); got != "sealed under 8453" {
+		t.Fatalf("after a restart: %q", got)
+	}
+	mt.unmount()
+	if _, errs, code := m.run("", "mount", "--dev", "--chain-id", "1337", mt.dir); code != 2 || !strings.Contains(errs, "created under chain id 8453, not 1337") {
+		t.Fatalf("mount --dev with another chain id: exit %d: %s", code, errs)
+	}
+	if _, errs, code := m.run("", "mount", "--chain-id", "8453", mt.dir); code != 2 || !strings.Contains(errs, "use it with --dev") {
+		t.Fatalf("mount --chain-id without --dev: exit %d: %s", code, errs)
+	}
+}
