@@ -1,5 +1,6 @@
 // Package chain reads and writes EpochAnchor over JSON-RPC: the head of a space, the
-// Epoch events (one exact-block log query per epoch, never a block range), the ciphertexts
+// Epoch events (found by ranged log queries, each checked against the chain of digests and
+// prevBlocks, with one exact-block query per epoch as the fallback), the ciphertexts
 // carried in push calldata, and the push transactions themselves.
 //
 // Every RPC goes through one place that bounds it with a per-attempt timeout and retries
@@ -55,7 +56,7 @@ const (
 	defaultDeadBudget   = time.Second
 	dialRetries         = 3 // about 1.4 s of backoff before a dial gives up
 	// blobBatchSize bounds one eth_getTransactionByHash batch (a push carries up to ~100 KB).
-	blobBatchSize = 16
+	blobBatchSize = 100
 )
 
 func (o Options) withDefaults() Options {
@@ -114,6 +115,7 @@ type Client struct {
 	signer   types.Signer
 	opt      Options
 	stats    counters
+	logWin   logWindow // the width of ranged log queries, learnt from the RPC's refusals
 }
 
 // The EpochAnchor binding, its ABI and the Epoch topic, parsed once.

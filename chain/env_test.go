@@ -155,6 +155,9 @@ type rpcProxy struct {
 	slowNext int           // answer after delay
 	delay    time.Duration // for slowNext
 	rewrite  func(method string, params, result json.RawMessage) json.RawMessage
+	// refuse answers a single call with a JSON-RPC error carrying its message, when it
+	// returns one
+	refuse   func(method string, params json.RawMessage) string
 	requests []string // methods seen, batch elements included
 }
 
@@ -201,8 +204,18 @@ func (p *rpcProxy) serve(w http.ResponseWriter, r *http.Request) {
 	case slow:
 		p.slowNext--
 	}
-	delay, rewrite := p.delay, p.rewrite
+	delay, rewrite, refuse := p.delay, p.rewrite, p.refuse
 	p.mu.Unlock()
+
+	if refuse != nil && !batch {
+		if msg := refuse(reqs[0].Method, reqs[0].Params); msg != "" {
+			b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": reqs[0].ID,
+				"error": map[string]any{"code": -32005, "message": msg}})
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(b)
+			return
+		}
+	}
 
 	if drop {
 		conn, _, err := w.(http.Hijacker).Hijack()

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ethereum/go-ethereum"
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/core/types"
@@ -57,42 +56,38 @@ func (c *Client) PreparePush(ctx context.Context, key *ecdsa.PrivateKey, owner c
 	return &PreparedPush{Tx: tx, Hash: tx.Hash(), Digest: crypto.Keccak256Hash(ct), Nonce: tx.Nonce()}, nil
 }
 
-// prepareTx estimates, prices and signs a dynamic-fee transaction.
+// prepareTx estimates, prices and signs a dynamic-fee transaction: the gas estimate, the
+// latest block (its base fee), the suggested tip and the pending nonce in one round trip.
 func (c *Client) prepareTx(ctx context.Context, key *ecdsa.PrivateKey, to common.Address, data []byte, value *big.Int) (*types.Transaction, error) {
 	from := address(key)
-	msg := ethereum.CallMsg{From: from, To: &to, Data: data, Value: value}
-	var gas uint64
-	err := c.do(ctx, func(ctx context.Context) (err error) {
-		gas, err = c.eth.EstimateGas(ctx, msg)
-		return err
-	}, "eth_estimateGas")
-	if err != nil {
-		if rev := revertFromError(err); rev != nil {
-			return nil, fmt.Errorf("%w: %w", ErrWouldRevert, rev)
-		}
-		return nil, fmt.Errorf("estimate gas: %w", err)
-	}
-	gas += gas * gasMargin / 100
-
-	// Fees and nonce in one round trip.
 	var (
+		gasHex hexutil.Uint64
 		header *types.Header
 		tip    hexutil.Big
 		nonce  hexutil.Uint64
 	)
 	elems := []rpc.BatchElem{
+		{Method: "eth_estimateGas", Args: []any{toCallArg(from, to, data, value)}, Result: &gasHex},
 		{Method: "eth_getBlockByNumber", Args: []any{"latest", false}, Result: &header},
 		{Method: "eth_maxPriorityFeePerGas", Result: &tip},
 		{Method: "eth_getTransactionCount", Args: []any{from, "pending"}, Result: &nonce},
 	}
 	if err := c.batch(ctx, elems); err != nil {
-		return nil, fmt.Errorf("read fees and nonce: %w", err)
+		return nil, fmt.Errorf("estimate gas, read fees and nonce: %w", err)
 	}
-	for _, el := range elems {
+	if err := elems[0].Error; err != nil {
+		if rev := revertFromError(err); rev != nil {
+			return nil, fmt.Errorf("%w: %w", ErrWouldRevert, rev)
+		}
+		return nil, fmt.Errorf("estimate gas: %w", err)
+	}
+	for _, el := range elems[1:] {
 		if el.Error != nil {
 			return nil, fmt.Errorf("%s: %w", el.Method, el.Error)
 		}
 	}
+	gas := uint64(gasHex)
+	gas += gas * gasMargin / 100
 	if header == nil || header.BaseFee == nil {
 		return nil, errors.New("latest block has no base fee: EIP-1559 is required")
 	}
@@ -114,6 +109,18 @@ func (c *Client) prepareTx(ctx context.Context, key *ecdsa.PrivateKey, to common
 		return nil, fmt.Errorf("sign: %w", err)
 	}
 	return signed, nil
+}
+
+// toCallArg is the transaction object of eth_estimateGas, as ethclient writes it.
+func toCallArg(from, to common.Address, data []byte, value *big.Int) map[string]any {
+	arg := map[string]any{"from": from, "to": to}
+	if len(data) > 0 {
+		arg["input"] = hexutil.Bytes(data)
+	}
+	if value != nil {
+		arg["value"] = (*hexutil.Big)(value)
+	}
+	return arg
 }
 
 // Send broadcasts the prepared push. It is idempotent: a node that already has the
@@ -145,27 +152,39 @@ func (c *Client) sendTx(ctx context.Context, tx *types.Transaction) error {
 	return err
 }
 
-// receipt fetches a receipt with the raw JSON kept for chain-specific fields; nil, nil
-// when the node has none (yet).
-func (c *Client) receipt(ctx context.Context, hash common.Hash) (*types.Receipt, *big.Int, error) {
-	var raw json.RawMessage
-	if err := c.call(ctx, &raw, "eth_getTransactionReceipt", hash); err != nil {
-		return nil, nil, fmt.Errorf("receipt of %s: %w", hash, err)
+// receipt fetches a receipt with the raw JSON kept for chain-specific fields, and the
+// latest block number in the same round trip; a nil receipt when the node has none (yet).
+func (c *Client) receipt(ctx context.Context, hash common.Hash) (*types.Receipt, *big.Int, uint64, error) {
+	var (
+		raw  json.RawMessage
+		head hexutil.Uint64
+	)
+	elems := []rpc.BatchElem{
+		{Method: "eth_getTransactionReceipt", Args: []any{hash}, Result: &raw},
+		{Method: "eth_blockNumber", Result: &head},
+	}
+	if err := c.batch(ctx, elems); err != nil {
+		return nil, nil, 0, fmt.Errorf("receipt of %s: %w", hash, err)
+	}
+	for _, el := range elems {
+		if el.Error != nil {
+			return nil, nil, 0, fmt.Errorf("receipt of %s: %s: %w", hash, el.Method, el.Error)
+		}
 	}
 	if isNull(raw) {
-		return nil, nil, nil
+		return nil, nil, uint64(head), nil
 	}
 	r := new(types.Receipt)
 	if err := json.Unmarshal(raw, r); err != nil {
-		return nil, nil, fmt.Errorf("receipt of %s: %w", hash, err)
+		return nil, nil, 0, fmt.Errorf("receipt of %s: %w", hash, err)
 	}
 	var extra struct {
 		L1Fee *hexutil.Big `json:"l1Fee"`
 	}
 	if err := json.Unmarshal(raw, &extra); err != nil {
-		return nil, nil, fmt.Errorf("receipt of %s: %w", hash, err)
+		return nil, nil, 0, fmt.Errorf("receipt of %s: %w", hash, err)
 	}
-	return r, (*big.Int)(extra.L1Fee), nil
+	return r, (*big.Int)(extra.L1Fee), uint64(head), nil
 }
 
 // firstReceiptPoll is the first wait between receipt polls.
@@ -181,7 +200,7 @@ func (c *Client) waitReceipt(ctx context.Context, hash common.Hash, confirmation
 	// on a live chain the few early polls cost little next to a block time.
 	wait := min(firstReceiptPoll, c.opt.PollInterval)
 	for {
-		r, l1Fee, err := c.receipt(ctx, hash)
+		r, l1Fee, head, err := c.receipt(ctx, hash)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -189,20 +208,16 @@ func (c *Client) waitReceipt(ctx context.Context, hash common.Hash, confirmation
 			if r.Status != types.ReceiptStatusSuccessful {
 				return r, l1Fee, fmt.Errorf("%w: reverted in block %d", ErrTxFailed, r.BlockNumber)
 			}
-			// The head is asked even for one confirmation: a node can serve a receipt a
-			// moment before its "latest" block includes it, and the caller's next call
-			// (an estimate, a balance) would read the state before it.
+			// The head (read with the receipt) is checked even for one confirmation: a node
+			// can serve a receipt a moment before its "latest" block includes it, and the
+			// caller's next call (an estimate, a balance) would read the state before it.
 			landed := r.BlockNumber.Uint64()
-			head, err := c.BlockNumber(ctx)
-			if err != nil {
-				return nil, nil, err
-			}
 			if head+1 >= landed+confirmations {
 				if confirmations == 1 {
 					return r, l1Fee, nil
 				}
 				// Confirmed, unless a reorg moved it meanwhile: look once more.
-				again, l1Fee, err := c.receipt(ctx, hash)
+				again, l1Fee, _, err := c.receipt(ctx, hash)
 				if err != nil {
 					return nil, nil, err
 				}
@@ -227,36 +242,30 @@ func (c *Client) waitReceipt(ctx context.Context, hash common.Hash, confirmation
 }
 
 // WaitPush waits until the push is mined with the given number of confirmations (1 = its
-// own block), then reads its Epoch event back with an exact-block log query at the
-// receipt's block and checks it carries the digest that was sent.
+// own block), and takes its Epoch event from the receipt's logs: the one of this owner and
+// space, in this transaction, carrying the digest that was sent.
 func (c *Client) WaitPush(ctx context.Context, p *PreparedPush, owner common.Address, space common.Hash, confirmations uint64) (*PushReceipt, error) {
 	r, l1Fee, err := c.waitReceipt(ctx, p.Hash, confirmations)
 	if err != nil {
 		return nil, fmt.Errorf("push %s: %w", p.Hash, err)
 	}
 	block := r.BlockNumber.Uint64()
-
-	// The receipt's own log tells the seq; the event is then read back from the chain.
-	var seq uint64
-	found := false
+	var ev *EpochEvent
 	for _, l := range r.Logs {
-		if l.Address != c.contract || len(l.Topics) == 0 || l.Topics[0] != epochTopic {
+		if l.Address != c.contract || len(l.Topics) == 0 || l.Topics[0] != epochTopic || l.Removed {
 			continue
 		}
-		ev, err := c.decodeEpochLog(l)
-		if err == nil && ev.Owner == owner && ev.Space == space {
-			seq, found = ev.Seq, true
+		e, err := c.decodeEpochLog(l)
+		if err == nil && e.Owner == owner && e.Space == space {
+			ev = e
 			break
 		}
 	}
-	if !found {
+	if ev == nil {
 		return nil, fmt.Errorf("%w: push %s landed in block %d without an Epoch event for this owner and space", ErrEventMismatch, p.Hash, block)
 	}
-	ev, err := c.EpochAt(ctx, owner, space, block, seq)
-	if err != nil {
-		return nil, fmt.Errorf("read back epoch %d: %w", seq, err)
-	}
-	if ev.TxHash != p.Hash || ev.Digest != p.Digest {
+	seq := ev.Seq
+	if ev.TxHash != p.Hash || ev.Digest != p.Digest || ev.Block != block {
 		return nil, &namedError{ErrEventMismatch, fmt.Sprintf(
 			"epoch %d landed but the Epoch event digest does not match what was sent (event %s in tx %s, sent %s in tx %s)",
 			seq, ev.Digest.Hex(), ev.TxHash, p.Digest.Hex(), p.Hash)}

@@ -69,8 +69,8 @@ touch -d 2020-01-02T03:04:05.5Z state/x && chmod 600 state/x && mv state/z state
 	b.connect("correct horse battery")
 	mb := b.mount()
 	eventually(t, 30*time.Second, "second machine restores the tree", func() error {
-		if got := readFile(t, mb.path("state/y")); got != "y" {
-			return fmt.Errorf("state/y = %q", got)
+		if got, err := readFileErr(mb.path("state/y")); err != nil || got != "y" {
+			return fmt.Errorf("state/y = %q, %v", got, err)
 		}
 		return nil
 	})

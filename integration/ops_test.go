@@ -2,6 +2,7 @@ package integration
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -176,9 +177,13 @@ func TestStaleMountAndReadOnly(t *testing.T) {
 	mt.cmd.Process.Kill()
 	mt.cmd.Wait()
 	mt.cmd = nil
-	if _, err := os.Stat(mt.dir); !errors.Is(err, syscall.ENOTCONN) {
-		t.Fatalf("expected a dead mount, stat says %v", err)
-	}
+	// the kernel may answer from its attribute cache for up to the attr timeout (1 s)
+	eventually(t, 5*time.Second, "the mount point is dead", func() error {
+		if _, err := os.Stat(mt.dir); !errors.Is(err, syscall.ENOTCONN) {
+			return fmt.Errorf("expected a dead mount, stat says %v", err)
+		}
+		return nil
+	})
 	m2 := a.mountAt(mt.dir, "--read-only")
 	if !strings.Contains(m2.log.String(), "dead mount") {
 		t.Errorf("the log does not mention the dead mount:\n%s", m2.log.String())

@@ -165,7 +165,6 @@ func TestCrashDuringPush(t *testing.T) {
 	stages := []pushStage{
 		{name: "held before the transaction reaches the node", hold: "eth_sendRawTransaction"},
 		{name: "sent, killed waiting for the receipt", hold: "eth_getTransactionReceipt", landed: true},
-		{name: "mined, killed reading the Epoch event back", hold: "eth_getLogs", landed: true},
 		{name: "random moment 1"}, {name: "random moment 2"}, {name: "random moment 3"}, {name: "random moment 4"},
 	}
 	mt := m.mountAt(dir)

@@ -36,8 +36,9 @@ type rpcProxy struct {
 	held      chan struct{} // closed by release
 	heldFwd   bool          // what release does with held calls: forward them, or drop them
 	lie       func(method string, params json.RawMessage, result json.RawMessage) json.RawMessage
-	lose      map[string]int   // lose the answers of this many next round trips carrying a method
-	streak    map[[32]byte]int // faults in a row per call (ids stripped): retries are counted, and capped
+	refuse    func(method string, params json.RawMessage) string // a JSON-RPC error message instead of forwarding
+	lose      map[string]int                                     // lose the answers of this many next round trips carrying a method
+	streak    map[[32]byte]int                                   // faults in a row per call (ids stripped): retries are counted, and capped
 	stats     proxyStats
 	recent    []string // the last round trips with their fate, for a failure message
 }
@@ -148,6 +149,15 @@ func (p *rpcProxy) setLie(f func(method string, params json.RawMessage, result j
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.lie = f
+}
+
+// setRefuse has the proxy answer a single call with a JSON-RPC error (code -32005) carrying
+// the message f returns, instead of forwarding it, when f returns one (nil: forward all).
+// It plays a provider's limits: "block range too large", "more than 10000 results".
+func (p *rpcProxy) setRefuse(f func(method string, params json.RawMessage) string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.refuse = f
 }
 
 // loseNext has the node run the next round trip carrying method, and loses its answer.
@@ -292,6 +302,7 @@ func (p *rpcProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	delay := time.Duration(200+p.rng.Intn(1300)) * time.Millisecond
 	held := p.held
+	refuse := p.refuse
 	var methods []string
 	for _, m := range msgs {
 		methods = append(methods, m.Method)
@@ -319,6 +330,18 @@ func (p *rpcProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.mu.Unlock()
 		if !fwd {
 			hijackClose(w, false)
+			return
+		}
+	}
+	if refuse != nil && perr == nil && !batch && fault == "" {
+		if msg := refuse(msgs[0].Method, msgs[0].Params); msg != "" {
+			p.mu.Lock()
+			p.stats.Faults["refused"]++
+			p.mu.Unlock()
+			b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": msgs[0].ID,
+				"error": map[string]any{"code": -32005, "message": msg}})
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(b)
 			return
 		}
 	}

@@ -138,6 +138,9 @@ func (r *Replica) Backfill(ctx context.Context, o BackfillOptions) (*BackfillRep
 // runBackfill is Backfill under pushMu, noting the outcome for the status.
 func (r *Replica) runBackfill(ctx context.Context, o BackfillOptions) (*BackfillReport, error) {
 	rep := &BackfillReport{}
+	if holes, err := r.historyHoles(); err == nil && len(holes) > 0 {
+		r.status.noteBackfillStart()
+	}
 	err := r.backfill(ctx, o, rep)
 	// the epochs just recorded get their block times before the status calls history done
 	if terr := r.recordBlockTimes(ctx); err == nil && terr != nil {
@@ -189,8 +192,13 @@ func stuck(skipped []Gap, h historyHole) bool {
 // fillHole walks the events of h from the snapshot above it down, then fetches, checks and
 // records them oldest first, a batch of blobs at a time.
 func (r *Replica) fillHole(ctx context.Context, h historyHole, o BackfillOptions, rep *BackfillReport) error {
-	c := r.Client()
-	above, err := c.EpochAt(ctx, r.vault.Owner, r.vault.Space, h.above.Block, h.above.Seq)
+	var floor uint64
+	if h.below != nil {
+		floor = h.below.Block
+	}
+	d := r.Client().NewDiscovery(ctx, r.vault.Owner, r.vault.Space, floor)
+	defer d.Close()
+	above, err := d.Next(ctx, h.above.Block, h.above.Seq, h.above.Digest)
 	if err != nil {
 		return err
 	}
@@ -199,7 +207,7 @@ func (r *Replica) fillHole(ctx context.Context, h historyHole, o BackfillOptions
 	}
 	evs := []*chain.EpochEvent{above} // newest first
 	for seq, block := h.hi, above.PrevBlock; seq >= h.lo; seq-- {
-		ev, err := c.EpochAt(ctx, r.vault.Owner, r.vault.Space, block, seq)
+		ev, err := d.Next(ctx, block, seq, evs[len(evs)-1].Prev)
 		if err != nil {
 			return err
 		}
@@ -218,7 +226,7 @@ func (r *Replica) fillHole(ctx context.Context, h historyHole, o BackfillOptions
 	}
 	// oldest first: evs[len-1] is epoch lo, evs[0] the snapshot above
 	for end := len(evs); end > 1; {
-		start := max(end-walkBatch, 1)
+		start := max(end-fetchMax, 1)
 		batch := make([]walked, 0, end-start)
 		for i := end - 1; i >= start; i-- {
 			batch = append(batch, walked{ev: evs[i]})

@@ -36,8 +36,12 @@ type PullReport struct {
 	Retries   uint64     `json:"rpc_retries"` // attempts repeated after a transport failure
 }
 
-// walkBatch is how many events the walk collects before it fetches their blobs in one batch.
-const walkBatch = 32
+// The walk fetches blobs in batches that grow from fetchFirst to fetchMax events: the first
+// batch is small, so that a restore from a snapshot near the head fetches little beyond it.
+const (
+	fetchFirst = 4
+	fetchMax   = 100
+)
 
 type walked struct {
 	ev   *chain.EpochEvent
@@ -155,19 +159,26 @@ func (r *Replica) checkFresh(ctx context.Context, head Head) error {
 	return nil
 }
 
-// walk reads Epoch events back from head through prevBlock, one exact-block query each, and
+// walk reads Epoch events back from head through prevBlock, found by ranged log queries (each
+// checked as it is used, with the exact block asked where a range does not answer for it), and
 // fetches their blobs in batches. It stops at the mirror (unless full), at the first epoch, or
 // (unless pastSnapshots) at the newest snapshot. The result is newest first.
 func (r *Replica) walk(ctx context.Context, head, mirror Head, full, pastSnapshots bool, rep *PullReport) ([]walked, error) {
-	c := r.Client()
+	var floor uint64
+	if !full && mirror.Seq > 0 {
+		floor = mirror.Block
+	}
+	d := r.Client().NewDiscovery(ctx, r.vault.Owner, r.vault.Space, floor)
+	defer d.Close()
 	var list []walked
 	fetched := 0 // list[:fetched] have blobs
-	block, seq := head.Block, head.Seq
+	batch := fetchFirst
+	block, seq, want := head.Block, head.Seq, head.Digest
 	for seq >= 1 {
 		if !full && seq <= mirror.Seq {
 			break
 		}
-		ev, err := c.EpochAt(ctx, r.vault.Owner, r.vault.Space, block, seq)
+		ev, err := d.Next(ctx, block, seq, want)
 		if err != nil {
 			return nil, err
 		}
@@ -181,14 +192,16 @@ func (r *Replica) walk(ctx context.Context, head, mirror Head, full, pastSnapsho
 		if ev.PrevBlock == 0 || seq == 1 {
 			break
 		}
-		block, seq = ev.PrevBlock, seq-1
-		if len(list)-fetched >= walkBatch {
+		block, seq, want = ev.PrevBlock, seq-1, ev.Prev
+		if len(list)-fetched >= batch {
 			stop, err := r.fetch(ctx, list, fetched, rep)
 			if err != nil {
 				return nil, err
 			}
 			fetched = len(list)
+			batch = min(2*batch, fetchMax)
 			if stop >= 0 && !pastSnapshots {
+				rep.Walked = stop + 1
 				return list[:stop+1], nil
 			}
 		}

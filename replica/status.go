@@ -21,6 +21,16 @@ type statusState struct {
 	backfill     string // "" until a backfill ran
 }
 
+// noteBackfillStart records that a backfill runs, so that the status does not call history
+// done before the block times of what it recorded are in.
+func (s *statusState) noteBackfillStart() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.backfill == "" || s.backfill == "done" {
+		s.backfill = "running"
+	}
+}
+
 // noteBackfill records how the last backfill ended.
 func (s *statusState) noteBackfill(rep *BackfillReport, err error) {
 	s.mu.Lock()

@@ -1,0 +1,268 @@
+package chain_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
+
+	"kintfs/chain"
+)
+
+// discoverAll walks head down to seq 1 the way a pull does: Next for each epoch, each link
+// checked.
+func discoverAll(e *env, c *chain.Client, head chain.Head) ([]*chain.EpochEvent, chain.DiscoveryStats, error) {
+	d := c.NewDiscovery(e.ctx, e.owner, e.space, 0)
+	defer d.Close()
+	var out []*chain.EpochEvent
+	block, seq, want := head.Block, head.Seq, head.Digest
+	for seq > 0 {
+		ev, err := d.Next(e.ctx, block, seq, want)
+		if err != nil {
+			return out, d.Stats(), err
+		}
+		if ev.Digest != want {
+			return out, d.Stats(), fmt.Errorf("%w: epoch %d has digest %s, want %s", chain.ErrBrokenChain, seq, ev.Digest.Hex(), want.Hex())
+		}
+		out = append(out, ev)
+		block, seq, want = ev.PrevBlock, seq-1, ev.Prev
+	}
+	return out, d.Stats(), nil
+}
+
+// logRange reads the block range of an eth_getLogs call.
+func logRange(params json.RawMessage) (from, to uint64, ok bool) {
+	var ps []struct {
+		FromBlock hexutil.Uint64 `json:"fromBlock"`
+		ToBlock   hexutil.Uint64 `json:"toBlock"`
+	}
+	if json.Unmarshal(params, &ps) != nil || len(ps) != 1 {
+		return 0, 0, false
+	}
+	return uint64(ps[0].FromBlock), uint64(ps[0].ToBlock), true
+}
+
+func ranged(method string, params json.RawMessage) bool {
+	from, to, ok := logRange(params)
+	return method == "eth_getLogs" && ok && from != to
+}
+
+// Ranged discovery finds the same events as the exact-block walk, in one query on an honest
+// RPC; narrows its window under a range cap or a result cap; and takes nothing from a range
+// on trust: a dropped event is found at its block, an added or altered one is not taken.
+func TestDiscoveryRanged(t *testing.T) {
+	e := newEnv(t)
+	e.pushN(12)
+	h := e.head()
+	want, err := e.c.Walk(e.ctx, e.owner, e.space, h, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := func(name string, got []*chain.EpochEvent) {
+		t.Helper()
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d events, want %d", name, len(got), len(want))
+		}
+		for i := range got {
+			if *got[i] != *want[i] {
+				t.Fatalf("%s: event %d is %+v, want %+v", name, i, got[i], want[i])
+			}
+		}
+	}
+
+	p := newProxy(t, e.dev.Info().RPC)
+	c := dial(t, p.URL(), e.dev.Contract(), testOpts)
+	logs := func() int {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		n := 0
+		for _, m := range p.requests {
+			if m == "eth_getLogs" {
+				n++
+			}
+		}
+		p.requests = nil
+		return n
+	}
+
+	evs, st, err := discoverAll(e, c, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("honest", evs)
+	if n := logs(); n != 1 || st.FromRange != 12 || st.Exact != 0 {
+		t.Fatalf("honest: %d eth_getLogs, %+v; want 1, all 12 from the range", n, st)
+	}
+
+	// a cap of 4 blocks per range: refused wider ranges, the window narrows to fit
+	p.set(func(p *rpcProxy) {
+		p.refuse = func(method string, params json.RawMessage) string {
+			if from, to, ok := logRange(params); method == "eth_getLogs" && ok && to-from+1 > 4 {
+				return "block range too large: at most 4 blocks"
+			}
+			return ""
+		}
+	})
+	c2 := dial(t, p.URL(), e.dev.Contract(), testOpts)
+	evs, st, err = discoverAll(e, c2, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("range cap", evs)
+	if st.Exact != 0 || st.Refusals == 0 {
+		t.Fatalf("range cap: %+v", st)
+	}
+	t.Logf("range cap of 4 blocks: %d eth_getLogs, %+v", logs(), st)
+
+	// a cap on results: more than 3 events in an answer is refused
+	p.set(func(p *rpcProxy) { p.refuse = nil })
+	p.set(func(p *rpcProxy) {
+		p.rewrite = nil
+	})
+	c3 := dial(t, p.URL(), e.dev.Contract(), testOpts)
+	p.set(func(p *rpcProxy) {
+		p.refuse = func(method string, params json.RawMessage) string {
+			from, to, ok := logRange(params)
+			if method != "eth_getLogs" || !ok {
+				return ""
+			}
+			n := 0
+			for _, ev := range want {
+				if ev.Block >= from && ev.Block <= to {
+					n++
+				}
+			}
+			if n > 3 {
+				return "query returned more than 3 results"
+			}
+			return ""
+		}
+	})
+	evs, st, err = discoverAll(e, c3, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("result cap", evs)
+	if st.Exact != 0 || st.Refusals == 0 {
+		t.Fatalf("result cap: %+v", st)
+	}
+	t.Logf("result cap of 3 events: %d eth_getLogs, %+v", logs(), st)
+	p.set(func(p *rpcProxy) { p.refuse = nil })
+
+	// one event dropped from every ranged answer: found by the exact-block query
+	dropped := want[5]
+	p.set(func(p *rpcProxy) {
+		p.rewrite = func(method string, params, result json.RawMessage) json.RawMessage {
+			if !ranged(method, params) {
+				return result
+			}
+			var all []map[string]any
+			json.Unmarshal(result, &all)
+			var keep []map[string]any
+			for _, l := range all {
+				if l["transactionHash"] != dropped.TxHash.Hex() {
+					keep = append(keep, l)
+				}
+			}
+			b, _ := json.Marshal(keep)
+			return b
+		}
+	})
+	evs, st, err = discoverAll(e, dial(t, p.URL(), e.dev.Contract(), testOpts), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("dropped", evs)
+	if st.Exact != 1 || st.FromRange != 11 {
+		t.Fatalf("dropped: %+v, want 1 exact query", st)
+	}
+
+	// an event added beside a real one in a range (same block and seq, another digest), and
+	// one altered: neither is taken, the exact block answers
+	alteredDigest := strings.Repeat("cd", 32)
+	p.set(func(p *rpcProxy) {
+		p.rewrite = func(method string, params, result json.RawMessage) json.RawMessage {
+			if !ranged(method, params) {
+				return result
+			}
+			var all []map[string]any
+			json.Unmarshal(result, &all)
+			var out []map[string]any
+			for _, l := range all {
+				out = append(out, l)
+				if l["transactionHash"] == want[2].TxHash.Hex() {
+					fake := map[string]any{}
+					for k, v := range l {
+						fake[k] = v
+					}
+					fake["data"] = strings.Replace(l["data"].(string), want[2].Digest.Hex()[2:], alteredDigest, 1)
+					fake["logIndex"] = "0x7"
+					out = append(out, fake)
+				}
+				if l["transactionHash"] == want[8].TxHash.Hex() {
+					l["data"] = strings.Replace(l["data"].(string), want[8].Digest.Hex()[2:], alteredDigest, 1)
+				}
+			}
+			b, _ := json.Marshal(out)
+			return b
+		}
+	})
+	evs, st, err = discoverAll(e, dial(t, p.URL(), e.dev.Contract(), testOpts), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("added and altered", evs)
+	if st.Exact != 2 {
+		t.Fatalf("added and altered: %+v, want 2 exact queries", st)
+	}
+
+	// dropped from the exact answer too: refused by name
+	p.set(func(p *rpcProxy) {
+		p.rewrite = func(method string, params, result json.RawMessage) json.RawMessage {
+			if method == "eth_getLogs" && strings.Contains(string(result), dropped.TxHash.Hex()) {
+				var all []map[string]any
+				json.Unmarshal(result, &all)
+				var keep []map[string]any
+				for _, l := range all {
+					if l["transactionHash"] != dropped.TxHash.Hex() {
+						keep = append(keep, l)
+					}
+				}
+				b, _ := json.Marshal(keep)
+				return b
+			}
+			return result
+		}
+	})
+	_, _, err = discoverAll(e, dial(t, p.URL(), e.dev.Contract(), testOpts), h)
+	var ne *chain.NoEventError
+	if !errors.As(err, &ne) || ne.Seq != dropped.Seq || ne.Block != dropped.Block {
+		t.Fatalf("dropped everywhere: %v", err)
+	}
+
+	// no ranged logs at all (method not found for ranges): the exact-block walk
+	p.set(func(p *rpcProxy) {
+		p.rewrite = nil
+		p.refuse = func(method string, params json.RawMessage) string {
+			if ranged(method, params) {
+				return "the method eth_getLogs does not exist/is not available"
+			}
+			return ""
+		}
+	})
+	logs()
+	evs, st, err = discoverAll(e, dial(t, p.URL(), e.dev.Contract(), testOpts), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("no ranged logs", evs)
+	if st.Exact != 12 {
+		t.Fatalf("no ranged logs: %+v", st)
+	}
+	t.Logf("no ranged logs: %d eth_getLogs for 12 epochs, %+v", logs(), st)
+	_ = common.Hash{}
+}
