@@ -172,7 +172,8 @@ func (e wrongSecretError) Is(target error) bool { return target == ErrWrongSecre
 
 // Rekey rotates the data key: a new DEK wrapped under kek, one snapshot epoch sealed under it,
 // and a new recovery code, which is returned and written beside the old one.
-func (r *Replica) Rekey(ctx context.Context, kek [32]byte, kind byte, overSkipped bool) (string, *PushReport, error) {
+// opt.OverSkipped and opt.Confirmations carry over to its push.
+func (r *Replica) Rekey(ctx context.Context, kek [32]byte, kind byte, opt PushOptions) (string, *PushReport, error) {
 	if err := r.refuseChange(); err != nil {
 		return "", nil, err
 	}
@@ -191,7 +192,7 @@ func (r *Replica) Rekey(ctx context.Context, kek [32]byte, kind byte, overSkippe
 	id := seal.DEKID(dek)
 	r.vault.DekID = fmt.Sprintf("%x", id[:])
 	r.pushMu.Unlock()
-	rep, err := r.Push(ctx, PushOptions{Snapshot: true, OverSkipped: overSkipped})
+	rep, err := r.Push(ctx, PushOptions{Snapshot: true, OverSkipped: opt.OverSkipped, Confirmations: opt.Confirmations})
 	if err != nil {
 		r.pushMu.Lock()
 		r.opt.DEK, r.vault.Wraps, r.vault.DekID = oldDEK, oldWraps, oldID

@@ -24,6 +24,9 @@ type PushOptions struct {
 	// OverSkipped lets a snapshot go on top of the chain head past epochs this machine's last
 	// pull could not apply (kint's --over-skipped); without it such a snapshot is refused.
 	OverSkipped bool
+	// Confirmations is how many blocks to wait for after each transaction (kint's
+	// --confirmations); 0: Options.Confirmations.
+	Confirmations uint64
 }
 
 // EpochReceipt is one anchored epoch of a push, with what it cost.
@@ -278,7 +281,7 @@ func (r *Replica) push(ctx context.Context, opt PushOptions) (*PushReport, error
 		if err := CheckApplicable(p); err != nil {
 			return rep, fmt.Errorf("refusing to seal epoch %d, this code could not apply it: %w", p.Seq, err)
 		}
-		er, next, err := r.sendEpoch(ctx, p, head)
+		er, next, err := r.sendEpoch(ctx, p, head, opt.Confirmations)
 		if err != nil {
 			return rep, err
 		}
@@ -360,7 +363,10 @@ func removeRow(rows []seal.Row, id string) []seal.Row {
 }
 
 // sendEpoch seals p, journals it, sends it, waits for it and applies it as this machine's own.
-func (r *Replica) sendEpoch(ctx context.Context, p *seal.Plaintext, head Head) (*EpochReceipt, Head, error) {
+func (r *Replica) sendEpoch(ctx context.Context, p *seal.Plaintext, head Head, confirmations uint64) (*EpochReceipt, Head, error) {
+	if confirmations == 0 {
+		confirmations = r.opt.Confirmations
+	}
 	c := r.Client()
 	var prevBucket int
 	if err := r.getState(kBucket, &prevBucket); err != nil {
@@ -412,7 +418,7 @@ func (r *Replica) sendEpoch(ctx context.Context, p *seal.Plaintext, head Head) (
 	if err := r.atStage(StageSent, p.Seq); err != nil {
 		return nil, head, err
 	}
-	rc, err := c.WaitPush(ctx, prep, r.vault.Owner, r.vault.Space, r.opt.Confirmations)
+	rc, err := c.WaitPush(ctx, prep, r.vault.Owner, r.vault.Space, confirmations)
 	if err != nil {
 		return nil, head, fmt.Errorf("epoch %d sent as %s: %w", p.Seq, prep.Hash.Hex(), err)
 	}

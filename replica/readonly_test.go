@@ -52,7 +52,7 @@ func TestReadOnlyRefusesEveryChange(t *testing.T) {
 		"push":    func() error { _, err := r.Push(ctx, PushOptions{}); return err },
 		"compact": func() error { return r.Control(ctx, "compact") },
 		"flush":   func() error { return r.Control(ctx, "flush") },
-		"rekey":   func() error { _, _, err := r.Rekey(ctx, [32]byte{1}, seal.KindPassphrase, false); return err },
+		"rekey":   func() error { _, _, err := r.Rekey(ctx, [32]byte{1}, seal.KindPassphrase, PushOptions{}); return err },
 	} {
 		err := op()
 		if !errors.Is(err, ErrReadOnly) || !strings.Contains(err.Error(), "--read-only") {

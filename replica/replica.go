@@ -20,7 +20,7 @@ import (
 var (
 	ErrNothingToPush = errors.New("nothing to push: the store matches the last anchored epoch")
 	ErrChainMoved    = errors.New("the chain moved: another machine pushed since this machine last pulled")
-	ErrFork          = errors.New("fork: the chain's history differs from this machine's mirror")
+	ErrFork          = errors.New("fork: the chain's history differs from this machine's mirror (save what you need from the mount, then kintfs pull --discard-local moves the local state aside and restores from the chain)")
 	ErrStaleRPC      = errors.New("stale or lying RPC")
 	ErrGapOpen       = errors.New("a pull stopped at an epoch this machine cannot apply")
 	ErrOffline       = errors.New("no chain connection")

@@ -219,3 +219,24 @@ func newGCM(key []byte) (cipher.AEAD, error) {
 	}
 	return cipher.NewGCM(block)
 }
+
+// DEKExpiry is when the cached data key of a space expires, read without opening it.
+func (h Home) DEKExpiry(space common.Hash) (time.Time, error) {
+	b, err := os.ReadFile(h.Path("keys", seal.Space16(space)+".dek"))
+	if errors.Is(err, os.ErrNotExist) {
+		return time.Time{}, ErrKeyMissing
+	}
+	if err != nil {
+		return time.Time{}, err
+	}
+	var f dekFile
+	if err := json.Unmarshal(b, &f); err != nil {
+		return time.Time{}, fmt.Errorf("cached dek: %w", err)
+	}
+	return time.Unix(f.Expires, 0), nil
+}
+
+// RecoveryFile is where the recovery code of the vault is written.
+func (h Home) RecoveryFile(v *VaultConfig) string {
+	return h.Path("RECOVERY-" + v.Space16() + ".txt")
+}

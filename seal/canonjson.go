@@ -158,3 +158,7 @@ func estimateRowsLen(rows []Row) int {
 func FormatCreatedAt(t time.Time) string {
 	return t.UTC().Format("2006-01-02T15:04:05Z")
 }
+
+// AppendRowJSON appends one row as a wire row object: every field, keys in the v1 order,
+// nulls as null.
+func AppendRowJSON(dst []byte, r *Row) []byte { return appendRowJSON(dst, r) }

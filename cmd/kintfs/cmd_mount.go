@@ -26,6 +26,7 @@ import (
 
 var mountOpts struct {
 	dev           bool
+	devChainID    uint64
 	poll          time.Duration
 	allowOther    bool
 	allowNonEmpty bool
@@ -50,6 +51,7 @@ func init() {
 		short: "mount the vault as a directory (--dev: on a local development chain)",
 		flags: func(fs *pflag.FlagSet) {
 			fs.BoolVar(&mountOpts.dev, "dev", false, "start or reuse the local development chain, create the vault and session key, then mount")
+			fs.Uint64Var(&mountOpts.devChainID, "chain-id", 0, "with --dev: the dev chain's id, fixed when it is created (default 1337; 8453 lets tools bound to Base's id read the vault; it is still not Base)")
 			fs.DurationVar(&mountOpts.poll, "poll", 30*time.Second, "how often to read the chain head for other machines' epochs")
 			fs.BoolVar(&mountOpts.allowOther, "allow-other", false, "let other users use the mount (needs user_allow_other in /etc/fuse.conf)")
 			fs.BoolVar(&mountOpts.allowNonEmpty, "allow-non-empty", false, "mount over a directory that is not empty")
@@ -71,6 +73,9 @@ func init() {
 func runMount(ctx context.Context, args []string) error {
 	if len(args) != 1 {
 		return usagef("mount takes one mountpoint")
+	}
+	if mountOpts.devChainID != 0 && !mountOpts.dev {
+		return usagef("--chain-id is for the development chain: use it with --dev")
 	}
 	if _, err := parseUmask(mountOpts.umask); err != nil {
 		return err
@@ -135,7 +140,7 @@ func runMount(ctx context.Context, args []string) error {
 		return fail(err)
 	}
 	if mountOpts.dev {
-		dc, err := devSetup(ctx, home, say)
+		dc, err := devSetup(ctx, home, mountOpts.devChainID, say)
 		if err != nil {
 			return fail(err)
 		}

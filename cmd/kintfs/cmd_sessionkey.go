@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"encoding/hex"
 	"fmt"
 	"math/big"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/spf13/pflag"
 
@@ -25,13 +27,13 @@ var authOpts struct {
 func init() {
 	register(&command{
 		name:  "session-key",
-		usage: "create | show",
-		short: "create this machine's session key, or show it with its balance and authorization",
+		usage: "create | show | rotate",
+		short: "create this machine's session key, show it with its balance and authorization, or replace it (the old one kept as session.old)",
 		run:   runSessionKey,
 	})
 	register(&command{
 		name:  "authorize",
-		usage: "[--expiry 720h] [--print-digest | --signature-file F --deadline UNIX]",
+		usage: "[burn-nonce] [--expiry 720h] [--print-digest | --signature-file F --deadline UNIX]",
 		short: "authorize this machine's session key to push (owner key from KINT_OWNER_KEY, or a signature made elsewhere)",
 		flags: func(fs *pflag.FlagSet) {
 			fs.DurationVar(&authOpts.expiry, "expiry", 30*24*time.Hour, "how long the authorization lasts")
@@ -44,12 +46,15 @@ func init() {
 }
 
 func runSessionKey(ctx context.Context, args []string) error {
-	if len(args) != 1 || (args[0] != "create" && args[0] != "show") {
-		return usagef("session-key create | show")
+	if len(args) != 1 || (args[0] != "create" && args[0] != "show" && args[0] != "rotate") {
+		return usagef("session-key create | show | rotate")
 	}
 	home, err := replica.DefaultHome()
 	if err != nil {
 		return err
+	}
+	if args[0] == "rotate" {
+		return rotateSessionKey(ctx, home)
 	}
 	if args[0] == "create" {
 		if key, err := loadSessionKey(home); err == nil {
@@ -90,7 +95,33 @@ func runSessionKey(ctx context.Context, args []string) error {
 	return nil
 }
 
+// rotateSessionKey moves the keystore to session.old and creates a new key. An earlier
+// session.old is never overwritten: it may still hold funds.
+func rotateSessionKey(ctx context.Context, home replica.Home) error {
+	key, err := loadSessionKey(home)
+	if err != nil {
+		return fmt.Errorf("%w: no session key on this machine to rotate (kintfs session-key create)", replica.ErrNotAuthorized)
+	}
+	old := home.Path("session.old")
+	if _, err := os.Lstat(old); err == nil {
+		return usagef("%s is left from an earlier rotation: move it away first (it may still hold ETH)", old)
+	}
+	if err := os.Rename(home.Path("session"), old); err != nil {
+		return err
+	}
+	addr, err := createSessionKey(home)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(outw(ctx), "rotated: session key %s created; the old key %s is kept in %s\nfund the new key and run kintfs authorize (a running mount keeps the old key until it restarts)\n",
+		addr.Hex(), crypto.PubkeyToAddress(key.PublicKey).Hex(), old)
+	return nil
+}
+
 func runAuthorize(ctx context.Context, args []string) error {
+	if len(args) > 1 || (len(args) == 1 && args[0] != "burn-nonce") {
+		return usagef("authorize [burn-nonce] [--expiry 720h] [--print-digest | --signature-file F --deadline UNIX]")
+	}
 	e, err := openVault(ctx, openOptions{chain: true, noStore: true})
 	if err != nil {
 		return err
@@ -101,6 +132,9 @@ func runAuthorize(ctx context.Context, args []string) error {
 		return fmt.Errorf("%w: no session key on this machine (kintfs session-key create)", replica.ErrNotAuthorized)
 	}
 	addr := crypto.PubkeyToAddress(key.PublicKey)
+	if len(args) == 1 {
+		return burnNonce(ctx, e, addr)
+	}
 	expiry := uint64(time.Now().Add(authOpts.expiry).Unix())
 	switch {
 	case authOpts.printDigest:
@@ -128,21 +162,58 @@ func runAuthorize(ctx context.Context, args []string) error {
 			return err
 		}
 	default:
-		hexKey := os.Getenv("KINT_OWNER_KEY")
-		if hexKey == "" {
-			return usagef("set KINT_OWNER_KEY to the owner's private key, or use --print-digest and --signature-file")
-		}
-		owner, err := crypto.HexToECDSA(strings.TrimPrefix(hexKey, "0x"))
+		owner, err := ownerKey(e, "or use --print-digest and --signature-file")
 		if err != nil {
-			return usagef("KINT_OWNER_KEY is not a private key")
-		}
-		if crypto.PubkeyToAddress(owner.PublicKey) != e.vault.Owner {
-			return usagef("KINT_OWNER_KEY is not the key of the vault's owner %s", e.vault.Owner.Hex())
+			return err
 		}
 		if _, err := e.client().SetSessionKey(ctx, owner, addr, expiry); err != nil {
 			return err
 		}
 	}
 	fmt.Fprintf(outw(ctx), "session key %s may push for %s until %s\n", addr.Hex(), e.vault.Owner.Hex(), time.Unix(int64(expiry), 0).UTC().Format(time.RFC3339))
+	return nil
+}
+
+// ownerKey is KINT_OWNER_KEY, refused unless it is the key of the vault's owner.
+func ownerKey(e *vaultEnv, alt string) (*ecdsa.PrivateKey, error) {
+	hexKey := os.Getenv("KINT_OWNER_KEY")
+	if hexKey == "" {
+		return nil, usagef("set KINT_OWNER_KEY to the owner's private key%s", alt)
+	}
+	owner, err := crypto.HexToECDSA(strings.TrimPrefix(hexKey, "0x"))
+	if err != nil {
+		return nil, usagef("KINT_OWNER_KEY is not a private key")
+	}
+	if got := crypto.PubkeyToAddress(owner.PublicKey); got != e.vault.Owner {
+		return nil, usagef("KINT_OWNER_KEY is %s, not the owner %s", got.Hex(), e.vault.Owner.Hex())
+	}
+	return owner, nil
+}
+
+// burnNonce sends setSessionKey from the owner with the session key's current expiry: the
+// authorization nonce goes up by one, cancelling every authorization signed and never sent.
+func burnNonce(ctx context.Context, e *vaultEnv, addr common.Address) error {
+	owner, err := ownerKey(e, "")
+	if err != nil {
+		return err
+	}
+	c := e.client()
+	exp, err := c.SessionKeyExpiry(ctx, e.vault.Owner, addr)
+	if err != nil {
+		return err
+	}
+	deadline := big.NewInt(time.Now().Add(time.Hour).Unix())
+	_, before, err := c.AuthorizationDigest(ctx, e.vault.Owner, addr, exp, deadline)
+	if err != nil {
+		return err
+	}
+	if _, err := c.SetSessionKey(ctx, owner, addr, exp); err != nil {
+		return err
+	}
+	_, after, err := c.AuthorizationDigest(ctx, e.vault.Owner, addr, exp, deadline)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(outw(ctx), "burned authorization nonce %s (now %s): every signed, unsent authorization is void; session key %s keeps its expiry\n", before, after, addr.Hex())
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -14,9 +15,13 @@ import (
 
 type syncOptions struct {
 	dryRun, full, json bool
+	discardLocal       bool
 	passStdin          bool
 	overSkipped        bool
+	confirmations      uint64
 }
+
+const confirmationsUsage = "blocks to wait for after each transaction (default KINT_CONFIRMATIONS, else 2)"
 
 const overSkippedUsage = "anchor the snapshot on the chain head even though the last pull stopped at an epoch this machine could not apply"
 
@@ -29,8 +34,9 @@ func init() {
 			o := &syncOptions{}
 			fs.BoolVar(&o.dryRun, "dry-run", false, "report what would be anchored and send nothing")
 			fs.BoolVar(&o.json, "json", false, "print the report as JSON")
+			fs.Uint64Var(&o.confirmations, "confirmations", 0, confirmationsUsage)
 			return func(ctx context.Context, args []string) error {
-				return runPush(ctx, o, replica.PushOptions{DryRun: o.dryRun})
+				return runPush(ctx, o, replica.PushOptions{DryRun: o.dryRun, Confirmations: o.confirmations})
 			}
 		},
 	})
@@ -43,18 +49,20 @@ func init() {
 			fs.BoolVar(&o.dryRun, "dry-run", false, "report what would be anchored and send nothing")
 			fs.BoolVar(&o.json, "json", false, "print the report as JSON")
 			fs.BoolVar(&o.overSkipped, "over-skipped", false, overSkippedUsage)
+			fs.Uint64Var(&o.confirmations, "confirmations", 0, confirmationsUsage)
 			return func(ctx context.Context, args []string) error {
-				return runPush(ctx, o, replica.PushOptions{DryRun: o.dryRun, Snapshot: true, OverSkipped: o.overSkipped})
+				return runPush(ctx, o, replica.PushOptions{DryRun: o.dryRun, Snapshot: true, OverSkipped: o.overSkipped, Confirmations: o.confirmations})
 			}
 		},
 	})
 	register(&command{
 		name:  "pull",
-		usage: "[--full]",
+		usage: "[--full] [--discard-local]",
 		short: "apply the epochs other machines anchored",
 		setup: func(fs *pflag.FlagSet) runFunc {
 			o := &syncOptions{}
 			fs.BoolVar(&o.full, "full", false, "walk past snapshots to the first epoch and cache all history")
+			fs.BoolVar(&o.discardLocal, "discard-local", false, "move this machine's local state (staged rows included) aside to a dated backup in KINT_HOME and restore from the chain: the way out of a fork")
 			fs.BoolVar(&o.json, "json", false, "print the report as JSON")
 			return func(ctx context.Context, args []string) error { return runPull(ctx, o, args) }
 		},
@@ -67,6 +75,7 @@ func init() {
 			o := &syncOptions{}
 			fs.BoolVar(&o.passStdin, "passphrase-stdin", false, "read the passphrase the new key is wrapped under from stdin")
 			fs.BoolVar(&o.overSkipped, "over-skipped", false, overSkippedUsage)
+			fs.Uint64Var(&o.confirmations, "confirmations", 0, confirmationsUsage)
 			return func(ctx context.Context, args []string) error { return runRekey(ctx, o, args) }
 		},
 	})
@@ -122,6 +131,14 @@ func heldName(h replica.HeldRow) string {
 }
 
 func runPull(ctx context.Context, o *syncOptions, args []string) error {
+	if len(args) > 0 {
+		return usagef("pull takes no arguments")
+	}
+	if o.discardLocal {
+		if err := discardLocal(ctx); err != nil {
+			return err
+		}
+	}
 	e, err := openVault(ctx, openOptions{chain: true, dek: true})
 	if err != nil {
 		return err
@@ -145,6 +162,36 @@ func runPull(ctx context.Context, o *syncOptions, args []string) error {
 	return err
 }
 
+// discardLocal moves the local state aside before a pull --discard-local. The mount holds
+// the state, so it refuses there.
+func discardLocal(ctx context.Context) error {
+	home, err := replica.DefaultHome()
+	if err != nil {
+		return err
+	}
+	if ioOf(ctx).env != nil {
+		dir, _ := mountedAt(home)
+		return mountedError{dir}
+	}
+	if err := refuseIfMounted(home); err != nil {
+		return err
+	}
+	v, err := home.LoadVault()
+	if err != nil {
+		return err
+	}
+	// the key must open what the chain holds, else the restore cannot follow the discard
+	if _, err := home.LoadDEK(v.Space); err != nil {
+		return err
+	}
+	backup, err := replica.DiscardLocal(home, v, time.Now())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(errw(ctx), "kintfs pull: moved this machine's local state aside to %s (kept: its unanchored changes are there); restoring from the chain\n", backup)
+	return nil
+}
+
 func runRekey(ctx context.Context, o *syncOptions, args []string) error {
 	if !o.passStdin {
 		return usagef("rekey needs --passphrase-stdin: the new data key is wrapped under that passphrase")
@@ -165,7 +212,7 @@ func runRekey(ctx context.Context, o *syncOptions, args []string) error {
 	if err := e.rep.Control(ctx, "refresh"); err != nil && !errors.Is(err, replica.ErrGapOpen) {
 		return err
 	}
-	_, rep, err := e.rep.Rekey(ctx, kek, seal.KindPassphrase, o.overSkipped)
+	_, rep, err := e.rep.Rekey(ctx, kek, seal.KindPassphrase, replica.PushOptions{OverSkipped: o.overSkipped, Confirmations: o.confirmations})
 	if rep != nil {
 		printPushReport(ctx, rep)
 	}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math/big"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -22,15 +23,27 @@ import (
 )
 
 // devSetup starts (or reuses) the development chain under KINT_HOME/devchain and connects this
-// home to a vault on it owned by the first dev account: the newcomer's whole set-up.
-func devSetup(ctx context.Context, home replica.Home, say func(string, ...any)) (*devchain.DevChain, error) {
+// home to a vault on it owned by the first dev account: the newcomer's whole set-up. chainID
+// 0 is the one the chain was created with, else 1337; another id than the existing chain's is
+// refused.
+func devSetup(ctx context.Context, home replica.Home, chainID uint64, say func(string, ...any)) (*devchain.DevChain, error) {
 	dir, err := home.Ensure("devchain")
 	if err != nil {
 		return nil, err
 	}
-	say("using a local development chain kept in %s: this is NOT Base, and nothing here is real money", dir)
+	var prev devchain.Info
+	if b, err := os.ReadFile(filepath.Join(dir, devchain.InfoFile)); err == nil && json.Unmarshal(b, &prev) == nil && prev.ChainID != 0 {
+		if chainID != 0 && chainID != prev.ChainID {
+			return nil, usagef("the development chain in %s was created under chain id %d, not %d: use another KINT_HOME for --chain-id %d", dir, prev.ChainID, chainID, chainID)
+		}
+		chainID = prev.ChainID
+	}
+	if chainID == 0 {
+		chainID = devchain.ChainID
+	}
+	say("using a local development chain kept in %s (chain id %d): this is NOT Base, and nothing here is real money", dir, chainID)
 	var info devchain.Info
-	dc, err := devchain.Start(devchain.Config{DataDir: dir, HTTPAddr: "127.0.0.1:0"})
+	dc, err := devchain.Start(devchain.Config{DataDir: dir, HTTPAddr: "127.0.0.1:0", ChainID: chainID})
 	if err == nil {
 		info = dc.Info()
 	} else {

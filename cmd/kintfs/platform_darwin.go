@@ -53,3 +53,10 @@ func isKintfsMount(dir string) bool {
 func holders(dir string) string {
 	return "; run  lsof +f -- " + dir + "  to see what holds it"
 }
+
+// What doctor checks FUSE by: macFUSE's installed file system bundle (its devices appear only
+// while the extension is loaded), and the tool that unmounts.
+const (
+	fuseDevice  = "/Library/Filesystems/macfuse.fs"
+	fuserBinary = "umount"
+)

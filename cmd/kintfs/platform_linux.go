@@ -108,3 +108,9 @@ func holders(dir string) string {
 	}
 	return "; in use by " + strings.Join(found, ", ")
 }
+
+// What doctor checks FUSE by: the device, and the helper that unmounts.
+const (
+	fuseDevice  = "/dev/fuse"
+	fuserBinary = "fusermount3"
+)

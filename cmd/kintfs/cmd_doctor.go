@@ -1,0 +1,400 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/ethereum/go-ethereum/rpc"
+	"github.com/spf13/pflag"
+
+	"kintfs/chain"
+	"kintfs/chain/devchain"
+	"kintfs/replica"
+)
+
+var doctorOpts struct {
+	allowOther bool
+}
+
+// minSessionBalance is what kint calls enough to push: 0.00002 ETH.
+var minSessionBalance = big.NewInt(20_000_000_000_000)
+
+func init() {
+	register(&command{
+		name:  "doctor",
+		usage: "[--allow-other] [MNT]",
+		short: "check every moving part (home, keys, RPCs, contract, session key, mirror, FUSE) and say which fails",
+		flags: func(fs *pflag.FlagSet) {
+			fs.BoolVar(&doctorOpts.allowOther, "allow-other", false, "also check that /etc/fuse.conf allows --allow-other")
+		},
+		run: runDoctor,
+	})
+}
+
+type doctorRun struct {
+	ctx    context.Context
+	failed int
+	warned int
+}
+
+func (d *doctorRun) line(tag, name, format string, args ...any) {
+	fmt.Fprintf(outw(d.ctx), "[%s] %s: %s\n", tag, name, fmt.Sprintf(format, args...))
+}
+func (d *doctorRun) ok(name, format string, args ...any) { d.line("ok  ", name, format, args...) }
+func (d *doctorRun) warn(name, format string, args ...any) {
+	d.warned++
+	d.line("WARN", name, format, args...)
+}
+func (d *doctorRun) fail(name, format string, args ...any) {
+	d.failed++
+	d.line("FAIL", name, format, args...)
+}
+
+func runDoctor(ctx context.Context, args []string) error {
+	if len(args) > 1 {
+		return usagef("doctor [--allow-other] [MNT]")
+	}
+	d := &doctorRun{ctx: ctx}
+	home, err := replica.DefaultHome()
+	if err != nil {
+		d.fail("KINT_HOME", "%v", err)
+		return exitCodeError{code: exitFailure, msg: "1 check(s) failed"}
+	}
+	d.checkHome(home)
+	v := d.checkVault(home)
+	if v != nil {
+		d.checkDEK(home, v)
+		d.checkRecovery(home, v)
+		primary := d.checkPrimary(ctx, v)
+		if primary != nil {
+			defer primary.Close()
+		}
+		d.checkSecondary(ctx, v)
+		d.checkContract(ctx, v, primary != nil)
+		d.checkSessionKey(ctx, home, v, primary)
+		d.checkMirror(ctx, home, v, primary)
+	}
+	d.checkFUSE()
+	if doctorOpts.allowOther {
+		if os.Getuid() == 0 {
+			d.ok("user_allow_other", "root may use --allow-other without it")
+		} else if err := checkUserAllowOther(); err != nil {
+			d.fail("user_allow_other", "%v", err)
+		} else {
+			d.ok("user_allow_other", "/etc/fuse.conf allows --allow-other")
+		}
+	}
+	mnt := ""
+	if len(args) == 1 {
+		mnt = args[0]
+	} else if dir, ok := mountedAt(home); ok {
+		mnt = dir
+	}
+	d.checkMountpoint(mnt)
+	if d.failed > 0 {
+		return exitCodeError{code: exitFailure, msg: fmt.Sprintf("%d check(s) failed, %d warning(s)", d.failed, d.warned)}
+	}
+	return nil
+}
+
+func (d *doctorRun) checkHome(home replica.Home) {
+	fi, err := os.Stat(string(home))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		d.fail("KINT_HOME", "%s does not exist: run kintfs init (or kintfs mount --dev)", home)
+	case err != nil:
+		d.fail("KINT_HOME", "%v", err)
+	case !fi.IsDir():
+		d.fail("KINT_HOME", "%s is not a directory", home)
+	case fi.Mode().Perm()&0o077 != 0:
+		d.fail("KINT_HOME", "%s is mode %04o, not 0700: others can read the cached keys' files (chmod 700 %s)", home, fi.Mode().Perm(), home)
+	default:
+		d.ok("KINT_HOME", "%s, mode 0700", home)
+	}
+}
+
+func (d *doctorRun) checkVault(home replica.Home) *replica.VaultConfig {
+	v, err := home.LoadVault()
+	if err != nil {
+		d.fail("vault", "%v", err)
+		return nil
+	}
+	applyEnvOverrides(v)
+	d.ok("vault", "owner %s, tenant %q, space %s, chain %d, contract %s", v.Owner.Hex(), v.Tenant, v.Space16(), v.ChainID, v.Contract.Hex())
+	return v
+}
+
+func (d *doctorRun) checkDEK(home replica.Home, v *replica.VaultConfig) {
+	exp, err := home.DEKExpiry(v.Space)
+	if err != nil {
+		d.fail("data key", "%v", err)
+		return
+	}
+	left := time.Until(exp)
+	if left <= 0 {
+		d.fail("data key", "%v (expired %s)", replica.ErrKeyExpired, exp.UTC().Format(time.RFC3339))
+		return
+	}
+	if _, err := home.LoadDEK(v.Space); err != nil {
+		d.fail("data key", "%v", err)
+		return
+	}
+	if left < time.Hour {
+		d.warn("data key", "cached, expires in %s (%s): kintfs init again soon", left.Round(time.Second), exp.UTC().Format(time.RFC3339))
+		return
+	}
+	d.ok("data key", "cached, expires %s", exp.UTC().Format(time.RFC3339))
+}
+
+func (d *doctorRun) checkRecovery(home replica.Home, v *replica.VaultConfig) {
+	path := home.RecoveryFile(v)
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		d.fail("recovery file", "%s is missing: kintfs recovery-code writes it from the cached data key", path)
+	case err != nil:
+		d.fail("recovery file", "%v", err)
+	case fi.Mode().Perm()&0o077 != 0:
+		d.fail("recovery file", "%s is mode %04o, not 0600 (chmod 600 %s)", path, fi.Mode().Perm(), path)
+	default:
+		d.ok("recovery file", "%s, mode 0600: keep a copy offline", path)
+	}
+}
+
+func (d *doctorRun) checkPrimary(ctx context.Context, v *replica.VaultConfig) *chain.Client {
+	if v.RPC == "" {
+		d.fail("primary RPC", "no RPC URL (KINT_RPC_URL)")
+		return nil
+	}
+	c, err := dialChain(ctx, v.RPC, v.Contract)
+	if err != nil {
+		d.fail("primary RPC", "%s cannot be reached", redactURL(v.RPC))
+		return nil
+	}
+	if c.ChainID() != v.ChainID {
+		d.fail("primary RPC", "%s serves chain %d, but the vault lives on chain %d", redactURL(v.RPC), c.ChainID(), v.ChainID)
+		c.Close()
+		return nil
+	}
+	d.ok("primary RPC", "%s, chain id %d", redactURL(v.RPC), c.ChainID())
+	return c
+}
+
+func (d *doctorRun) checkSecondary(ctx context.Context, v *replica.VaultConfig) {
+	allowSingle := os.Getenv("KINT_ALLOW_SINGLE_RPC") == "1"
+	if v.ChainID == devchain.ChainID && os.Getenv("KINT_RPC_URL_2") == "" {
+		d.ok("secondary RPC", "not needed on the dev chain (chain id %d)", v.ChainID)
+		return
+	}
+	second := secondRPC(v.RPC)
+	if sameEndpoint(v.RPC, second) {
+		d.warn("secondary RPC", "%s is the same endpoint as the primary: a cold start trusts one operator", redactURL(second))
+		return
+	}
+	bad := d.fail
+	if allowSingle {
+		bad = d.warn
+	}
+	c, err := dialChain(ctx, second, v.Contract)
+	if err != nil {
+		bad("secondary RPC", "%s cannot be reached: a cold start refuses (set KINT_RPC_URL_2, or KINT_ALLOW_SINGLE_RPC=1)", redactURL(second))
+		return
+	}
+	defer c.Close()
+	if c.ChainID() != v.ChainID {
+		d.fail("secondary RPC", "%s serves chain %d, but the vault lives on chain %d", redactURL(second), c.ChainID(), v.ChainID)
+		return
+	}
+	d.ok("secondary RPC", "%s, chain id %d", redactURL(second), c.ChainID())
+}
+
+// checkContract reads the code at the contract address (eth_getCode), which the chain
+// client does not expose.
+func (d *doctorRun) checkContract(ctx context.Context, v *replica.VaultConfig, reachable bool) {
+	if !reachable {
+		d.fail("contract", "%s: not checked, the primary RPC is not usable", v.Contract.Hex())
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	rc, err := rpc.DialContext(cctx, v.RPC)
+	if err != nil {
+		d.fail("contract", "%s: %v", v.Contract.Hex(), errors.New("cannot dial the primary RPC"))
+		return
+	}
+	defer rc.Close()
+	var code hexutil.Bytes
+	if err := rc.CallContext(cctx, &code, "eth_getCode", v.Contract, "latest"); err != nil {
+		d.fail("contract", "%s: eth_getCode failed", v.Contract.Hex())
+		return
+	}
+	if len(code) == 0 {
+		d.fail("contract", "no code at %s on chain %d: check KINT_CONTRACT", v.Contract.Hex(), v.ChainID)
+		return
+	}
+	d.ok("contract", "%s has %d bytes of code", v.Contract.Hex(), len(code))
+}
+
+func (d *doctorRun) checkSessionKey(ctx context.Context, home replica.Home, v *replica.VaultConfig, c *chain.Client) {
+	key, err := loadSessionKey(home)
+	if err != nil {
+		d.fail("session key", "none on this machine (kintfs session-key create)")
+		return
+	}
+	addr := crypto.PubkeyToAddress(key.PublicKey)
+	d.ok("session key", "%s", addr.Hex())
+	if c == nil {
+		d.fail("session key balance", "not checked, the primary RPC is not usable")
+		d.fail("session key authorization", "not checked, the primary RPC is not usable")
+		return
+	}
+	if bal, err := c.Balance(ctx, addr); err != nil {
+		d.fail("session key balance", "read balance: %v", err)
+	} else if bal.Cmp(minSessionBalance) <= 0 {
+		d.fail("session key balance", "%s wei, not more than 0.00002 ETH: fund %s", bal, addr.Hex())
+	} else {
+		d.ok("session key balance", "%s wei", bal)
+	}
+	exp, err := c.SessionKeyExpiry(ctx, v.Owner, addr)
+	now := time.Now()
+	switch {
+	case err != nil:
+		d.fail("session key authorization", "read expiry: %v", err)
+	case exp == 0:
+		d.fail("session key authorization", "%s is not authorized to push for %s (kintfs authorize)", addr.Hex(), v.Owner.Hex())
+	case int64(exp) <= now.Unix():
+		d.fail("session key authorization", "expired %s (kintfs authorize)", time.Unix(int64(exp), 0).UTC().Format(time.RFC3339))
+	case int64(exp) < now.Add(72*time.Hour).Unix():
+		d.warn("session key authorization", "authorized for %s, expires %s: kintfs authorize again soon", v.Owner.Hex(), time.Unix(int64(exp), 0).UTC().Format(time.RFC3339))
+	default:
+		d.ok("session key authorization", "authorized for %s until %s", v.Owner.Hex(), time.Unix(int64(exp), 0).UTC().Format(time.RFC3339))
+	}
+}
+
+// doctorStatus is the replica's status: from the mount when one holds the database (the
+// forwarded status --json), else from the database opened offline.
+func doctorStatus(home replica.Home, v *replica.VaultConfig) (*replica.Status, string, error) {
+	if _, mounted := mountedAt(home); mounted {
+		reply, ok := forward([]string{"status", "--json"})
+		if !ok || reply.Code != 0 {
+			return nil, "", fmt.Errorf("the mount did not answer status: %s", reply.Err)
+		}
+		var st replica.Status
+		if err := json.Unmarshal([]byte(reply.Out), &st); err != nil {
+			return nil, "", fmt.Errorf("the mount's status: %w", err)
+		}
+		return &st, " (from the mount)", nil
+	}
+	rep, err := replica.Open(replica.Options{Home: home, Vault: v})
+	if err != nil {
+		return nil, "", err
+	}
+	defer rep.Close()
+	st, err := rep.Status()
+	return st, "", err
+}
+
+func (d *doctorRun) checkMirror(ctx context.Context, home replica.Home, v *replica.VaultConfig, c *chain.Client) {
+	st, from, err := doctorStatus(home, v)
+	if err != nil {
+		d.fail("mirror", "%v", err)
+		d.fail("staged", "not checked: %v", err)
+		return
+	}
+	mirror := st.Mirror
+	if c == nil {
+		d.fail("head", "not checked, the primary RPC is not usable; mirror at seq %d%s", mirror.Seq, from)
+	} else if h, err := c.Head(ctx, v.Owner, v.Space); err != nil {
+		d.fail("head", "read head: %v", err)
+	} else {
+		switch {
+		case h.Seq == mirror.Seq && h.Digest == mirror.Digest:
+			d.ok("head", "chain head seq %d (block %d), mirror in step%s", h.Seq, h.Block, from)
+		case h.Seq > mirror.Seq:
+			d.warn("head", "chain head seq %d (block %d), mirror at seq %d%s: kintfs pull", h.Seq, h.Block, mirror.Seq, from)
+		case h.Seq < mirror.Seq:
+			d.fail("head", "chain head seq %d is older than the mirror's seq %d%s: a stale RPC, or a chain reset", h.Seq, mirror.Seq, from)
+		default:
+			d.fail("head", "chain head seq %d has digest %s, the mirror %s%s: a fork (kintfs pull --discard-local)", h.Seq, h.Digest.Hex()[:14], mirror.Digest.Hex()[:14], from)
+		}
+	}
+	if len(st.Gaps) > 0 {
+		g := st.Gaps[0]
+		d.fail("gaps", "the last pull stopped at epoch %d: %s (kintfs compact --over-skipped, if it will never open)", g.Seq, g.Reason)
+	}
+	if len(st.Conflicts) > 0 {
+		d.warn("conflicts", "%d row(s) in conflict; your versions are kept beside them (kintfs status)", len(st.Conflicts))
+	}
+	staged := fmt.Sprintf("%d rows (%d bytes) and %d deletions staged, oldest %ds", st.StagedRows, st.StagedBytes, st.StagedDels, st.OldestStaged)
+	if st.StagedRows+st.StagedDels == 0 {
+		d.ok("staged", "nothing staged: the store matches the last anchored epoch")
+	} else if st.OldestStaged > 2*int64(envDuration("KINT_QUIET_SECONDS", 300*time.Second)/time.Second)+60 {
+		d.warn("staged", "%s: unanchored for longer than the quiet delay (kintfs push)", staged)
+	} else {
+		d.ok("staged", "%s", staged)
+	}
+	if len(st.Held) > 0 {
+		h := st.Held[0]
+		d.warn("held", "%d row(s) held, never anchored until fixed; first: %s: %s", len(st.Held), heldName(h), h.Reason)
+	} else {
+		d.ok("held", "no row held")
+	}
+}
+
+func (d *doctorRun) checkFUSE() {
+	fi, err := os.Stat(fuseDevice)
+	switch {
+	case err != nil:
+		d.fail("FUSE device", "%s: %v (install fuse3; in a container, pass --device /dev/fuse)", fuseDevice, err)
+	case fi.IsDir():
+		d.ok("FUSE device", "%s is installed", fuseDevice)
+	case fi.Mode()&os.ModeCharDevice == 0:
+		d.fail("FUSE device", "%s is not a character device", fuseDevice)
+	default:
+		if f, err := os.OpenFile(fuseDevice, os.O_RDWR, 0); err != nil {
+			d.fail("FUSE device", "%s cannot be opened: %v", fuseDevice, err)
+		} else {
+			f.Close()
+			d.ok("FUSE device", "%s", fuseDevice)
+		}
+	}
+	if p, err := exec.LookPath(fuserBinary); err != nil {
+		d.fail(fuserBinary, "not on PATH (install fuse3)")
+	} else {
+		d.ok(fuserBinary, "%s", p)
+	}
+}
+
+func (d *doctorRun) checkMountpoint(dir string) {
+	if dir == "" {
+		d.ok("mount point", "none given and no mount running")
+		return
+	}
+	_, err := os.Stat(dir)
+	mounted := err == nil && isKintfsMount(resolveMountpoint(dir))
+	if mounted {
+		// a stat may be answered from the kernel's cache; a read of the status goes to the mount
+		_, err = os.ReadFile(dir + "/.kint/status")
+	}
+	switch {
+	case errors.Is(err, syscall.ENOTCONN), errors.Is(err, syscall.ECONNABORTED):
+		d.fail("mount point", "%s is a dead mount (transport endpoint is not connected): run  %s", dir, lazyUnmountHint(dir))
+	case errors.Is(err, os.ErrNotExist) && !mounted:
+		d.warn("mount point", "%s does not exist", dir)
+	case err != nil:
+		d.fail("mount point", "%s: %v", dir, err)
+	case mounted:
+		d.ok("mount point", "%s is mounted and answers", dir)
+	default:
+		d.ok("mount point", "%s is not mounted, and no dead mount is left on it", dir)
+	}
+}

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+
+	"kintfs/seal"
+)
+
+func init() {
+	register(&command{
+		name:  "export",
+		short: "print every row of the mirror as JSON lines (plaintext: a debug tool), read-only",
+		run:   runExport,
+	})
+}
+
+func runExport(ctx context.Context, args []string) error {
+	if len(args) > 0 {
+		return usagef("export takes no arguments")
+	}
+	e, err := openVault(ctx, openOptions{})
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	fmt.Fprintln(errw(ctx), "kintfs export: the output is plaintext memory: every anchored row of the vault, bodies included")
+	w := bufio.NewWriter(outw(ctx))
+	var line []byte
+	err = e.rep.MirrorRows(func(row *seal.Row) error {
+		line = append(seal.AppendRowJSON(line[:0], row), '\n')
+		_, err := w.Write(line)
+		return err
+	})
+	if ferr := w.Flush(); err == nil {
+		err = ferr
+	}
+	return err
+}

@@ -1,0 +1,142 @@
+package integration
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// doctorLine finds the line of one check in doctor's output.
+func doctorLine(out, name string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if len(l) > 7 && strings.HasPrefix(l[7:], name+":") {
+			return l
+		}
+	}
+	return ""
+}
+
+// expectDoctor runs doctor and checks the exit code and the tag of one check.
+func (m *machine) expectDoctor(code int, name, tag, detail string, args ...string) string {
+	m.t.Helper()
+	out, errs, got := m.run("", append([]string{"doctor"}, args...)...)
+	line := doctorLine(out, name)
+	if got != code || !strings.HasPrefix(line, "["+tag+"]") || !strings.Contains(line, detail) {
+		m.t.Fatalf("doctor %v: exit %d (want %d), check %q: %q (want [%s] with %q)\n%s%s", args, got, code, name, line, tag, detail, out, errs)
+	}
+	return out
+}
+
+// TestDoctor: every check is ok on a connected machine (mounted or not), and each fails,
+// with exit 1, when its input is broken.
+func TestDoctor(t *testing.T) {
+	requireFUSE(t)
+	dc := startDevchain(t)
+	a := newMachine(t, dc, "doctor")
+	a.connect("pass doctor")
+	out := a.expectDoctor(0, "KINT_HOME", "ok  ", "mode 0700")
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if !strings.HasPrefix(l, "[ok  ] ") {
+			t.Fatalf("a connected machine: %q is not ok\n%s", l, out)
+		}
+	}
+	for _, name := range []string{"vault", "data key", "recovery file", "primary RPC", "secondary RPC", "contract",
+		"session key", "session key balance", "session key authorization", "head", "staged", "held", "FUSE device", "fusermount3", "mount point"} {
+		if doctorLine(out, name) == "" {
+			t.Fatalf("doctor has no %q line:\n%s", name, out)
+		}
+	}
+	if !strings.Contains(doctorLine(out, "primary RPC"), "chain id 1337") {
+		t.Fatalf("primary RPC line: %s", out)
+	}
+
+	// KINT_HOME readable by others
+	if err := os.Chmod(a.home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a.expectDoctor(1, "KINT_HOME", "FAIL", "mode 0755")
+	os.Chmod(a.home, 0o700)
+
+	// the recovery file deleted
+	rec, _ := filepath.Glob(filepath.Join(a.home, "RECOVERY-*.txt"))
+	if len(rec) != 1 {
+		t.Fatalf("recovery files: %v", rec)
+	}
+	code, err := os.ReadFile(rec[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(rec[0])
+	a.expectDoctor(1, "recovery file", "FAIL", "kintfs recovery-code")
+	os.WriteFile(rec[0], code, 0o600)
+
+	// the cached data key gone
+	dek, _ := filepath.Glob(filepath.Join(a.home, "keys", "*.dek"))
+	if len(dek) != 1 {
+		t.Fatalf("cached keys: %v", dek)
+	}
+	os.Rename(dek[0], dek[0]+".aside")
+	a.expectDoctor(1, "data key", "FAIL", "no data key cached")
+	os.Rename(dek[0]+".aside", dek[0])
+
+	// a dead secondary RPC, then a dead primary whose URL carries a secret path
+	a.extra = []string{"KINT_RPC_URL_2=http://127.0.0.1:1/v2/SECRETKEY"}
+	out = a.expectDoctor(1, "secondary RPC", "FAIL", "http://127.0.0.1:1/<redacted> cannot be reached")
+	a.extra = []string{"KINT_RPC_URL_2=http://127.0.0.1:1/v2/SECRETKEY", "KINT_ALLOW_SINGLE_RPC=1"}
+	a.expectDoctor(0, "secondary RPC", "WARN", "cannot be reached")
+	a.extra = []string{"KINT_RPC_URL=http://127.0.0.1:1/v2/SECRETKEY"}
+	out2 := a.expectDoctor(1, "primary RPC", "FAIL", "http://127.0.0.1:1/<redacted> cannot be reached")
+	if strings.Contains(out+out2, "SECRETKEY") {
+		t.Fatalf("doctor printed an RPC URL's path:\n%s%s", out, out2)
+	}
+	// no code at the contract address
+	a.extra = []string{"KINT_CONTRACT=0x000000000000000000000000000000000000dEaD"}
+	a.expectDoctor(1, "contract", "FAIL", "no code at 0x000000000000000000000000000000000000dEaD")
+	// no fusermount3 on PATH
+	a.extra = []string{"PATH=" + t.TempDir()}
+	a.expectDoctor(1, "fusermount3", "FAIL", "not on PATH")
+	a.extra = nil
+	// user_allow_other, when asked
+	if os.Getuid() == 0 {
+		a.expectDoctor(0, "user_allow_other", "ok  ", "root", "--allow-other")
+	} else if b, _ := os.ReadFile("/etc/fuse.conf"); !strings.Contains(string(b), "\nuser_allow_other") {
+		a.expectDoctor(1, "user_allow_other", "FAIL", "/etc/fuse.conf", "--allow-other")
+	}
+
+	// mounted: the mount holds the database, and doctor still reads the mirror through it;
+	// a held row warns
+	ma := a.mount()
+	writeFile(t, ma.path("state/x"), "anchored")
+	writeFile(t, ma.path("entity/held"), "not json")
+	ma.ctl("flush")
+	out = a.expectDoctor(0, "head", "ok  ", "(from the mount)")
+	if l := doctorLine(out, "held"); !strings.HasPrefix(l, "[WARN]") || !strings.Contains(l, "entity held") {
+		t.Fatalf("held line: %q\n%s", l, out)
+	}
+	a.expectDoctor(0, "mount point", "ok  ", "is mounted and answers")
+	// a dead mount left on the mount point
+	ma.cmd.Process.Kill()
+	ma.cmd.Wait()
+	ma.cmd = nil
+	a.expectDoctor(1, "mount point", "FAIL", "dead mount", ma.dir)
+	exec.Command("fusermount3", "-uz", ma.dir).Run()
+	a.expectDoctor(0, "mount point", "ok  ", "no dead mount", ma.dir)
+
+	// another machine: no session key, then one not authorized or funded; its mirror behind
+	b := newMachine(t, dc, "doctor")
+	b.mustRun("pass doctor\n", "init", "--owner", b.owner(), "--passphrase-stdin")
+	b.expectDoctor(1, "session key", "FAIL", "session-key create")
+	b.mustRun("", "session-key", "create")
+	b.expectDoctor(1, "session key authorization", "FAIL", "is not authorized")
+	out = b.expectDoctor(1, "session key balance", "FAIL", "fund")
+	if l := doctorLine(out, "head"); !strings.HasPrefix(l, "[WARN]") || !strings.Contains(l, "kintfs pull") {
+		t.Fatalf("head of a machine that never pulled: %q\n%s", l, out)
+	}
+
+	// no vault at all
+	c := newMachine(t, dc, "doctor")
+	os.MkdirAll(c.home, 0o700)
+	c.expectDoctor(1, "vault", "FAIL", "no vault configured")
+}

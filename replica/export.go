@@ -1,0 +1,29 @@
+package replica
+
+import (
+	"github.com/dgraph-io/badger/v4"
+
+	"kintfs/seal"
+)
+
+// MirrorRows calls fn with every row of the mirror (the state after the newest applied
+// epoch, bodies included), in canonical id order. It changes nothing.
+func (s *Store) MirrorRows(fn func(row *seal.Row) error) error {
+	return s.db.View(func(txn *badger.Txn) error {
+		return scanValues(txn, pMirror, func(k, v []byte) error {
+			var m mirrorRec
+			if err := decodeJSON(v, &m); err != nil {
+				return err
+			}
+			if m.HasBody {
+				body, err := mirrorBody(txn, string(k[len(pMirror):]))
+				if err != nil {
+					return err
+				}
+				b := string(body)
+				m.Row.Body = &b
+			}
+			return fn(&m.Row)
+		})
+	})
+}
