@@ -134,6 +134,10 @@ func TestDoctor(t *testing.T) {
 	if l := doctorLine(out, "head"); !strings.HasPrefix(l, "[WARN]") || !strings.Contains(l, "kintfs pull") {
 		t.Fatalf("head of a machine that never pulled: %q\n%s", l, out)
 	}
+	// a machine that joined the vault has no recovery file of its own: a warning, not a failure
+	if l := doctorLine(out, "recovery file"); !strings.HasPrefix(l, "[WARN]") || !strings.Contains(l, "joined the vault") {
+		t.Fatalf("recovery file of a machine that joined: %q\n%s", l, out)
+	}
 
 	// no vault at all
 	c := newMachine(t, dc, "doctor")

@@ -86,6 +86,7 @@ func Init(ctx context.Context, o InitOptions) (*InitResult, error) {
 		}
 		v.SetWraps([]seal.Wrap{seal.WrapDEK(kek, kind, dek, nonce)})
 		res.Created = true
+		v.CreatedHere = true
 		res.RecoveryCode = seal.EncodeRecoveryCode(dek)
 		res.RecoveryFile = o.Home.Path("RECOVERY-" + v.Space16() + ".txt")
 		text := "kint recovery code for owner " + o.Owner.Hex() + " tenant " + o.Tenant + ":\n" + res.RecoveryCode + "\n"

@@ -37,6 +37,9 @@ type VaultConfig struct {
 	Contract common.Address `json:"contract"`
 	DekID    string         `json:"dek_id"`
 	Wraps    []string       `json:"wraps"` // hex, carried into the header of every epoch sealed here
+	// CreatedHere marks the machine that created the vault: the one whose recovery file was
+	// written at init, and must stay.
+	CreatedHere bool `json:"created_here,omitempty"`
 }
 
 // Space16 is the first 16 hex characters of the space, used in file names.

@@ -159,8 +159,10 @@ func (d *doctorRun) checkRecovery(home replica.Home, v *replica.VaultConfig) {
 	path := home.RecoveryFile(v)
 	fi, err := os.Stat(path)
 	switch {
+	case errors.Is(err, os.ErrNotExist) && v.CreatedHere:
+		d.fail("recovery file", "%s is missing on the machine that created the vault: kintfs recovery-code writes it from the cached data key", path)
 	case errors.Is(err, os.ErrNotExist):
-		d.fail("recovery file", "%s is missing: kintfs recovery-code writes it from the cached data key", path)
+		d.warn("recovery file", "none on this machine (it joined the vault); kintfs recovery-code writes one from the cached data key")
 	case err != nil:
 		d.fail("recovery file", "%v", err)
 	case fi.Mode().Perm()&0o077 != 0:
