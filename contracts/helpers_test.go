@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
-	"testing"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/ethereum/go-ethereum"
