@@ -144,8 +144,8 @@ func TestHistoryBackfillOnMount(t *testing.T) {
 	b.extra = append(b.extra, "KINT_BACKFILL_START_SECONDS=3600")
 	mb := b.mount()
 	eventually(t, 30*time.Second, "the restore", func() error {
-		if _, err := os.ReadFile(mb.path("state/x")); err != nil {
-			return err
+		if seq := mb.status()["mirror"].(map[string]any)["seq"].(float64); int(seq) != len(blocks) {
+			return fmt.Errorf("mirror at seq %v", seq)
 		}
 		return nil
 	})

@@ -235,6 +235,9 @@ func (r *Replica) fillHole(ctx context.Context, h historyHole, o BackfillOptions
 		if _, err := r.fetch(ctx, batch, 0, &fr); err != nil {
 			return err
 		}
+		if err := r.stampTimes(ctx, batch, 0); err != nil {
+			return err
+		}
 		for _, w := range batch {
 			if err := ctx.Err(); err != nil {
 				return err
@@ -250,7 +253,7 @@ func (r *Replica) fillHole(ctx context.Context, h historyHole, o BackfillOptions
 				}
 				return r.setState(kHistSkipped, append(skipped, g))
 			}
-			if err := r.recordHistory(w.ev, opened, state); err != nil {
+			if err := r.recordHistory(w, opened, state); err != nil {
 				return err
 			}
 			state.step(opened.Plaintext)
@@ -411,11 +414,13 @@ func (r *Replica) stateAt(info *EpochInfo) (*replayState, error) {
 
 // recordHistory writes the versions one epoch anchored, then its epoch record (which marks it
 // recorded), never touching the mirror.
-func (r *Replica) recordHistory(ev *chain.EpochEvent, opened *seal.Opened, before *replayState) error {
+func (r *Replica) recordHistory(w walked, opened *seal.Opened, before *replayState) error {
+	ev := w.ev
 	if err := r.writeVersions(ev, opened.Plaintext, before, false); err != nil {
 		return err
 	}
 	info := epochInfoOf(ev, opened)
+	info.Time = w.time
 	return r.db.Update(func(txn *badger.Txn) error {
 		if err := r.recordCategoryCount(txn, ev.Block, ev.Seq); err != nil {
 			return err

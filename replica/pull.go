@@ -46,6 +46,30 @@ const (
 type walked struct {
 	ev   *chain.EpochEvent
 	blob []byte
+	time uint64 // its block's timestamp, when read (0: not yet)
+}
+
+// stampTimes reads, in batches, the block timestamps of the walked epochs above seq, so that
+// each epoch record carries its time from the moment it is applied and @<time> never sees
+// an applied epoch without one.
+func (r *Replica) stampTimes(ctx context.Context, list []walked, above uint64) error {
+	var blocks []uint64
+	for _, w := range list {
+		if w.ev.Seq > above {
+			blocks = append(blocks, w.ev.Block)
+		}
+	}
+	if len(blocks) == 0 {
+		return nil
+	}
+	times, err := r.Client().BlockTimes(ctx, blocks)
+	if err != nil {
+		return fmt.Errorf("read block times: %w", err)
+	}
+	for i := range list {
+		list[i].time = times[list[i].ev.Block]
+	}
+	return nil
 }
 
 // Pull brings the mirror up to the chain head.
@@ -115,6 +139,9 @@ func (r *Replica) pullMirror(ctx context.Context, c *chain.Client, full bool) (*
 		return rep, fmt.Errorf("%w: the chain has digest %s at seq %d, this machine applied %s", ErrFork, short(head.Digest), head.Seq, short(mirror.Digest))
 	}
 	list, err := r.walk(ctx, head, mirror, full, full, rep)
+	if err == nil {
+		err = r.stampTimes(ctx, list, mirror.Seq)
+	}
 	if err != nil {
 		return rep, err
 	}
@@ -123,7 +150,10 @@ func (r *Replica) pullMirror(ctx context.Context, c *chain.Client, full bool) (*
 		// the walk stopped at an epoch that claims to be a snapshot, and it does not apply:
 		// the epochs under it still do
 		r.warnf("pull: epoch %d claims to be a snapshot but cannot be applied (%s); walking the full history instead", rep.Gap.Seq, rep.Gap.Reason)
-		if list, err = r.walk(ctx, head, mirror, false, true, rep); err != nil {
+		if list, err = r.walk(ctx, head, mirror, false, true, rep); err == nil {
+			err = r.stampTimes(ctx, list, mirror.Seq)
+		}
+		if err != nil {
 			return rep, err
 		}
 		rep.Gap = nil
@@ -364,10 +394,8 @@ func (r *Replica) applyOne(w walked, rep *PullReport) error {
 	if err != nil {
 		return err
 	}
-	info := EpochInfo{Seq: ev.Seq, Block: ev.Block, Tx: ev.TxHash.Hex(), Digest: ev.Digest, Prev: ev.Prev,
-		Bucket: int(opened.Header.Bucket), RowsRoot: opened.Plaintext.RowsRoot, Writer: ev.Writer,
-		CreatedAt: opened.Plaintext.CreatedAt, Snapshot: opened.Plaintext.Snapshot, NRows: opened.Plaintext.NRows,
-		Rows: len(opened.Plaintext.Rows), Deleted: len(opened.Plaintext.Deleted)}
+	info := epochInfoOf(ev, opened)
+	info.Time = w.time
 	changed, conflicts, err := r.ApplyEpoch(info, opened.Plaintext, ApplyOptions{})
 	if err != nil {
 		return err
