@@ -31,19 +31,9 @@ func (d *rowDir) Rename(ctx context.Context, name string, newParent fusefs.Inode
 	if d.tier != to.tier {
 		return syscall.EXDEV
 	}
-	if flags&fusefs.RENAME_EXCHANGE != 0 {
-		return syscall.EINVAL
-	}
-	if d.pendingFile(name) != nil {
-		// A created journal name is only a handle on an event still being written.
-		return syscall.EROFS
-	}
-	src, err := d.resolve(name, true)
-	if err != nil {
-		return d.fs.fail("rename", &d.node, name, err)
-	}
-	if src.isCat {
-		return syscall.EXDEV
+	src, errno := d.renameSource(name, flags)
+	if errno != 0 {
+		return errno
 	}
 	dst, err := to.resolve(newName, false)
 	if err != nil {
@@ -55,12 +45,9 @@ func (d *rowDir) Rename(ctx context.Context, name string, newParent fusefs.Inode
 	if flags&renameNoreplace != 0 && dst.v != nil {
 		return syscall.EEXIST
 	}
-	// What was written through an open handle goes first, so that the move carries it.
-	srcNode := d.childFile(name, src.key)
-	if srcNode != nil {
-		if errno := srcNode.flush("rename"); errno != 0 {
-			return errno
-		}
+	srcNode, errno := d.flushMoved(name, src.key)
+	if errno != 0 {
+		return errno
 	}
 	if sameKey(src.key, dst.key) {
 		return 0
@@ -87,6 +74,36 @@ func (d *rowDir) Rename(ctx context.Context, name string, newParent fusefs.Inode
 	parent := to.EmbeddedInode()
 	d.fs.later(func() { parent.NotifyEntry(newName) })
 	return 0
+}
+
+// renameSource resolves the row a rename moves out of d, refusing what no rename moves: an
+// exchange, a journal name still being written, a category directory (mv then copies it).
+func (d *rowDir) renameSource(name string, flags uint32) (resolved, syscall.Errno) {
+	if flags&fusefs.RENAME_EXCHANGE != 0 {
+		return resolved{}, syscall.EINVAL
+	}
+	if d.pendingFile(name) != nil {
+		// A created journal name is only a handle on an event still being written.
+		return resolved{}, syscall.EROFS
+	}
+	src, err := d.resolve(name, true)
+	if err != nil {
+		return resolved{}, d.fs.fail("rename", &d.node, name, err)
+	}
+	if src.isCat {
+		return resolved{}, syscall.EXDEV
+	}
+	return src, 0
+}
+
+// flushMoved stores what was written through an open handle of the file being moved, so that
+// the move carries it; it returns the file's node, nil when none is open.
+func (d *rowDir) flushMoved(name string, key replica.Key) (*fileNode, syscall.Errno) {
+	n := d.childFile(name, key)
+	if n == nil {
+		return nil, 0
+	}
+	return n, n.flush("rename")
 }
 
 // moveRow moves src onto dst in the backend; kept reports whether the file kept its inode

@@ -338,18 +338,9 @@ func (d *rowDir) renameToTrash(name string, td *trashDir, newName string, flags 
 	if td.top() {
 		return syscall.EPERM
 	}
-	if flags&fusefs.RENAME_EXCHANGE != 0 {
-		return syscall.EINVAL
-	}
-	if d.pendingFile(name) != nil {
-		return syscall.EROFS
-	}
-	src, err := d.resolve(name, true)
-	if err != nil {
-		return d.fs.fail("rename", &d.node, name, err)
-	}
-	if src.isCat {
-		return syscall.EXDEV // mv falls back to copying the category
+	src, errno := d.renameSource(name, flags)
+	if errno != 0 {
+		return errno
 	}
 	to := td.key(newName)
 	dst, err := d.fs.b.Get(to)
@@ -359,11 +350,9 @@ func (d *rowDir) renameToTrash(name string, td *trashDir, newName string, flags 
 	case err != nil && !errors.Is(err, replica.ErrNotFound):
 		return d.fs.fail("rename", &td.node, newName, err)
 	}
-	srcNode := d.childFile(name, src.key)
-	if srcNode != nil {
-		if errno := srcNode.flush("rename"); errno != 0 {
-			return errno
-		}
+	srcNode, errno := d.flushMoved(name, src.key)
+	if errno != 0 {
+		return errno
 	}
 	if err := d.fs.b.Rename(src.key, to); err != nil {
 		return d.fs.fail("rename", &d.node, name, err)

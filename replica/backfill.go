@@ -77,12 +77,17 @@ func (s *Store) HistoryFrom() (Head, error) {
 	if err != nil {
 		return Head{}, err
 	}
+	return s.historyFrom(holes)
+}
+
+// historyFrom is HistoryFrom given the holes.
+func (s *Store) historyFrom(holes []historyHole) (Head, error) {
 	if n := len(holes); n > 0 {
 		a := holes[n-1].above
 		return Head{Seq: a.Seq, Digest: a.Digest, Block: a.Block}, nil
 	}
 	var first EpochInfo
-	err = s.db.View(func(txn *badger.Txn) error {
+	err := s.db.View(func(txn *badger.Txn) error {
 		_, err := getJSON(txn, pEpoch+string(be64(1)), &first)
 		return err
 	})
@@ -138,10 +143,13 @@ func (r *Replica) Backfill(ctx context.Context, o BackfillOptions) (*BackfillRep
 // runBackfill is Backfill under pushMu, noting the outcome for the status.
 func (r *Replica) runBackfill(ctx context.Context, o BackfillOptions) (*BackfillReport, error) {
 	rep := &BackfillReport{}
-	if holes, err := r.historyHoles(); err == nil && len(holes) > 0 {
-		r.status.noteBackfillStart()
+	holes, err := r.historyHoles()
+	if err == nil {
+		if len(holes) > 0 {
+			r.status.noteBackfillStart()
+		}
+		err = r.backfill(ctx, holes, o, rep)
 	}
-	err := r.backfill(ctx, o, rep)
 	// the epochs just recorded get their block times before the status calls history done
 	if terr := r.recordBlockTimes(ctx); err == nil && terr != nil {
 		err = fmt.Errorf("record block times: %w", terr)
@@ -155,13 +163,9 @@ func (r *Replica) runBackfill(ctx context.Context, o BackfillOptions) (*Backfill
 	return rep, err
 }
 
-func (r *Replica) backfill(ctx context.Context, o BackfillOptions, rep *BackfillReport) error {
+func (r *Replica) backfill(ctx context.Context, holes []historyHole, o BackfillOptions, rep *BackfillReport) error {
 	var skipped []Gap
 	if err := r.getState(kHistSkipped, &skipped); err != nil {
-		return err
-	}
-	holes, err := r.historyHoles()
-	if err != nil {
 		return err
 	}
 	for _, h := range holes {

@@ -176,7 +176,11 @@ func (r *Replica) Status() (*Status, error) {
 	if err != nil {
 		return nil, err
 	}
-	if st.HistoryFrom, err = r.HistoryFrom(); err != nil {
+	holes, err := r.historyHoles()
+	if err != nil {
+		return nil, err
+	}
+	if st.HistoryFrom, err = r.historyFrom(holes); err != nil {
 		return nil, err
 	}
 	if oldest != 0 {
@@ -198,7 +202,7 @@ func (r *Replica) Status() (*Status, error) {
 	st.LastPush, st.LastPull = r.status.lastPush, r.status.lastPull
 	st.Backfill = r.status.backfill
 	if st.Backfill == "" {
-		if holes, err := r.historyHoles(); err == nil && len(holes) == 0 {
+		if len(holes) == 0 {
 			st.Backfill = "done"
 		} else {
 			st.Backfill = "not started"
