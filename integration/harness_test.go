@@ -295,9 +295,38 @@ func (mt *mounted) kill() {
 		return
 	}
 	mt.cmd.Process.Kill()
+	// A thread killed inside a kernel cache notification waits on a directory lock that a
+	// request to the dead mount holds, so the process never finishes exiting: abort the
+	// connection first, as the kernel would once the device closed.
+	abortFUSE(mt.dir)
 	mt.cmd.Wait()
 	mt.cmd = nil
 	exec.Command("fusermount3", "-uz", mt.dir).Run()
+}
+
+// abortFUSE aborts the FUSE connection of the mount at dir through fusectl (mounted here if
+// it is not yet); nothing when dir is not a FUSE mount.
+func abortFUSE(dir string) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 || f[4] != dir {
+			continue
+		}
+		_, minor, ok := strings.Cut(f[2], ":")
+		if !ok {
+			return
+		}
+		ctl := "/sys/fs/fuse/connections"
+		if _, err := os.Stat(ctl + "/" + minor); err != nil {
+			exec.Command("mount", "-t", "fusectl", "none", ctl).Run()
+		}
+		os.WriteFile(ctl+"/"+minor+"/abort", []byte("1"), 0)
+		return
+	}
 }
 
 // ctl writes a command to .kint/ctl and returns the write's error.
