@@ -138,9 +138,18 @@ func (w *logWindow) disabled() bool {
 	return w.off
 }
 
+// EventFinder hands out the Epoch events of one (owner, space) one at a time, newest first,
+// each at the block and seq the newer one names. Discovery is the RPC's; a test chain may
+// keep its own.
+type EventFinder interface {
+	Next(ctx context.Context, block, seq uint64, want common.Hash) (*EpochEvent, error)
+	Stats() DiscoveryStats
+	Close()
+}
+
 // NewDiscovery starts a discovery of the events of (owner, space) at or above block floor.
 // Close ends the queries it still has in flight.
-func (c *Client) NewDiscovery(ctx context.Context, owner common.Address, space common.Hash, floor uint64) *Discovery {
+func (c *Client) NewDiscovery(ctx context.Context, owner common.Address, space common.Hash, floor uint64) EventFinder {
 	ctx, cancel := context.WithCancel(ctx)
 	return &Discovery{c: c, owner: owner, space: space, floor: floor, ctx: ctx, cancel: cancel,
 		sem: make(chan struct{}, maxRangesInFlight), hints: map[hintKey][]*EpochEvent{}, depth: 2}

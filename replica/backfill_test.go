@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"kintfs/chain"
 )
 
 var historyPaths = []string{"entity/person/first", "entity/person/second", "state/x", "state/y"}
@@ -149,7 +151,7 @@ func TestBackfillSkipsUnopenable(t *testing.T) {
 	flushAll(t, a)
 	head, _ := a.MirrorHead()
 	junk := []byte("this is not an epoch")
-	if _, err := a.Client().SendRawBlob(context.Background(), a.opt.SessionKey, a.vault.Owner, a.vault.Space, head.Digest, junk); err != nil {
+	if _, err := a.Client().(*chain.Client).SendRawBlob(context.Background(), a.opt.SessionKey, a.vault.Owner, a.vault.Space, head.Digest, junk); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.Pull(context.Background(), false); !errors.Is(err, ErrGapOpen) {

@@ -23,7 +23,7 @@ type InitOptions struct {
 	Tenant         string
 	RPC            string
 	Contract       common.Address
-	Client         *chain.Client
+	Client         Chain
 	Passphrase     *string
 	Signature      []byte
 	SaltPassphrase *string // a signature wrap salted with a passphrase
@@ -140,7 +140,7 @@ func Init(ctx context.Context, o InitOptions) (*InitResult, error) {
 
 // headHeader returns the header of the newest epoch whose header parses, walking back through
 // prevBlock past at most maxHeaderWalk epochs that do not.
-func headHeader(ctx context.Context, c *chain.Client, owner common.Address, space common.Hash, head chain.Head) (*seal.Header, uint64, error) {
+func headHeader(ctx context.Context, c Chain, owner common.Address, space common.Hash, head chain.Head) (*seal.Header, uint64, error) {
 	block, seq := head.Block, head.Seq
 	for i := 0; i < maxHeaderWalk && seq >= 1; i++ {
 		ev, err := c.EpochAt(ctx, owner, space, block, seq)

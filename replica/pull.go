@@ -97,7 +97,7 @@ func (r *Replica) Pull(ctx context.Context, full bool) (*PullReport, error) {
 // pull brings the mirror up to the head. full walks every epoch on a machine that has none
 // yet; on one that has, it pulls as usual and then records the history of the epochs an
 // earlier pull stepped over.
-func (r *Replica) pull(ctx context.Context, c *chain.Client, full bool) (*PullReport, error) {
+func (r *Replica) pull(ctx context.Context, c Chain, full bool) (*PullReport, error) {
 	mirror, err := r.MirrorHead()
 	if err != nil {
 		return nil, err
@@ -114,7 +114,7 @@ func (r *Replica) pull(ctx context.Context, c *chain.Client, full bool) (*PullRe
 	return rep, err
 }
 
-func (r *Replica) pullMirror(ctx context.Context, c *chain.Client, full bool) (*PullReport, error) {
+func (r *Replica) pullMirror(ctx context.Context, c Chain, full bool) (*PullReport, error) {
 	if err := r.recoverPending(ctx); err != nil {
 		return nil, err
 	}

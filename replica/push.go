@@ -183,7 +183,7 @@ func (r *Replica) hold(row seal.Row, reason string) error {
 
 func (r *Replica) push(ctx context.Context, opt PushOptions) (*PushReport, error) {
 	rep := &PushReport{DryRun: opt.DryRun}
-	var c *chain.Client
+	var c Chain
 	if !opt.DryRun {
 		var err error
 		if c, err = r.connect(ctx); err != nil {

@@ -5,14 +5,13 @@ import (
 
 	"github.com/ethereum/go-ethereum/common"
 
-	"kintfs/chain"
 	"kintfs/seal"
 )
 
 // HeadDekID is the data key id in the header of the head epoch (or of the newest one within
 // maxHeaderWalk before it whose header parses), and that epoch's seq; seq 0 when the vault
 // has no epoch yet.
-func HeadDekID(ctx context.Context, c *chain.Client, owner common.Address, space common.Hash) ([8]byte, uint64, error) {
+func HeadDekID(ctx context.Context, c Chain, owner common.Address, space common.Hash) ([8]byte, uint64, error) {
 	head, err := c.Head(ctx, owner, space)
 	if err != nil || head.Seq == 0 {
 		return [8]byte{}, 0, err

@@ -51,10 +51,10 @@ type Options struct {
 	Home   Home
 	Vault  *VaultConfig
 	DEK    [32]byte
-	Client *chain.Client // nil: offline, local reads and writes only
+	Client Chain // nil: offline, local reads and writes only
 	// Connect dials the chain while the replica has no client; each poll, flush and pull
 	// tries it again, so a mount started offline comes online. nil: stay as Client says.
-	Connect       func(ctx context.Context) (*chain.Client, error)
+	Connect       func(ctx context.Context) (Chain, error)
 	SessionKey    *ecdsa.PrivateKey // sends push; nil: cannot push
 	Confirmations uint64            // default 2
 	Logf          func(format string, args ...any)
@@ -75,7 +75,7 @@ type Replica struct {
 	pushMu     sync.Mutex   // one push or pull at a time
 	pushing    atomic.Bool  // a push is sealing or sending, for status
 	heldLogged atomic.Int64 // held rows at the last flush, so a new hold is logged once
-	client     atomic.Pointer[chain.Client]
+	client     atomic.Pointer[chainRef]
 	dialMu     sync.Mutex
 	// The last failed dial: a ctl command right after it answers at once.
 	lastDial time.Time
@@ -111,7 +111,7 @@ func Open(opt Options) (*Replica, error) {
 		st.Close()
 		return nil, err
 	}
-	r.client.Store(opt.Client)
+	r.setClient(opt.Client)
 	if opt.DEK != ([32]byte{}) {
 		if _, err := r.RebuildFromCache(); err != nil {
 			r.warnf("%v; a pull will fetch from the chain instead", err)
@@ -123,15 +123,25 @@ func Open(opt Options) (*Replica, error) {
 // Vault is the vault configuration.
 func (r *Replica) Vault() *VaultConfig { return r.vault }
 
-// Client is the chain client, nil when offline.
-func (r *Replica) Client() *chain.Client { return r.client.Load() }
+// chainRef holds the chain connection for an atomic swap (nil Chain: offline).
+type chainRef struct{ Chain }
+
+func (r *Replica) setClient(c Chain) { r.client.Store(&chainRef{c}) }
+
+// Client is the chain connection, nil when offline.
+func (r *Replica) Client() Chain {
+	if ref := r.client.Load(); ref != nil {
+		return ref.Chain
+	}
+	return nil
+}
 
 // redialGap is the least time between two dials while offline.
 const redialGap = 5 * time.Second
 
 // connect returns the chain client, dialing it first when there is none yet.
-func (r *Replica) connect(ctx context.Context) (*chain.Client, error) {
-	if c := r.client.Load(); c != nil || r.opt.Connect == nil {
+func (r *Replica) connect(ctx context.Context) (Chain, error) {
+	if c := r.Client(); c != nil || r.opt.Connect == nil {
 		if c == nil {
 			return nil, ErrOffline
 		}
@@ -139,7 +149,7 @@ func (r *Replica) connect(ctx context.Context) (*chain.Client, error) {
 	}
 	r.dialMu.Lock()
 	defer r.dialMu.Unlock()
-	if c := r.client.Load(); c != nil {
+	if c := r.Client(); c != nil {
 		return c, nil
 	}
 	if time.Since(r.lastDial) < redialGap {
@@ -150,7 +160,7 @@ func (r *Replica) connect(ctx context.Context) (*chain.Client, error) {
 		r.lastDial, r.dialErr = time.Now(), err
 		return nil, fmt.Errorf("%w: %v", ErrOffline, err)
 	}
-	r.client.Store(c)
+	r.setClient(c)
 	r.logf("connected to the chain")
 	return c, nil
 }

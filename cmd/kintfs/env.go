@@ -37,7 +37,7 @@ func (e *vaultEnv) Close() {
 	}
 	if e.rep != nil {
 		e.rep.Close()
-		if c := e.rep.Client(); c != nil {
+		if c := e.client(); c != nil {
 			c.Close()
 		}
 	}
@@ -48,7 +48,8 @@ func (e *vaultEnv) client() *chain.Client {
 	if e.rep == nil {
 		return e.chain
 	}
-	return e.rep.Client()
+	c, _ := e.rep.Client().(*chain.Client) // the engine's chain is always the RPC client here
+	return c
 }
 
 // openOptions say what a command needs.
@@ -98,9 +99,19 @@ func openVault(ctx context.Context, o openOptions) (*vaultEnv, error) {
 	if err != nil && o.chain {
 		return nil, fmt.Errorf("%w: %v", replica.ErrOffline, err)
 	}
-	var connect func(context.Context) (*chain.Client, error)
+	var connect func(context.Context) (replica.Chain, error)
 	if o.redial {
-		connect = func(ctx context.Context) (*chain.Client, error) { return dialVaultChain(ctx, v) }
+		connect = func(ctx context.Context) (replica.Chain, error) {
+			c, err := dialVaultChain(ctx, v)
+			if err != nil {
+				return nil, err // a nil Chain, not a nil *chain.Client inside one
+			}
+			return c, nil
+		}
+	}
+	var engineChain replica.Chain
+	if client != nil {
+		engineChain = client
 	}
 	dek, err := home.LoadDEK(v.Space)
 	if err != nil && o.dek {
@@ -121,7 +132,7 @@ func openVault(ctx context.Context, o openOptions) (*vaultEnv, error) {
 	if term.IsTerminal(int(os.Stderr.Fd())) {
 		progress = os.Stderr
 	}
-	e.rep, err = replica.Open(replica.Options{Home: home, Vault: v, DEK: dek, Client: client, Connect: connect, SessionKey: key,
+	e.rep, err = replica.Open(replica.Options{Home: home, Vault: v, DEK: dek, Client: engineChain, Connect: connect, SessionKey: key,
 		Confirmations: confirmations(), Logf: logf, Progress: progress, ReadOnly: o.readOnly, ColdStart: coldStartCheck(v)})
 	if err != nil {
 		e.Close()
