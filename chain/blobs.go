@@ -79,10 +79,17 @@ func (c *Client) blobFromTx(ev *EpochEvent, raw json.RawMessage) ([]byte, error)
 	if err := json.Unmarshal(raw, tx); err != nil {
 		return nil, fmt.Errorf("decode transaction: %w", err)
 	}
+	return PushCiphertext(c.contract, ev, tx)
+}
+
+// PushCiphertext returns the ciphertext tx carries for ev after checking that tx is the
+// transaction the event names, a push to contract with the event's owner, space and prev,
+// and that the ciphertext's keccak256 is the event's digest.
+func PushCiphertext(contract common.Address, ev *EpochEvent, tx *types.Transaction) ([]byte, error) {
 	if tx.Hash() != ev.TxHash {
 		return nil, fmt.Errorf("%w: got %s", ErrTxMismatch, tx.Hash())
 	}
-	if to := tx.To(); to == nil || *to != c.contract {
+	if to := tx.To(); to == nil || *to != contract {
 		return nil, fmt.Errorf("%w: sent to %v", ErrWrongContract, tx.To())
 	}
 	owner, space, prev, ct, err := DecodePushCalldata(tx.Data())

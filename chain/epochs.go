@@ -111,10 +111,11 @@ func (c *Client) EpochAt(ctx context.Context, owner common.Address, space common
 	if err != nil {
 		return nil, err
 	}
-	return pickSeq(evs, block, seq)
+	return PickSeq(evs, block, seq)
 }
 
-func pickSeq(evs []*EpochEvent, block, seq uint64) (*EpochEvent, error) {
+// PickSeq returns the one event of seq among the events of block, or a *NoEventError.
+func PickSeq(evs []*EpochEvent, block, seq uint64) (*EpochEvent, error) {
 	var found *EpochEvent
 	for _, ev := range evs {
 		if ev.Seq != seq {
@@ -157,7 +158,7 @@ func (c *Client) Walk(ctx context.Context, owner common.Address, space common.Ha
 			}
 			cached, cachedBlock, haveCache = evs, block, true
 		}
-		ev, err := pickSeq(cached, block, seq)
+		ev, err := PickSeq(cached, block, seq)
 		if err != nil {
 			return out, err
 		}

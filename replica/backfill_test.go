@@ -5,8 +5,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-
-	"kintfs/chain"
 )
 
 var historyPaths = []string{"entity/person/first", "entity/person/second", "state/x", "state/y"}
@@ -151,9 +149,7 @@ func TestBackfillSkipsUnopenable(t *testing.T) {
 	flushAll(t, a)
 	head, _ := a.MirrorHead()
 	junk := []byte("this is not an epoch")
-	if _, err := a.Client().(*chain.Client).SendRawBlob(context.Background(), a.opt.SessionKey, a.vault.Owner, a.vault.Space, head.Digest, junk); err != nil {
-		t.Fatal(err)
-	}
+	sendRaw(t, a, head.Digest, junk)
 	if _, err := a.Pull(context.Background(), false); !errors.Is(err, ErrGapOpen) {
 		t.Fatalf("pull over the junk epoch: %v", err)
 	}

@@ -12,12 +12,17 @@ import (
 
 	"kintfs/chain"
 	"kintfs/chain/devchain"
+	"kintfs/replica/memchain"
 )
 
-// chainEnv is a real development chain in this process with one vault on it; each machine
-// it opens is a KINT_HOME of its own, as another computer of the same owner would be.
+var _ Chain = (*memchain.Conn)(nil)
+
+// chainEnv is one vault on a chain in this process; each machine it opens is a KINT_HOME of
+// its own, as another computer of the same owner would be. The chain is memchain unless the
+// test asks for a real development chain (a go-ethereum node) with newDevChainEnv.
 type chainEnv struct {
 	t        testing.TB
+	mem      *memchain.Chain
 	dc       *devchain.DevChain
 	owner    *ecdsa.PrivateKey
 	contract common.Address
@@ -28,6 +33,11 @@ type chainEnv struct {
 const chainEnvPassphrase = "sealing test passphrase"
 
 func newChainEnv(t testing.TB) *chainEnv {
+	mem := memchain.New()
+	return &chainEnv{t: t, mem: mem, owner: devchain.AccountKey(0), contract: mem.Contract(), rpc: "memchain", tenant: "sealing"}
+}
+
+func newDevChainEnv(t testing.TB) *chainEnv {
 	t.Helper()
 	dc, err := devchain.Start(devchain.Config{DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0"})
 	if err != nil {
@@ -37,8 +47,12 @@ func newChainEnv(t testing.TB) *chainEnv {
 	return &chainEnv{t: t, dc: dc, owner: devchain.AccountKey(0), contract: dc.Contract(), rpc: dc.Info().RPC, tenant: "sealing"}
 }
 
-func (e *chainEnv) dial() *chain.Client {
+// conn is a new connection to the chain: a memchain.Conn, or an RPC client of the dev chain.
+func (e *chainEnv) conn() Chain {
 	e.t.Helper()
+	if e.mem != nil {
+		return e.mem.Conn()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	c, err := chain.Dial(ctx, e.rpc, e.contract, chain.Options{})
@@ -49,8 +63,31 @@ func (e *chainEnv) dial() *chain.Client {
 	return c
 }
 
-// machine connects a fresh home to the vault (creating it on first use) with a funded,
-// authorized session key, and opens its replica, logging to the test.
+// authorize lets a new session key push for the owner (funded on a dev chain).
+func (e *chainEnv) authorize(ctx context.Context, c Chain) *ecdsa.PrivateKey {
+	e.t.Helper()
+	key, err := crypto.GenerateKey()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	addr := crypto.PubkeyToAddress(key.PublicKey)
+	expiry := time.Now().Add(24 * time.Hour)
+	if e.mem != nil {
+		e.mem.Authorize(crypto.PubkeyToAddress(e.owner.PublicKey), addr, expiry)
+		return key
+	}
+	rpc := c.(*chain.Client)
+	if err := rpc.Fund(ctx, e.owner, addr, new(big.Int).Exp(big.NewInt(10), big.NewInt(19), nil)); err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := rpc.SetSessionKey(ctx, e.owner, addr, uint64(expiry.Unix())); err != nil {
+		e.t.Fatal(err)
+	}
+	return key
+}
+
+// machine connects a fresh home to the vault (creating it on first use) with an authorized
+// session key, and opens its replica, logging to the test.
 func (e *chainEnv) machine() *Replica { return e.machineWith(e.t.Logf) }
 
 // machineWith is machine with its own log.
@@ -58,7 +95,7 @@ func (e *chainEnv) machineWith(logf func(string, ...any)) *Replica {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c := e.dial()
+	c := e.conn()
 	home := Home(e.t.TempDir())
 	pass := chainEnvPassphrase
 	owner := crypto.PubkeyToAddress(e.owner.PublicKey)
@@ -66,17 +103,7 @@ func (e *chainEnv) machineWith(logf func(string, ...any)) *Replica {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	key, err := crypto.GenerateKey()
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	addr := crypto.PubkeyToAddress(key.PublicKey)
-	if err := c.Fund(ctx, e.owner, addr, new(big.Int).Exp(big.NewInt(10), big.NewInt(19), nil)); err != nil {
-		e.t.Fatal(err)
-	}
-	if _, err := c.SetSessionKey(ctx, e.owner, addr, uint64(time.Now().Add(24*time.Hour).Unix())); err != nil {
-		e.t.Fatal(err)
-	}
+	key := e.authorize(ctx, c)
 	dek, err := home.LoadDEK(res.Vault.Space)
 	if err != nil {
 		e.t.Fatal(err)
@@ -99,4 +126,25 @@ func (e *chainEnv) reopen(r *Replica) *Replica {
 	}
 	e.t.Cleanup(func() { n.Close() })
 	return n
+}
+
+// sendRaw anchors ct as r's next epoch without sealing it: what a broken or hostile writer
+// would push.
+func sendRaw(t testing.TB, r *Replica, prev common.Hash, ct []byte) *chain.PushReceipt {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := r.Client()
+	p, err := c.PreparePush(ctx, r.opt.SessionKey, r.vault.Owner, r.vault.Space, prev, ct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Send(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	rc, err := c.WaitPush(ctx, p, r.vault.Owner, r.vault.Space, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rc
 }
