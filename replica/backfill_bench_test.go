@@ -15,7 +15,7 @@ func BenchmarkBackfill(b *testing.B) {
 	epochs := int(envInt("KINT_BENCH_EPOCHS", 500))
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		e := newChainEnv(b)
+		e := newDevChainEnv(b) // requests per epoch mean something on a real node
 		a := e.machine()
 		w := &writer{t: b, r: a, m: model{}}
 		for n := 0; n < epochs; n++ {

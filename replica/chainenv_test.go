@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ecdsa"
 	"math/big"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"kintfs/chain"
 	"kintfs/chain/devchain"
 	"kintfs/replica/memchain"
+	"kintfs/seal"
 )
 
 var _ Chain = (*memchain.Conn)(nil)
@@ -31,6 +33,23 @@ type chainEnv struct {
 }
 
 const chainEnvPassphrase = "sealing test passphrase"
+
+// envKEKs are the keys chainEnvPassphrase derives for the env's owner, by tenant: derived
+// once per test process, since scrypt would otherwise be most of the time of these tests.
+var envKEKs sync.Map
+
+func (e *chainEnv) kek() *[32]byte {
+	e.t.Helper()
+	if k, ok := envKEKs.Load(e.tenant); ok {
+		return k.(*[32]byte)
+	}
+	k, err := seal.KEKFromPassphrase(chainEnvPassphrase, crypto.PubkeyToAddress(e.owner.PublicKey), seal.SpaceID(e.tenant))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	envKEKs.Store(e.tenant, &k)
+	return &k
+}
 
 func newChainEnv(t testing.TB) *chainEnv {
 	mem := memchain.New()
@@ -99,7 +118,7 @@ func (e *chainEnv) machineWith(logf func(string, ...any)) *Replica {
 	home := Home(e.t.TempDir())
 	pass := chainEnvPassphrase
 	owner := crypto.PubkeyToAddress(e.owner.PublicKey)
-	res, err := Init(ctx, InitOptions{Home: home, Owner: owner, Tenant: e.tenant, RPC: e.rpc, Contract: e.contract, Client: c, Passphrase: &pass})
+	res, err := Init(ctx, InitOptions{Home: home, Owner: owner, Tenant: e.tenant, RPC: e.rpc, Contract: e.contract, Client: c, Passphrase: &pass, KEK: e.kek()})
 	if err != nil {
 		e.t.Fatal(err)
 	}

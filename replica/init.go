@@ -28,6 +28,9 @@ type InitOptions struct {
 	Signature      []byte
 	SaltPassphrase *string // a signature wrap salted with a passphrase
 	RecoveryCode   *string
+	// KEK, when set, is the key Passphrase or Signature derives for this owner and space,
+	// derived already by the caller: the slow scrypt run is not repeated.
+	KEK *[32]byte
 }
 
 // InitResult says what init did. RecoveryCode is set only for a new vault; the caller shows
@@ -55,6 +58,8 @@ func Init(ctx context.Context, o InitOptions) (*InitResult, error) {
 	var kind byte
 	var err error
 	switch {
+	case o.Passphrase != nil && o.KEK != nil:
+		kind = seal.KindPassphrase
 	case o.Passphrase != nil:
 		kind = seal.KindPassphrase
 		kek, err = seal.KEKFromPassphrase(*o.Passphrase, o.Owner, space)
@@ -66,6 +71,9 @@ func Init(ctx context.Context, o InitOptions) (*InitResult, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if o.KEK != nil && o.RecoveryCode == nil {
+		kek = *o.KEK
 	}
 	head, err := o.Client.Head(ctx, o.Owner, space)
 	if err != nil {

@@ -34,12 +34,16 @@ func envInt(name string, def int64) int64 {
 //
 // KINT_MODEL_SEED replays one seed; KINT_MODEL_OPS sets the number of steps (make stress
 // runs 100,000). A failure names the seed and the step: that prefix of the run reproduces it.
+// The chain is memchain; KINT_MODEL_CHAIN=dev runs it against a real go-ethereum node.
 func TestSealingModel(t *testing.T) {
 	seed := envInt("KINT_MODEL_SEED", time.Now().UnixNano())
 	steps := int(envInt("KINT_MODEL_OPS", 2000))
 	t.Logf("seed %d, %d steps (replay: KINT_MODEL_SEED=%d KINT_MODEL_OPS=%d)", seed, steps, seed, steps)
 	rng := rand.New(rand.NewSource(seed))
 	e := newChainEnv(t)
+	if os.Getenv("KINT_MODEL_CHAIN") == "dev" {
+		e = newDevChainEnv(t)
+	}
 	r := e.machine()
 	w := &writer{t: t, r: r, m: model{}}
 	step := 0

@@ -279,13 +279,10 @@ func TestChangeDuringFlush(t *testing.T) {
 		{"set status back",
 			func(w *writer) { w.attr("state/a", "status", strp("x")) }, func(w *writer) { w.attr("state/a", "status", nil) }, []string{"state/a"}},
 	}
-	e := newChainEnv(t)
-	i := 0
 	for _, stage := range []PushStage{StageSealed, StageSent, StageReceipt, StageApplied} {
 		for _, c := range cases {
-			i++
 			t.Run(fmt.Sprintf("%s/%s", stage, c.name), func(t *testing.T) {
-				e.t, e.tenant = t, fmt.Sprintf("sealing-%d", i)
+				e := newChainEnv(t) // a chain of its own: the same vault starts empty each time
 				r := e.machine()
 				w := &writer{t: t, r: r, m: model{}}
 				w.write("state/a", "A")
@@ -323,11 +320,18 @@ func TestChangeDuringFlush(t *testing.T) {
 // TestFailedFlushKeepsNewerChange: a push that fails at any stage leaves the rows it carried
 // staged, under the changes made while it was in flight; the push journal settles an epoch
 // that was sent, and nothing is lost or brought back.
-func TestFailedFlushKeepsNewerChange(t *testing.T) {
-	e := newChainEnv(t)
-	for i, stage := range []PushStage{StageSealed, StageSent, StageReceipt, StageApplied} {
+func TestFailedFlushKeepsNewerChange(t *testing.T) { failedFlushKeepsNewerChange(t, newChainEnv) }
+
+// TestFailedFlushKeepsNewerChangeOnDevChain is the same through the RPC client and a real
+// go-ethereum node: the push journal against real transactions and receipts.
+func TestFailedFlushKeepsNewerChangeOnDevChain(t *testing.T) {
+	failedFlushKeepsNewerChange(t, newDevChainEnv)
+}
+
+func failedFlushKeepsNewerChange(t *testing.T, newEnv func(testing.TB) *chainEnv) {
+	for _, stage := range []PushStage{StageSealed, StageSent, StageReceipt, StageApplied} {
 		t.Run(stage.String(), func(t *testing.T) {
-			e.t, e.tenant = t, fmt.Sprintf("failing-%d", i)
+			e := newEnv(t)
 			r := e.machine()
 			w := &writer{t: t, r: r, m: model{}}
 			w.write("state/a", "A")

@@ -121,28 +121,31 @@ func (c *Chain) Mine() uint64 {
 	return c.mineLocked()
 }
 
-// Reorg drops the newest block, as a reorg that replaces it with an empty one would, and
-// puts its transactions back in the pool when requeue (a node re-includes them) or
-// forgets them (they are lost with the block).
-func (c *Chain) Reorg(requeue bool) {
+// Reorg replaces the newest depth blocks with empty ones, as a reorg to a chain without
+// their transactions would. With requeue the node re-includes those transactions in the
+// next block (mined at once when the chain auto-mines); without, they are lost.
+func (c *Chain) Reorg(depth int, requeue bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.blocks) < 2 {
-		return
-	}
-	b := c.tip()
-	c.blocks = c.blocks[:len(c.blocks)-1]
-	for _, h := range b.txs {
-		rec := c.txs[h]
-		rec.block, rec.failed, rec.event = 0, nil, nil
-		if requeue {
-			c.pool = append(c.pool, h)
-		} else {
-			delete(c.txs, h)
+	depth = min(depth, len(c.blocks)-1)
+	dropped := c.blocks[len(c.blocks)-depth:]
+	c.blocks = c.blocks[:len(c.blocks)-depth]
+	for _, b := range dropped {
+		for _, h := range b.txs {
+			rec := c.txs[h]
+			rec.block, rec.failed, rec.event = 0, nil, nil
+			if requeue {
+				c.pool = append(c.pool, h)
+			} else {
+				delete(c.txs, h)
+			}
 		}
+		base := c.tip()
+		c.blocks = append(c.blocks, &block{number: b.number, time: b.time, heads: maps.Clone(base.heads), nonces: maps.Clone(base.nonces)})
 	}
-	// the replacement block: same number, no transactions
-	c.blocks = append(c.blocks, &block{number: b.number, time: b.time, heads: maps.Clone(c.tip().heads), nonces: maps.Clone(c.tip().nonces)})
+	if requeue && c.autoMine && len(c.pool) > 0 {
+		c.mineLocked()
+	}
 	c.wake()
 }
 
@@ -223,7 +226,7 @@ type Faults struct {
 	Down          bool            // every call fails as unreachable
 	RefuseSends   int             // the next sends fail as unreachable (nothing is sent)
 	LoseReceipts  int             // the next waits fail as unreachable once their transaction is mined
-	StaleHead     bool            // Head answers as of the block before the newest
+	StaleBy       int             // Head answers as of this many blocks before the newest
 	Withhold      map[uint64]bool // seqs whose Epoch event is never returned
 	Extra         []*chain.EpochEvent
 	WrongCalldata map[uint64]bool // seqs whose transaction is served with other calldata
@@ -294,7 +297,7 @@ func (n *Conn) Stats() chain.Stats {
 	return chain.Stats{Calls: n.total, Methods: maps.Clone(n.calls)}
 }
 
-// Head is head(owner, space) at the newest block (or the one before, with StaleHead).
+// Head is head(owner, space) at the newest block (or StaleBy blocks before it).
 func (n *Conn) Head(ctx context.Context, owner common.Address, space common.Hash) (chain.Head, error) {
 	f, err := n.call(ctx, "eth_call")
 	if err != nil {
@@ -302,10 +305,7 @@ func (n *Conn) Head(ctx context.Context, owner common.Address, space common.Hash
 	}
 	n.c.mu.Lock()
 	defer n.c.mu.Unlock()
-	b := n.c.tip()
-	if f.StaleHead && len(n.c.blocks) > 1 {
-		b = n.c.blocks[len(n.c.blocks)-2]
-	}
+	b := n.c.blocks[max(0, len(n.c.blocks)-1-f.StaleBy)]
 	return b.heads[vaultKey{owner, space}], nil
 }
 
