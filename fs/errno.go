@@ -7,6 +7,7 @@ import (
 	"syscall"
 
 	"kintfs/replica"
+	"kintfs/replica/homedir"
 )
 
 // toErrno is the one place an error becomes an errno. It unwraps (go-fuse's own ToErrno does
@@ -43,9 +44,9 @@ func toErrno(err error) (errno syscall.Errno, unexpected bool) {
 		return syscall.ESTALE, false
 	case replica.LyingRPC(err):
 		return syscall.EPROTO, false
-	case errors.Is(err, replica.ErrKeyMissing):
+	case errors.Is(err, homedir.ErrKeyMissing):
 		return errnoKeyMissing, false
-	case errors.Is(err, replica.ErrKeyExpired):
+	case errors.Is(err, homedir.ErrKeyExpired):
 		return errnoKeyExpired, false
 	case errors.Is(err, replica.ErrNotAuthorized):
 		return errnoKeyRejected, false

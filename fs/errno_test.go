@@ -12,6 +12,7 @@ import (
 
 	"kintfs/chain"
 	"kintfs/replica"
+	"kintfs/replica/homedir"
 )
 
 func TestToErrno(t *testing.T) {
@@ -40,8 +41,8 @@ func TestToErrno(t *testing.T) {
 		{wrap(replica.ErrFork), syscall.ESTALE, false},
 		{wrap(replica.ErrStaleRPC), syscall.EPROTO, false},
 		{wrap(chain.ErrDigestMismatch), syscall.EPROTO, false},
-		{wrap(replica.ErrKeyMissing), errnoKeyMissing, false},
-		{wrap(replica.ErrKeyExpired), errnoKeyExpired, false},
+		{wrap(homedir.ErrKeyMissing), errnoKeyMissing, false},
+		{wrap(homedir.ErrKeyExpired), errnoKeyExpired, false},
 		{wrap(replica.ErrNotAuthorized), errnoKeyRejected, false},
 		{syscall.EACCES, syscall.EACCES, false},
 		{errors.New("badger: disk on fire"), syscall.EIO, true},

@@ -21,7 +21,7 @@ import (
 	"github.com/ethereum/go-ethereum/crypto"
 
 	"kintfs/chain"
-	"kintfs/replica"
+	"kintfs/replica/homedir"
 	"kintfs/seal"
 )
 
@@ -182,7 +182,7 @@ func TestSecretsAndPermissions(t *testing.T) {
 	}
 
 	// the secrets, derived here as kint derives them
-	home := replica.Home(a.home)
+	home := homedir.Home(a.home)
 	kek, dek := vaultKeys(t, c, a, pass)
 	local, err := os.ReadFile(home.Path("local.secret"))
 	if err != nil {

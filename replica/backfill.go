@@ -316,7 +316,7 @@ func (r *Replica) openForHistory(w walked, state *replayState) (*seal.Opened, st
 			return nil, fmt.Sprintf("n_rows says %d, the state holds %d", p.NRows, n)
 		}
 		info := epochInfoOf(w.ev, opened)
-		if err := r.cache.PutOpened(&info, opened.Raw); err != nil {
+		if err := r.cache.PutOpened(cacheMeta(&info), opened.Raw); err != nil {
 			r.warnf("history: cache epoch %d: %v", w.ev.Seq, err)
 		}
 	}

@@ -3,6 +3,7 @@ package replica
 import (
 	"errors"
 	"fmt"
+	"kintfs/replica/homedir"
 	"os"
 	"time"
 )
@@ -12,7 +13,7 @@ import (
 // kept, so that the next pull restores from the chain as on a new machine: the way out of a
 // fork. The vault config, the cached keys and the session key stay. It refuses while another
 // process has the database open. It returns the backup folder.
-func DiscardLocal(home Home, v *VaultConfig, now time.Time) (string, error) {
+func DiscardLocal(home homedir.Home, v *homedir.VaultConfig, now time.Time) (string, error) {
 	db := home.Path("db", v.Space16())
 	if _, err := os.Stat(db); err == nil {
 		bdb, err := openBadger(db) // takes badger's lock: nobody else may be writing to it

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"kintfs/replica/homedir"
 
 	"github.com/ethereum/go-ethereum/common"
 
@@ -18,7 +19,7 @@ const maxHeaderWalk = 32
 // InitOptions connect a KINT_HOME to a vault. Exactly one of Passphrase, Signature or
 // RecoveryCode is set.
 type InitOptions struct {
-	Home           Home
+	Home           homedir.Home
 	Owner          common.Address
 	Tenant         string
 	RPC            string
@@ -36,7 +37,7 @@ type InitOptions struct {
 // InitResult says what init did. RecoveryCode is set only for a new vault; the caller shows
 // it once and it is also written to RecoveryFile.
 type InitResult struct {
-	Vault        *VaultConfig
+	Vault        *homedir.VaultConfig
 	Created      bool
 	AdoptedAt    uint64 // the seq whose header gave the data key
 	RecoveryCode string
@@ -53,7 +54,7 @@ func Init(ctx context.Context, o InitOptions) (*InitResult, error) {
 		return nil, errors.New("a tenant is needed (--tenant or KINT_TENANT)")
 	}
 	space := seal.SpaceID(o.Tenant)
-	v := &VaultConfig{Owner: o.Owner, Tenant: o.Tenant, Space: space, ChainID: o.Client.ChainID(), RPC: o.RPC, Contract: o.Contract}
+	v := &homedir.VaultConfig{Owner: o.Owner, Tenant: o.Tenant, Space: space, ChainID: o.Client.ChainID(), RPC: o.RPC, Contract: o.Contract}
 	var kek [32]byte
 	var kind byte
 	var err error

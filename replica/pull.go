@@ -400,7 +400,7 @@ func (r *Replica) applyOne(w walked, rep *PullReport) error {
 	if err != nil {
 		return err
 	}
-	if err := r.cache.PutOpened(&info, opened.Raw); err != nil {
+	if err := r.cache.PutOpened(cacheMeta(&info), opened.Raw); err != nil {
 		return fmt.Errorf("cache epoch %d: %w", ev.Seq, err)
 	}
 	if err := r.raiseBucket(info.Bucket); err != nil {

@@ -448,7 +448,7 @@ func (r *Replica) sendEpoch(ctx context.Context, p *seal.Plaintext, head Head, c
 func (r *Replica) adopt(info *EpochInfo, p *seal.Plaintext, plaintext []byte) error {
 	// the epoch landed: cache it and raise the bucket first, so a crash during the apply
 	// (which the next open finishes) leaves nothing of it undone
-	if err := r.cache.PutOpened(info, plaintext); err != nil {
+	if err := r.cache.PutOpened(cacheMeta(info), plaintext); err != nil {
 		return fmt.Errorf("cache epoch %d: %w", info.Seq, err)
 	}
 	if err := r.raiseBucket(info.Bucket); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"kintfs/replica/homedir"
 	"strings"
 	"testing"
 	"time"
@@ -16,12 +17,12 @@ import (
 // TestReadOnlyRefusesEveryChange: a replica opened read-only refuses each way of staging or
 // anchoring with ErrReadOnly and a sentence naming --read-only, and keeps what was staged.
 func TestReadOnlyRefusesEveryChange(t *testing.T) {
-	home := Home(t.TempDir())
+	home := homedir.Home(t.TempDir())
 	var owner common.Address
 	var dek [32]byte
 	rand.Read(owner[:])
 	rand.Read(dek[:])
-	v := &VaultConfig{Owner: owner, Tenant: "test", Space: seal.SpaceID("test"), ChainID: 1337}
+	v := &homedir.VaultConfig{Owner: owner, Tenant: "test", Space: seal.SpaceID("test"), ChainID: 1337}
 	rw, err := Open(Options{Home: home, Vault: v, DEK: dek, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)

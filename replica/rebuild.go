@@ -2,6 +2,7 @@ package replica
 
 import (
 	"fmt"
+	"kintfs/replica/homedir"
 
 	"github.com/ethereum/go-ethereum/common"
 
@@ -23,7 +24,7 @@ func (r *Replica) RebuildFromCache() (int, error) {
 		return 0, err
 	}
 	type cached struct {
-		meta *CacheMeta
+		meta *homedir.CacheMeta
 		blob []byte
 	}
 	var run []cached // the contiguous run of epochs ending at the newest cached one
@@ -75,7 +76,13 @@ func isSnapshotBlob(b []byte) bool {
 }
 
 // eventFromMeta is the Epoch event a cached epoch's metadata records.
-func eventFromMeta(m *CacheMeta) *chain.EpochEvent {
+func eventFromMeta(m *homedir.CacheMeta) *chain.EpochEvent {
 	return &chain.EpochEvent{Writer: common.HexToAddress(m.Writer), Seq: m.Seq, Prev: common.HexToHash(m.Prev),
 		Digest: common.HexToHash(m.Digest), Block: m.Block, TxHash: common.HexToHash(m.Tx)}
+}
+
+// cacheMeta is the epoch cache's record of an applied epoch.
+func cacheMeta(info *EpochInfo) *homedir.CacheMeta {
+	return &homedir.CacheMeta{Seq: info.Seq, Digest: info.Digest.Hex(), Prev: info.Prev.Hex(), Block: info.Block,
+		Tx: info.Tx, Bucket: info.Bucket, RowsRoot: info.RowsRoot.Hex(), Writer: info.Writer.Hex()}
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 
 	"github.com/ethereum/go-ethereum/common"
-
-	"kintfs/seal"
 )
 
 // HeadDekID is the data key id in the header of the head epoch (or of the newest one within
@@ -21,14 +19,4 @@ func HeadDekID(ctx context.Context, c Chain, owner common.Address, space common.
 		return [8]byte{}, 0, err
 	}
 	return h.DekID, seq, nil
-}
-
-// WriteRecoveryFile writes the recovery code of dek to RECOVERY-<space16>.txt (mode 0600) and
-// returns its path.
-func (h Home) WriteRecoveryFile(v *VaultConfig, dek [32]byte) (string, error) {
-	text := "kint recovery code for owner " + v.Owner.Hex() + " tenant " + v.Tenant + ":\n" + seal.EncodeRecoveryCode(dek) + "\n"
-	if err := h.WriteFile([]byte(text), "RECOVERY-"+v.Space16()+".txt"); err != nil {
-		return "", err
-	}
-	return h.RecoveryFile(v), nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"kintfs/replica/homedir"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,8 +49,8 @@ func Offline(err error) bool {
 
 // Options configure a replica.
 type Options struct {
-	Home   Home
-	Vault  *VaultConfig
+	Home   homedir.Home
+	Vault  *homedir.VaultConfig
 	DEK    [32]byte
 	Client Chain // nil: offline, local reads and writes only
 	// Connect dials the chain while the replica has no client; each poll, flush and pull
@@ -70,8 +71,8 @@ type Options struct {
 type Replica struct {
 	*Store
 	opt        Options
-	vault      *VaultConfig
-	cache      *EpochCache
+	vault      *homedir.VaultConfig
+	cache      *homedir.EpochCache
 	pushMu     sync.Mutex   // one push or pull at a time
 	pushing    atomic.Bool  // a push is sealing or sending, for status
 	heldLogged atomic.Int64 // held rows at the last flush, so a new hold is logged once
@@ -88,7 +89,7 @@ type Replica struct {
 // Open opens the replica of the vault in opt.Home.
 func Open(opt Options) (*Replica, error) {
 	if opt.Vault == nil {
-		return nil, ErrNoVault
+		return nil, homedir.ErrNoVault
 	}
 	if opt.Confirmations == 0 {
 		opt.Confirmations = 2
@@ -104,7 +105,7 @@ func Open(opt Options) (*Replica, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Replica{Store: st, opt: opt, vault: opt.Vault, cache: newEpochCache(opt.Home, opt.Vault.Space16())}
+	r := &Replica{Store: st, opt: opt, vault: opt.Vault, cache: homedir.NewEpochCache(opt.Home, opt.Vault.Space16())}
 	r.status.started = time.Now()
 	// rows an interrupted push sent are sealing until its journal entry is settled
 	if r.sealing, err = r.journalIDs(); err != nil {
@@ -121,7 +122,7 @@ func Open(opt Options) (*Replica, error) {
 }
 
 // Vault is the vault configuration.
-func (r *Replica) Vault() *VaultConfig { return r.vault }
+func (r *Replica) Vault() *homedir.VaultConfig { return r.vault }
 
 // chainRef holds the chain connection for an atomic swap (nil Chain: offline).
 type chainRef struct{ Chain }

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"crypto/rand"
+	"kintfs/replica/homedir"
 	"testing"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -21,8 +22,8 @@ func NewTestReplica(t testing.TB) *Replica {
 	if _, err := rand.Read(dek[:]); err != nil {
 		t.Fatal(err)
 	}
-	v := &VaultConfig{Owner: owner, Tenant: "test", Space: seal.SpaceID("test"), ChainID: 1337}
-	r, err := Open(Options{Home: Home(t.TempDir()), Vault: v, DEK: dek, Logf: t.Logf})
+	v := &homedir.VaultConfig{Owner: owner, Tenant: "test", Space: seal.SpaceID("test"), ChainID: 1337}
+	r, err := Open(Options{Home: homedir.Home(t.TempDir()), Vault: v, DEK: dek, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}

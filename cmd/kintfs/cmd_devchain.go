@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"kintfs/chain/devchain"
-	"kintfs/replica"
+	"kintfs/replica/homedir"
 )
 
 var devchainOpts struct {
@@ -37,7 +37,7 @@ func init() {
 }
 
 func defaultDevDir() (string, error) {
-	home, err := replica.DefaultHome()
+	home, err := homedir.DefaultHome()
 	if err != nil {
 		return "", err
 	}

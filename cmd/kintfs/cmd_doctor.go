@@ -19,6 +19,7 @@ import (
 	"kintfs/chain"
 	"kintfs/chain/devchain"
 	"kintfs/replica"
+	"kintfs/replica/homedir"
 )
 
 var doctorOpts struct {
@@ -64,7 +65,7 @@ func runDoctor(ctx context.Context, args []string) error {
 		return usagef("doctor [--allow-other] [MNT]")
 	}
 	d := &doctorRun{ctx: ctx}
-	home, err := replica.DefaultHome()
+	home, err := homedir.DefaultHome()
 	if err != nil {
 		d.fail("KINT_HOME", "%v", err)
 		return exitCodeError{code: exitFailure, msg: "1 check(s) failed"}
@@ -106,7 +107,7 @@ func runDoctor(ctx context.Context, args []string) error {
 	return nil
 }
 
-func (d *doctorRun) checkHome(home replica.Home) {
+func (d *doctorRun) checkHome(home homedir.Home) {
 	fi, err := os.Stat(string(home))
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -122,7 +123,7 @@ func (d *doctorRun) checkHome(home replica.Home) {
 	}
 }
 
-func (d *doctorRun) checkVault(home replica.Home) *replica.VaultConfig {
+func (d *doctorRun) checkVault(home homedir.Home) *homedir.VaultConfig {
 	v, err := home.LoadVault()
 	if err != nil {
 		d.fail("vault", "%v", err)
@@ -133,7 +134,7 @@ func (d *doctorRun) checkVault(home replica.Home) *replica.VaultConfig {
 	return v
 }
 
-func (d *doctorRun) checkDEK(home replica.Home, v *replica.VaultConfig) {
+func (d *doctorRun) checkDEK(home homedir.Home, v *homedir.VaultConfig) {
 	exp, err := home.DEKExpiry(v.Space)
 	if err != nil {
 		d.fail("data key", "%v", err)
@@ -141,7 +142,7 @@ func (d *doctorRun) checkDEK(home replica.Home, v *replica.VaultConfig) {
 	}
 	left := time.Until(exp)
 	if left <= 0 {
-		d.fail("data key", "%v (expired %s)", replica.ErrKeyExpired, exp.UTC().Format(time.RFC3339))
+		d.fail("data key", "%v (expired %s)", homedir.ErrKeyExpired, exp.UTC().Format(time.RFC3339))
 		return
 	}
 	if _, err := home.LoadDEK(v.Space); err != nil {
@@ -155,7 +156,7 @@ func (d *doctorRun) checkDEK(home replica.Home, v *replica.VaultConfig) {
 	d.ok("data key", "cached, expires %s", exp.UTC().Format(time.RFC3339))
 }
 
-func (d *doctorRun) checkRecovery(home replica.Home, v *replica.VaultConfig) {
+func (d *doctorRun) checkRecovery(home homedir.Home, v *homedir.VaultConfig) {
 	path := home.RecoveryFile(v)
 	fi, err := os.Stat(path)
 	switch {
@@ -172,7 +173,7 @@ func (d *doctorRun) checkRecovery(home replica.Home, v *replica.VaultConfig) {
 	}
 }
 
-func (d *doctorRun) checkPrimary(ctx context.Context, v *replica.VaultConfig) *chain.Client {
+func (d *doctorRun) checkPrimary(ctx context.Context, v *homedir.VaultConfig) *chain.Client {
 	if v.RPC == "" {
 		d.fail("primary RPC", "no RPC URL (KINT_RPC_URL)")
 		return nil
@@ -191,7 +192,7 @@ func (d *doctorRun) checkPrimary(ctx context.Context, v *replica.VaultConfig) *c
 	return c
 }
 
-func (d *doctorRun) checkSecondary(ctx context.Context, v *replica.VaultConfig) {
+func (d *doctorRun) checkSecondary(ctx context.Context, v *homedir.VaultConfig) {
 	allowSingle := os.Getenv("KINT_ALLOW_SINGLE_RPC") == "1"
 	if v.ChainID == devchain.ChainID && os.Getenv("KINT_RPC_URL_2") == "" {
 		d.ok("secondary RPC", "not needed on the dev chain (chain id %d)", v.ChainID)
@@ -221,7 +222,7 @@ func (d *doctorRun) checkSecondary(ctx context.Context, v *replica.VaultConfig) 
 
 // checkContract reads the code at the contract address (eth_getCode), which the chain
 // client does not expose.
-func (d *doctorRun) checkContract(ctx context.Context, v *replica.VaultConfig, reachable bool) {
+func (d *doctorRun) checkContract(ctx context.Context, v *homedir.VaultConfig, reachable bool) {
 	if !reachable {
 		d.fail("contract", "%s: not checked, the primary RPC is not usable", v.Contract.Hex())
 		return
@@ -246,7 +247,7 @@ func (d *doctorRun) checkContract(ctx context.Context, v *replica.VaultConfig, r
 	d.ok("contract", "%s has %d bytes of code", v.Contract.Hex(), len(code))
 }
 
-func (d *doctorRun) checkSessionKey(ctx context.Context, home replica.Home, v *replica.VaultConfig, c *chain.Client) {
+func (d *doctorRun) checkSessionKey(ctx context.Context, home homedir.Home, v *homedir.VaultConfig, c *chain.Client) {
 	key, err := loadSessionKey(home)
 	if err != nil {
 		d.fail("session key", "none on this machine (kintfs session-key create)")
@@ -284,7 +285,7 @@ func (d *doctorRun) checkSessionKey(ctx context.Context, home replica.Home, v *r
 
 // doctorStatus is the replica's status: from the mount when one holds the database (the
 // forwarded status --json), else from the database opened offline.
-func doctorStatus(home replica.Home, v *replica.VaultConfig) (*replica.Status, string, error) {
+func doctorStatus(home homedir.Home, v *homedir.VaultConfig) (*replica.Status, string, error) {
 	if _, mounted := mountedAt(home); mounted {
 		reply, ok := forward([]string{"status", "--json"})
 		if !ok || reply.Code != 0 {
@@ -305,7 +306,7 @@ func doctorStatus(home replica.Home, v *replica.VaultConfig) (*replica.Status, s
 	return st, "", err
 }
 
-func (d *doctorRun) checkMirror(ctx context.Context, home replica.Home, v *replica.VaultConfig, c *chain.Client) {
+func (d *doctorRun) checkMirror(ctx context.Context, home homedir.Home, v *homedir.VaultConfig, c *chain.Client) {
 	st, from, err := doctorStatus(home, v)
 	if err != nil {
 		d.fail("mirror", "%v", err)

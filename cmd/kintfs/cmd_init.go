@@ -12,6 +12,7 @@ import (
 
 	"kintfs/chain/devchain"
 	"kintfs/replica"
+	"kintfs/replica/homedir"
 	"kintfs/seal"
 )
 
@@ -69,7 +70,7 @@ func runInit(ctx context.Context, args []string) error {
 	if o.rpc == "" || !common.IsHexAddress(o.contract) {
 		return usagef("init needs --rpc (KINT_RPC_URL) and --contract (KINT_CONTRACT)")
 	}
-	home, err := replica.DefaultHome()
+	home, err := homedir.DefaultHome()
 	if err != nil {
 		return err
 	}

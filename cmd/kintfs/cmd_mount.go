@@ -22,6 +22,7 @@ import (
 
 	"kintfs/fs"
 	"kintfs/replica"
+	"kintfs/replica/homedir"
 )
 
 var mountOpts struct {
@@ -129,7 +130,7 @@ func runMount(ctx context.Context, args []string) error {
 	if err := clearStaleMount(dir, say); err != nil {
 		return fail(err)
 	}
-	home, err := replica.DefaultHome()
+	home, err := homedir.DefaultHome()
 	if err != nil {
 		return fail(err)
 	}

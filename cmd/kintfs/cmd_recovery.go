@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"kintfs/replica"
+	"kintfs/replica/homedir"
 	"kintfs/seal"
 )
 
@@ -25,7 +26,7 @@ func runRecoveryCode(ctx context.Context, args []string) error {
 	if len(args) > 0 {
 		return usagef("recovery-code takes no arguments")
 	}
-	home, err := replica.DefaultHome()
+	home, err := homedir.DefaultHome()
 	if err != nil {
 		return err
 	}
@@ -35,7 +36,7 @@ func runRecoveryCode(ctx context.Context, args []string) error {
 	}
 	applyEnvOverrides(v)
 	dek, err := home.LoadDEK(v.Space)
-	if errors.Is(err, replica.ErrKeyMissing) || errors.Is(err, replica.ErrKeyExpired) {
+	if errors.Is(err, homedir.ErrKeyMissing) || errors.Is(err, homedir.ErrKeyExpired) {
 		return usagef("no data key cached on this machine: kintfs init first (%v)", err)
 	}
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"kintfs/replica"
+	"kintfs/replica/homedir"
 )
 
 var authOpts struct {
@@ -49,7 +50,7 @@ func runSessionKey(ctx context.Context, args []string) error {
 	if len(args) != 1 || (args[0] != "create" && args[0] != "show" && args[0] != "rotate") {
 		return usagef("session-key create | show | rotate")
 	}
-	home, err := replica.DefaultHome()
+	home, err := homedir.DefaultHome()
 	if err != nil {
 		return err
 	}
@@ -97,7 +98,7 @@ func runSessionKey(ctx context.Context, args []string) error {
 
 // rotateSessionKey moves the keystore to session.old and creates a new key. An earlier
 // session.old is never overwritten: it may still hold funds.
-func rotateSessionKey(ctx context.Context, home replica.Home) error {
+func rotateSessionKey(ctx context.Context, home homedir.Home) error {
 	key, err := loadSessionKey(home)
 	if err != nil {
 		return fmt.Errorf("%w: no session key on this machine to rotate (kintfs session-key create)", replica.ErrNotAuthorized)

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"kintfs/replica"
+	"kintfs/replica/homedir"
 	"kintfs/seal"
 )
 
@@ -165,7 +166,7 @@ func runPull(ctx context.Context, o *syncOptions, args []string) error {
 // discardLocal moves the local state aside before a pull --discard-local. The mount holds
 // the state, so it refuses there.
 func discardLocal(ctx context.Context) error {
-	home, err := replica.DefaultHome()
+	home, err := homedir.DefaultHome()
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"kintfs/fs"
-	"kintfs/replica"
+	"kintfs/replica/homedir"
 )
 
 var unmountOpts struct {
@@ -91,7 +91,7 @@ func flushMount(ctx context.Context, dir string, timeout time.Duration) error {
 	if timeout <= 0 {
 		return fmt.Errorf("not finished after %s", unmountOpts.timeout)
 	}
-	if home, err := replica.DefaultHome(); err == nil {
+	if home, err := homedir.DefaultHome(); err == nil {
 		if at, ok := mountedAt(home); ok && at == dir {
 			return flushBySocket(ctx, home, timeout)
 		}
@@ -119,7 +119,7 @@ func flushMount(ctx context.Context, dir string, timeout time.Duration) error {
 	}
 }
 
-func flushBySocket(ctx context.Context, home replica.Home, timeout time.Duration) error {
+func flushBySocket(ctx context.Context, home homedir.Home, timeout time.Duration) error {
 	conn, err := net.DialTimeout("unix", home.Path(mountSocket), 2*time.Second)
 	if err != nil {
 		return err

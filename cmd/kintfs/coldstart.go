@@ -12,6 +12,7 @@ import (
 
 	"kintfs/chain/devchain"
 	"kintfs/replica"
+	"kintfs/replica/homedir"
 )
 
 // A cold start (no watermark yet) trusts no single RPC: a second, independent one must give
@@ -60,7 +61,7 @@ func redactURL(u string) string {
 }
 
 // coldStartCheck is the check for a vault on chainID, nil on the dev chain.
-func coldStartCheck(v *replica.VaultConfig) func(ctx context.Context, head replica.Head) error {
+func coldStartCheck(v *homedir.VaultConfig) func(ctx context.Context, head replica.Head) error {
 	if v.ChainID == devchain.ChainID {
 		return nil
 	}

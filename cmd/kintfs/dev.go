@@ -20,13 +20,14 @@ import (
 	"kintfs/chain"
 	"kintfs/chain/devchain"
 	"kintfs/replica"
+	"kintfs/replica/homedir"
 )
 
 // devSetup starts (or reuses) the development chain under KINT_HOME/devchain and connects this
 // home to a vault on it owned by the first dev account: the newcomer's whole set-up. chainID
 // 0 is the one the chain was created with, else 1337; another id than the existing chain's is
 // refused.
-func devSetup(ctx context.Context, home replica.Home, chainID uint64, say func(string, ...any)) (*devchain.DevChain, error) {
+func devSetup(ctx context.Context, home homedir.Home, chainID uint64, say func(string, ...any)) (*devchain.DevChain, error) {
 	dir, err := home.Ensure("devchain")
 	if err != nil {
 		return nil, err
@@ -84,7 +85,7 @@ func devSetup(ctx context.Context, home replica.Home, chainID uint64, say func(s
 			return fail(err)
 		}
 	}
-	if errors.Is(err, replica.ErrNoVault) {
+	if errors.Is(err, homedir.ErrNoVault) {
 		pass, where, err := devPassphrase(home)
 		if err != nil {
 			return fail(err)
@@ -115,7 +116,7 @@ func devSetup(ctx context.Context, home replica.Home, chainID uint64, say func(s
 
 // devPassphrase is KINT_PASSPHRASE, else the one saved under KINT_HOME, else a new one saved
 // there; where is set when it was generated.
-func devPassphrase(home replica.Home) (pass, where string, err error) {
+func devPassphrase(home homedir.Home) (pass, where string, err error) {
 	if p := os.Getenv("KINT_PASSPHRASE"); p != "" {
 		return p, "", nil
 	}
@@ -135,7 +136,7 @@ func devPassphrase(home replica.Home) (pass, where string, err error) {
 }
 
 // devSessionKey creates, funds and authorizes this machine's session key on the dev chain.
-func devSessionKey(ctx context.Context, home replica.Home, c *chain.Client, ownerKey *ecdsa.PrivateKey, say func(string, ...any)) error {
+func devSessionKey(ctx context.Context, home homedir.Home, c *chain.Client, ownerKey *ecdsa.PrivateKey, say func(string, ...any)) error {
 	key, err := loadSessionKey(home)
 	if err != nil {
 		addr, err := createSessionKey(home)

@@ -17,12 +17,13 @@ import (
 
 	"kintfs/chain"
 	"kintfs/replica"
+	"kintfs/replica/homedir"
 )
 
 // vaultEnv is what most commands open: the home, the vault, the chain and the replica.
 type vaultEnv struct {
-	home   replica.Home
-	vault  *replica.VaultConfig
+	home   homedir.Home
+	vault  *homedir.VaultConfig
 	rep    *replica.Replica
 	chain  *chain.Client // with openOptions.noStore: the chain alone, no replica
 	shared bool          // the mount's own: closed by the mount
@@ -69,7 +70,7 @@ func openVault(ctx context.Context, o openOptions) (*vaultEnv, error) {
 	if e := ioOf(ctx).env; e != nil {
 		return &vaultEnv{home: e.home, vault: e.vault, rep: e.rep, shared: true}, nil
 	}
-	home, err := replica.DefaultHome()
+	home, err := homedir.DefaultHome()
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +142,7 @@ func openVault(ctx context.Context, o openOptions) (*vaultEnv, error) {
 	return e, nil
 }
 
-func applyEnvOverrides(v *replica.VaultConfig) {
+func applyEnvOverrides(v *homedir.VaultConfig) {
 	if u := os.Getenv("KINT_RPC_URL"); u != "" {
 		v.RPC = u
 	}
@@ -153,7 +154,7 @@ func applyEnvOverrides(v *replica.VaultConfig) {
 var errWrongChain = errors.New("the RPC serves another chain")
 
 // dialVaultChain dials the vault's RPC and checks that it serves the vault's chain.
-func dialVaultChain(ctx context.Context, v *replica.VaultConfig) (*chain.Client, error) {
+func dialVaultChain(ctx context.Context, v *homedir.VaultConfig) (*chain.Client, error) {
 	c, err := dialChain(ctx, v.RPC, v.Contract)
 	if err != nil {
 		return nil, err
@@ -175,7 +176,7 @@ func dialChain(ctx context.Context, rpc string, contract common.Address) (*chain
 }
 
 // sessionKeyPass is the keystore passphrase: derived from the local secret, never typed.
-func sessionKeyPass(home replica.Home) (string, error) {
+func sessionKeyPass(home homedir.Home) (string, error) {
 	k, err := home.LocalKey()
 	if err != nil {
 		return "", err
@@ -183,7 +184,7 @@ func sessionKeyPass(home replica.Home) (string, error) {
 	return hex.EncodeToString(k), nil
 }
 
-func loadSessionKey(home replica.Home) (*ecdsa.PrivateKey, error) {
+func loadSessionKey(home homedir.Home) (*ecdsa.PrivateKey, error) {
 	pass, err := sessionKeyPass(home)
 	if err != nil {
 		return nil, err
@@ -241,7 +242,7 @@ func readSecret(path string, remove bool) (string, error) {
 
 // createSessionKey makes this machine's session key: a V3 keystore under KINT_HOME/session,
 // sealed with a passphrase derived from the local secret.
-func createSessionKey(home replica.Home) (common.Address, error) {
+func createSessionKey(home homedir.Home) (common.Address, error) {
 	pass, err := sessionKeyPass(home)
 	if err != nil {
 		return common.Address{}, err

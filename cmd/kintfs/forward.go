@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"kintfs/replica"
+	"kintfs/replica/homedir"
 )
 
 // While a vault is mounted, its badger database belongs to the mount process. Commands that
@@ -69,7 +70,7 @@ type forwardReply struct {
 
 // forward runs argv inside the mount of this KINT_HOME; ok is false when no mount answers.
 func forward(argv []string) (reply forwardReply, ok bool) {
-	home, err := replica.DefaultHome()
+	home, err := homedir.DefaultHome()
 	if err != nil {
 		return reply, false
 	}
@@ -96,7 +97,7 @@ func (e mountedError) Error() string {
 }
 
 // mountedAt asks the mount of this KINT_HOME, when one answers, where it is mounted.
-func mountedAt(home replica.Home) (string, bool) {
+func mountedAt(home homedir.Home) (string, bool) {
 	conn, err := net.DialTimeout("unix", home.Path(mountSocket), 2*time.Second)
 	if err != nil {
 		return "", false
@@ -111,7 +112,7 @@ func mountedAt(home replica.Home) (string, bool) {
 }
 
 // refuseIfMounted is a mountedError when a mount of home answers.
-func refuseIfMounted(home replica.Home) error {
+func refuseIfMounted(home homedir.Home) error {
 	if dir, ok := mountedAt(home); ok {
 		return mountedError{dir}
 	}
@@ -127,7 +128,7 @@ type controlServer struct {
 	path string
 }
 
-func serveControl(home replica.Home, env *vaultEnv, dir string, logf func(string, ...any)) (*controlServer, error) {
+func serveControl(home homedir.Home, env *vaultEnv, dir string, logf func(string, ...any)) (*controlServer, error) {
 	path := home.Path(mountSocket)
 	if err := refuseIfMounted(home); err != nil {
 		return nil, err

@@ -16,6 +16,7 @@ import (
 
 	"kintfs/chain"
 	"kintfs/replica"
+	"kintfs/replica/homedir"
 	"kintfs/seal"
 )
 
@@ -157,14 +158,14 @@ func exitCode(err error) int {
 	switch {
 	case errors.As(err, &ue), errors.As(err, new(mountedError)), errors.Is(err, replica.ErrInUse):
 		return exitUsage
-	case errors.Is(err, replica.ErrKeyMissing), errors.Is(err, replica.ErrKeyExpired), errors.Is(err, replica.ErrNotAuthorized),
+	case errors.Is(err, homedir.ErrKeyMissing), errors.Is(err, homedir.ErrKeyExpired), errors.Is(err, replica.ErrNotAuthorized),
 		errors.Is(err, chain.ErrNotAuthorized):
 		return exitKey
 	case errors.Is(err, replica.ErrChainMoved), errors.Is(err, replica.ErrFork), errors.Is(err, chain.ErrStaleHead):
 		return exitMoved
 	case replica.LyingRPC(err):
 		return exitStaleRPC
-	case errors.Is(err, replica.ErrNothingToPush), errors.Is(err, replica.ErrNoVault), errors.Is(err, seal.ErrEmptyPassphrase),
+	case errors.Is(err, replica.ErrNothingToPush), errors.Is(err, homedir.ErrNoVault), errors.Is(err, seal.ErrEmptyPassphrase),
 		errors.Is(err, seal.ErrRecoveryChecksum), errors.Is(err, seal.ErrSignatureOwner), errors.Is(err, seal.ErrDekIDMismatch),
 		errors.Is(err, replica.ErrInvalid), errors.Is(err, replica.ErrReadOnly), errors.Is(err, replica.ErrWrongSecret),
 		errors.Is(err, seal.ErrSnapshotTooLarge):

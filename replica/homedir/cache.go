@@ -1,4 +1,4 @@
-package replica
+package homedir
 
 import (
 	"encoding/json"
@@ -31,7 +31,8 @@ type CacheMeta struct {
 	Writer   string `json:"writer"`
 }
 
-func newEpochCache(home Home, space16 string) *EpochCache {
+// NewEpochCache is the cache of the vault space16 under home.
+func NewEpochCache(home Home, space16 string) *EpochCache {
 	return &EpochCache{home: home, dir: "epochs/" + space16}
 }
 
@@ -52,17 +53,15 @@ func (c *EpochCache) PutBlob(seq uint64, blob []byte) error {
 }
 
 // PutOpened stores the plaintext and the metadata of an applied epoch.
-func (c *EpochCache) PutOpened(info *EpochInfo, plaintext []byte) error {
-	if err := c.home.WriteFile(plaintext, c.dir, c.name(info.Seq, ".json")); err != nil {
+func (c *EpochCache) PutOpened(meta *CacheMeta, plaintext []byte) error {
+	if err := c.home.WriteFile(plaintext, c.dir, c.name(meta.Seq, ".json")); err != nil {
 		return err
 	}
-	meta := CacheMeta{Seq: info.Seq, Digest: hex0x(info.Digest), Prev: hex0x(info.Prev), Block: info.Block,
-		Tx: info.Tx, Bucket: info.Bucket, RowsRoot: hex0x(info.RowsRoot), Writer: info.Writer.Hex()}
-	b, err := json.Marshal(&meta)
+	b, err := json.Marshal(meta)
 	if err != nil {
 		return err
 	}
-	return c.home.WriteFile(b, c.dir, c.name(info.Seq, ".meta.json"))
+	return c.home.WriteFile(b, c.dir, c.name(meta.Seq, ".meta.json"))
 }
 
 // Meta reads the metadata of a cached epoch.
@@ -77,8 +76,6 @@ func (c *EpochCache) Meta(seq uint64) (*CacheMeta, error) {
 	}
 	return &m, nil
 }
-
-func hex0x(h common.Hash) string { return h.Hex() }
 
 // Seqs lists the epochs held in the cache with their metadata, in order.
 func (c *EpochCache) Seqs() ([]uint64, error) {

@@ -1,4 +1,4 @@
-package replica
+package homedir
 
 import (
 	"crypto/aes"
@@ -242,4 +242,14 @@ func (h Home) DEKExpiry(space common.Hash) (time.Time, error) {
 // RecoveryFile is where the recovery code of the vault is written.
 func (h Home) RecoveryFile(v *VaultConfig) string {
 	return h.Path("RECOVERY-" + v.Space16() + ".txt")
+}
+
+// WriteRecoveryFile writes the recovery code of dek to RECOVERY-<space16>.txt (mode 0600) and
+// returns its path.
+func (h Home) WriteRecoveryFile(v *VaultConfig, dek [32]byte) (string, error) {
+	text := "kint recovery code for owner " + v.Owner.Hex() + " tenant " + v.Tenant + ":\n" + seal.EncodeRecoveryCode(dek) + "\n"
+	if err := h.WriteFile([]byte(text), "RECOVERY-"+v.Space16()+".txt"); err != nil {
+		return "", err
+	}
+	return h.RecoveryFile(v), nil
 }

@@ -1,6 +1,6 @@
 //go:build !darwin
 
-package replica
+package homedir
 
 // keychainPassphrase: there is no Keychain off macOS; local.secret (or
 // KINT_SESSION_PASSPHRASE) holds the local passphrase.
