@@ -86,6 +86,9 @@ func TestReadOnlyEnforced(t *testing.T) {
 			t.Errorf("kintfs %s on a read-only mount: exit %d, %q; want 2 naming --read-only", strings.Join(args, " "), code, errs)
 		}
 	}
+	if _, errs, code := a.run("pw\n", "rekey", "--passphrase-stdin"); code != 2 || !strings.Contains(errs, "--read-only") {
+		t.Errorf("kintfs rekey on a read-only mount: exit %d, %q; want 2 naming --read-only", code, errs)
+	}
 	if err := ro.ctl("flush"); errnoOf(err) != syscall.EROFS {
 		t.Errorf("ctl flush on a read-only mount: %v, want EROFS", err)
 	}

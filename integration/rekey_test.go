@@ -153,6 +153,10 @@ func TestRekeyDropMissing(t *testing.T) {
 		t.Fatalf("rekey under KINT_OFFLINE=1: %s", out)
 	}
 	a.extra = nil
+	// b's cached key is retired now: its rekey would seal a snapshot of a stale mirror
+	if _, errs, code := b.run("pass one\n", "rekey", "--passphrase-stdin"); code != 2 || !strings.Contains(errs, "a rekey happened elsewhere") {
+		t.Fatalf("rekey with a retired key: exit %d, %q", code, errs)
+	}
 }
 
 // TestRekeyWhileMounted: a rekey runs inside the running mount, which goes on serving and

@@ -162,6 +162,7 @@ func rekeyWith(ctx context.Context, o *rekeyOptions, keys []replica.RekeyKey) er
 	// today's wraps: the head epoch's header (kint's rule), or with KINT_OFFLINE=1 the ones
 	// this machine last sealed or adopted
 	var wraps []seal.Wrap
+	dekID := e.vault.DekID // the key today's wraps open
 	from := "this machine's vault config (KINT_OFFLINE=1)"
 	if !offlineIn(ctx) {
 		c := e.client()
@@ -174,6 +175,7 @@ func rekeyWith(ctx context.Context, o *rekeyOptions, keys []replica.RekeyKey) er
 		}
 		if h != nil {
 			wraps, from = h.Wraps, fmt.Sprintf("the header of epoch %d", seq)
+			dekID = hex.EncodeToString(h.DekID[:])
 		}
 	}
 	if wraps == nil {
@@ -200,14 +202,18 @@ func rekeyWith(ctx context.Context, o *rekeyOptions, keys []replica.RekeyKey) er
 		}
 		for _, k := range uniq {
 			if seal.KEKTag(k.KEK) == w.Tag {
-				if _, err := seal.UnwrapDEK(k.KEK, w); err == nil {
-					opens = true
+				if dek, err := seal.UnwrapDEK(k.KEK, w); err == nil {
+					id := seal.DEKID(dek)
+					opens = opens || hex.EncodeToString(id[:]) == dekID
 				}
 			}
 		}
 	}
 	if !opens {
 		return usagef("none of the keys given opens the vault today (no key wrap in %s opens with them): rekey needs at least one that does", from)
+	}
+	if dekID != e.vault.DekID {
+		return usagef("the vault's current data key %s is not this machine's %s (a rekey happened elsewhere): kintfs init again, then rekey", dekID, e.vault.DekID)
 	}
 	if len(missing) > 0 && !o.dropMissing {
 		return usagef("rekey would drop %d key(s) that open the vault today (%s): %s; give each of them too, or --drop-missing to drop them (a dropped key still opens the epochs sealed before the rotation)",
