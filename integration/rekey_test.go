@@ -252,6 +252,24 @@ func TestOfflineInitVerify(t *testing.T) {
 	if _, errs, code := fresh.run("offline pass\n", "init", "--owner", a.owner(), "--passphrase-stdin"); code != 2 || !strings.Contains(errs, "no vault config") {
 		t.Fatalf("offline init on a new machine: exit %d, %q", code, errs)
 	}
+	// the recovery code, offline: checked against this machine's current key
+	rec, _ := filepath.Glob(filepath.Join(a.home, "RECOVERY-*.txt"))
+	if len(rec) != 1 {
+		t.Fatalf("recovery files: %v", rec)
+	}
+	text, _ := os.ReadFile(rec[0])
+	code := strings.TrimSpace(strings.Split(string(text), "\n")[1])
+	os.Remove(dek[0])
+	typo := "A"
+	if strings.HasSuffix(code, "A") {
+		typo = "B"
+	}
+	if _, errs, c := a.run(code[:len(code)-1]+typo+"\n", "init", "--owner", a.owner(), "--recovery-code-stdin"); c != 2 || !strings.Contains(errs, "checksum") {
+		t.Fatalf("offline init with a mistyped recovery code: exit %d, %q", c, errs)
+	}
+	if out := a.mustRun(code+"\n", "init", "--owner", a.owner(), "--recovery-code-stdin"); !strings.Contains(out, "the chain was not read") {
+		t.Fatalf("offline init with the recovery code: %s", out)
+	}
 	a.extra = nil
 	a.mustRun("", "pull") // the unlocked key opens the chain's epochs
 
