@@ -216,18 +216,18 @@ func (r *Replica) RekeyKeys(ctx context.Context, keys []RekeyKey, opt PushOption
 		wraps = append(wraps, seal.WrapDEK(k.KEK, k.Kind, dek, nonce))
 	}
 	kek := keys[0].KEK
-	oldDEK, oldWraps, oldID := r.opt.DEK, append([]string{}, r.vault.Wraps...), r.vault.DekID
+	// held from the swap until the new key is saved: in a mount, no flush may seal under the
+	// new key before the snapshot anchors it, or under a key a failed rekey drops
 	r.pushMu.Lock()
+	defer r.pushMu.Unlock()
+	oldDEK, oldWraps, oldID := r.opt.DEK, append([]string{}, r.vault.Wraps...), r.vault.DekID
 	r.opt.DEK = dek
 	r.vault.SetWraps(wraps)
 	id := seal.DEKID(dek)
 	r.vault.DekID = fmt.Sprintf("%x", id[:])
-	r.pushMu.Unlock()
-	rep, err := r.Push(ctx, PushOptions{Snapshot: true, OverSkipped: opt.OverSkipped, Confirmations: opt.Confirmations})
+	rep, err := r.pushLocked(ctx, PushOptions{Snapshot: true, OverSkipped: opt.OverSkipped, Confirmations: opt.Confirmations})
 	if err != nil {
-		r.pushMu.Lock()
 		r.opt.DEK, r.vault.Wraps, r.vault.DekID = oldDEK, oldWraps, oldID
-		r.pushMu.Unlock()
 		return "", rep, err
 	}
 	code := seal.EncodeRecoveryCode(dek)
