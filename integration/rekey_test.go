@@ -181,6 +181,22 @@ func TestRekeyWhileMounted(t *testing.T) {
 	if _, errs, code := a.run("", "rekey", "--signature-file", sigFile); code != 2 || !strings.Contains(errs, "none of the keys given") {
 		t.Fatalf("rekey with a key that is no wrap, while mounted: exit %d, %q", code, errs)
 	}
+	// a rekey whose snapshot the contract refuses (the session key's authorization ran out):
+	// the mount keeps the old key and seals its next epoch under it
+	a.extra = []string{"KINT_OWNER_KEY=" + dc.ownerKeyHex()}
+	a.mustRun("", "authorize", "--expiry", "1s")
+	time.Sleep(2 * time.Second)
+	if _, errs, code := a.run("mounted pass\n", "rekey", "--passphrase-stdin"); code != 3 || !strings.Contains(errs, "not authorized") {
+		t.Fatalf("rekey with the authorization expired, while mounted: exit %d, %q", code, errs)
+	}
+	a.mustRun("", "authorize")
+	a.extra = nil
+	writeFile(t, ma.path("state/w"), "after a failed rekey")
+	ma.mustCtl("flush")
+	if _, dek := vaultKeys(t, c, a, "mounted pass"); dek != oldDEK {
+		t.Fatalf("after a failed rekey the mount sealed under another key")
+	}
+
 	head := chainHead(t, c, a)
 	out := a.mustRun("mounted pass\n", "rekey", "--passphrase-stdin")
 	if !strings.Contains(out, "rekeyed: data key") {
