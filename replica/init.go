@@ -179,7 +179,7 @@ type RekeyKey struct {
 
 // HeadHeader is the header of the head epoch, or of the newest one within maxHeaderWalk
 // before it whose header parses; nil with seq 0 on a vault with no epoch yet.
-func HeadHeader(ctx context.Context, c *chain.Client, owner common.Address, space common.Hash) (*seal.Header, uint64, error) {
+func HeadHeader(ctx context.Context, c Chain, owner common.Address, space common.Hash) (*seal.Header, uint64, error) {
 	head, err := c.Head(ctx, owner, space)
 	if err != nil || head.Seq == 0 {
 		return nil, 0, err
