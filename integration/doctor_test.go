@@ -1,11 +1,15 @@
 package integration
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"kintfs/seal"
 )
 
 // doctorLine finds the line of one check in doctor's output.
@@ -143,4 +147,93 @@ func TestDoctor(t *testing.T) {
 	c := newMachine(t, dc, "doctor")
 	os.MkdirAll(c.home, 0o700)
 	c.expectDoctor(1, "vault", "FAIL", "no vault configured")
+}
+
+// TestDoctorFailures makes fail, once each, the checks TestDoctor leaves standing: an
+// expired cached data key, an expired authorization, a missing FUSE device, a stale RPC, a
+// fork at the mirror's seq and one below the head, and a gap the last pull recorded.
+func TestDoctorFailures(t *testing.T) {
+	requireFUSE(t)
+	dc := startDevchain(t)
+	a := newMachine(t, dc, "doctorfail")
+	a.connect("pass doctor")
+	ma := a.mount()
+	writeFile(t, ma.path("state/x"), "epoch one")
+	ma.mustCtl("flush")
+	ma.unmount()
+	a.expectDoctor(0, "head", "ok  ", "mirror in step")
+
+	// the cached data key past its KINT_KEY_TTL
+	a.extra = []string{"KINT_KEY_TTL=1s"}
+	a.mustRun("pass doctor\n", "init", "--owner", a.owner(), "--passphrase-stdin")
+	a.extra = nil
+	time.Sleep(2100 * time.Millisecond)
+	a.expectDoctor(1, "data key", "FAIL", "has expired")
+	a.mustRun("pass doctor\n", "init", "--owner", a.owner(), "--passphrase-stdin")
+	a.expectDoctor(0, "data key", "ok  ", "cached, expires")
+
+	// the session key's authorization past its expiry
+	a.extra = []string{"KINT_OWNER_KEY=" + dc.ownerKeyHex()}
+	a.mustRun("", "authorize", "--expiry", "2s")
+	a.extra = nil
+	time.Sleep(3 * time.Second)
+	a.expectDoctor(1, "session key authorization", "FAIL", "expired")
+	a.extra = []string{"KINT_OWNER_KEY=" + dc.ownerKeyHex()}
+	a.mustRun("", "authorize")
+	a.extra = nil
+	a.expectDoctor(0, "session key authorization", "ok  ", "authorized for")
+
+	// no FUSE device: doctor in a mount namespace of its own whose /dev is empty
+	cmd := exec.Command("unshare", "-m", "sh", "-c", `mount -t tmpfs none /dev && exec "$0" doctor`, kintfsBin)
+	cmd.Env = a.env()
+	out, err := cmd.Output()
+	if _, uerr := exec.LookPath("unshare"); uerr != nil || os.Getuid() != 0 {
+		t.Logf("NOT CHECKED: a missing /dev/fuse needs root and unshare (uid %d, %v)", os.Getuid(), uerr)
+	} else if l := doctorLine(string(out), "FUSE device"); !strings.HasPrefix(l, "[FAIL]") || !strings.Contains(l, "/dev/fuse") ||
+		!strings.Contains(l, "no such file") {
+		t.Fatalf("doctor without /dev/fuse: %v: %q\n%s", err, l, out)
+	} else if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("doctor without /dev/fuse: %v, want exit 1", err)
+	}
+
+	// a copy of the chain left at seq 1: a stale RPC, then a fork at the mirror's seq, then one
+	// below the head
+	dc.stop(t)
+	dc2 := &devChain{dir: t.TempDir()}
+	sh(t, "/", "cp -a "+dc.dir+"/. "+dc2.dir)
+	dc.start(t)
+	dc2.start(t)
+	t.Cleanup(func() { dc2.stop(t) })
+	b := &machine{t: t, dc: dc2, home: filepath.Join(t.TempDir(), "home"), tenant: a.tenant}
+	sh(t, "/", "cp -a "+a.home+" "+b.home)
+	ma = a.mount()
+	writeFile(t, ma.path("state/x"), "epoch two on chain one")
+	ma.mustCtl("flush")
+	ma.unmount()
+	a.extra = []string{"KINT_RPC_URL=" + dc2.info.RPC}
+	a.expectDoctor(1, "head", "FAIL", "chain head seq 1 is older than the mirror's seq 2")
+	mb := b.mount()
+	writeFile(t, mb.path("state/x"), "epoch two on chain two")
+	mb.mustCtl("flush")
+	a.expectDoctor(1, "head", "FAIL", "a fork (kintfs pull --discard-local)")
+	writeFile(t, mb.path("state/y"), "epoch three on chain two")
+	mb.mustCtl("flush")
+	mb.unmount()
+	out2 := a.expectDoctor(1, "head", "FAIL", "chain epoch 3 names prev")
+	if !strings.Contains(doctorLine(out2, "head"), "a fork (kintfs pull --discard-local)") {
+		t.Fatalf("a fork below the head: %s", out2)
+	}
+	a.extra = nil
+	a.expectDoctor(0, "head", "ok  ", "mirror in step")
+
+	// an epoch nobody can open: the pull records a gap, and doctor names the way past it
+	in := newIntruder(t, dc, dc.client(t), a)
+	blob := randomBytes(t, 4096+seal.HeaderFixedLen+16)
+	blob[0] = 0x7f
+	rc := in.append(blob)
+	if _, errs, code := a.run("", "pull"); code != 5 {
+		t.Fatalf("pull over an epoch that does not open: exit %d: %s", code, errs)
+	}
+	a.expectDoctor(1, "gaps", "FAIL", fmt.Sprintf("the last pull stopped at epoch %d", rc.Seq))
+	a.expectDoctor(1, "gaps", "FAIL", "kintfs compact --over-skipped")
 }

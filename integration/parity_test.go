@@ -176,7 +176,7 @@ func TestRecoveryCodeSessionRotateBurnNonce(t *testing.T) {
 	b := newMachine(t, dc, "keys")
 	b.connect("pass keys")
 	b.pull()
-	b.mustRun("new pass\n", "rekey", "--passphrase-stdin", "--confirmations", "1")
+	b.mustRun("pass keys\n", "rekey", "--passphrase-stdin", "--confirmations", "1")
 	if _, errs, code := a.run("", "recovery-code"); code != 2 || !strings.Contains(errs, "a rekey happened elsewhere") {
 		t.Fatalf("recovery-code with a retired key: exit %d: %s", code, errs)
 	}

@@ -3,6 +3,7 @@ package integration
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -85,6 +86,9 @@ func TestReadOnlyEnforced(t *testing.T) {
 			t.Errorf("kintfs %s on a read-only mount: exit %d, %q; want 2 naming --read-only", strings.Join(args, " "), code, errs)
 		}
 	}
+	if _, errs, code := a.run("pw\n", "rekey", "--passphrase-stdin"); code != 2 || !strings.Contains(errs, "--read-only") {
+		t.Errorf("kintfs rekey on a read-only mount: exit %d, %q; want 2 naming --read-only", code, errs)
+	}
 	if err := ro.ctl("flush"); errnoOf(err) != syscall.EROFS {
 		t.Errorf("ctl flush on a read-only mount: %v, want EROFS", err)
 	}
@@ -133,7 +137,7 @@ func TestCommandsBesideAMount(t *testing.T) {
 		stdin string
 		args  []string
 	}{
-		{"new pass\n", []string{"rekey", "--passphrase-stdin"}},
+		{"", []string{"pull", "--discard-local"}}, // rekey runs in the mount: TestRekeyWhileMounted
 		{"", []string{"mount", filepath.Join(t.TempDir())}},
 	} {
 		_, errs, code := a.run(c.stdin, c.args...)
@@ -318,6 +322,18 @@ func TestExitCodeTable(t *testing.T) {
 	mt.mustCtl("flush")
 	mt.unmount()
 	adopter := newMachine(t, dc, "codes")
+	// 6: a copy of the chain left behind at seq 1 while the chain goes on to seq 2, which this
+	// machine saw: the copy's node is a stale RPC
+	dc.stop(t)
+	behind := &devChain{dir: t.TempDir()}
+	sh(t, "/", "cp -a "+dc.dir+"/. "+behind.dir)
+	dc.start(t)
+	behind.start(t)
+	t.Cleanup(func() { behind.stop(t) })
+	mt = a.mount()
+	writeFile(t, mt.path("state/x"), "two")
+	mt.mustCtl("flush")
+	mt.unmount()
 
 	emptyDir := func() string { d := filepath.Join(t.TempDir(), "mnt"); os.MkdirAll(d, 0o755); return d }
 	rows := []struct {
@@ -340,6 +356,7 @@ func TestExitCodeTable(t *testing.T) {
 		{"wrong session passphrase", wrongSession, nil, "", []string{"mount", emptyDir()}, true, 3, "KINT_SESSION_PASSPHRASE"},
 		{"offline push", a, []string{"KINT_RPC_URL=" + deadURL}, "", []string{"push"}, false, 5, "cannot be reached"},
 		{"offline pull", a, []string{"KINT_RPC_URL=" + deadURL}, "", []string{"pull"}, false, 5, "cannot be reached"},
+		{"stale RPC", a, []string{"KINT_RPC_URL=" + behind.info.RPC}, "", []string{"pull"}, false, 6, "stale or lying RPC: the RPC says the head is seq 1, but this machine has already seen seq 2"},
 	}
 	for _, r := range rows {
 		modes := []bool{false}
@@ -366,6 +383,46 @@ func TestExitCodeTable(t *testing.T) {
 			}
 			t.Logf("%-34s exit %d in %v", name, code, time.Since(start).Round(time.Millisecond))
 		}
+	}
+
+	// 4: the chain moved under a push: another machine anchors between the push's read of the
+	// head and its gas estimate, which the contract then refuses with StaleHead
+	proxy := startRPCProxy(t, dc.info.RPC)
+	stageWithoutFlush(t, a, map[string]string{"state/racer": "staged here"})
+	other := newMachine(t, dc, "codes")
+	other.connect("pw")
+	mo := other.mount()
+	writeFile(t, mo.path("state/other"), "anchored in the window")
+	a.useRPC(proxy.URL)
+	proxy.setRule("eth_estimateGas", proxyRule{Hold: true})
+	before := proxy.seen("eth_estimateGas")
+	push := exec.Command(kintfsBin, "push")
+	push.Env = a.env()
+	var pushErr syncBuffer
+	push.Stderr = &pushErr
+	if err := push.Start(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the push reaches its gas estimate", func() error {
+		if proxy.seen("eth_estimateGas") == before {
+			return fmt.Errorf("not yet")
+		}
+		return nil
+	})
+	mo.mustCtl("flush")
+	proxy.clearRules()
+	proxy.release(true)
+	err := push.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 4 || !strings.Contains(pushErr.String(), "the chain moved") ||
+		strings.Count(strings.TrimSpace(pushErr.String()), "\n") > 0 {
+		t.Errorf("push while another machine anchored: %v, %q; want exit 4 and \"the chain moved\"", err, pushErr.String())
+	}
+	a.extra = a.extra[:len(a.extra)-1]
+	mo.unmount()
+	// the staged row was kept: the next push rebases it on the other machine's epoch
+	if out := a.mustRun("", "push"); !strings.Contains(out, "1 rows") {
+		t.Errorf("push after the refusal: %s", out)
 	}
 
 	// 5 from an unmount whose flush failed: the mount goes, the row stays staged

@@ -180,33 +180,63 @@ type wrongSecretError string
 func (e wrongSecretError) Error() string        { return string(e) }
 func (e wrongSecretError) Is(target error) bool { return target == ErrWrongSecret }
 
+// RekeyKey is one key the new data key is wrapped under at a rekey.
+type RekeyKey struct {
+	KEK  [32]byte
+	Kind byte
+}
+
+// HeadHeader is the header of the head epoch, or of the newest one within maxHeaderWalk
+// before it whose header parses; nil with seq 0 on a vault with no epoch yet.
+func HeadHeader(ctx context.Context, c Chain, owner common.Address, space common.Hash) (*seal.Header, uint64, error) {
+	head, err := c.Head(ctx, owner, space)
+	if err != nil || head.Seq == 0 {
+		return nil, 0, err
+	}
+	return headHeader(ctx, c, owner, space, head)
+}
+
 // Rekey rotates the data key: a new DEK wrapped under kek, one snapshot epoch sealed under it,
 // and a new recovery code, which is returned and written beside the old one.
 // opt.OverSkipped and opt.Confirmations carry over to its push.
 func (r *Replica) Rekey(ctx context.Context, kek [32]byte, kind byte, opt PushOptions) (string, *PushReport, error) {
+	return r.RekeyKeys(ctx, []RekeyKey{{KEK: kek, Kind: kind}}, opt)
+}
+
+// RekeyKeys is Rekey with the new data key wrapped under each of keys; the first is the one
+// this machine keeps as its own.
+func (r *Replica) RekeyKeys(ctx context.Context, keys []RekeyKey, opt PushOptions) (string, *PushReport, error) {
+	if len(keys) == 0 {
+		return "", nil, errors.New("rekey needs at least one key to wrap the new data key under")
+	}
 	if err := r.refuseChange(); err != nil {
 		return "", nil, err
 	}
 	var dek [32]byte
-	var nonce [12]byte
 	if _, err := rand.Read(dek[:]); err != nil {
 		return "", nil, err
 	}
-	if _, err := rand.Read(nonce[:]); err != nil {
-		return "", nil, err
+	wraps := make([]seal.Wrap, 0, len(keys))
+	for _, k := range keys {
+		var nonce [12]byte
+		if _, err := rand.Read(nonce[:]); err != nil {
+			return "", nil, err
+		}
+		wraps = append(wraps, seal.WrapDEK(k.KEK, k.Kind, dek, nonce))
 	}
-	oldDEK, oldWraps, oldID := r.opt.DEK, append([]string{}, r.vault.Wraps...), r.vault.DekID
+	kek := keys[0].KEK
+	// held from the swap until the new key is saved: in a mount, no flush may seal under the
+	// new key before the snapshot anchors it, or under a key a failed rekey drops
 	r.pushMu.Lock()
+	defer r.pushMu.Unlock()
+	oldDEK, oldWraps, oldID := r.opt.DEK, append([]string{}, r.vault.Wraps...), r.vault.DekID
 	r.opt.DEK = dek
-	r.vault.SetWraps([]seal.Wrap{seal.WrapDEK(kek, kind, dek, nonce)})
+	r.vault.SetWraps(wraps)
 	id := seal.DEKID(dek)
 	r.vault.DekID = fmt.Sprintf("%x", id[:])
-	r.pushMu.Unlock()
-	rep, err := r.Push(ctx, PushOptions{Snapshot: true, OverSkipped: opt.OverSkipped, Confirmations: opt.Confirmations})
+	rep, err := r.pushLocked(ctx, PushOptions{Snapshot: true, OverSkipped: opt.OverSkipped, Confirmations: opt.Confirmations})
 	if err != nil {
-		r.pushMu.Lock()
 		r.opt.DEK, r.vault.Wraps, r.vault.DekID = oldDEK, oldWraps, oldID
-		r.pushMu.Unlock()
 		return "", rep, err
 	}
 	code := seal.EncodeRecoveryCode(dek)

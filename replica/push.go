@@ -111,6 +111,11 @@ func (r *Replica) Push(ctx context.Context, opt PushOptions) (*PushReport, error
 	}
 	r.pushMu.Lock()
 	defer r.pushMu.Unlock()
+	return r.pushLocked(ctx, opt)
+}
+
+// pushLocked is Push with pushMu held by the caller.
+func (r *Replica) pushLocked(ctx context.Context, opt PushOptions) (*PushReport, error) {
 	r.pushing.Store(true)
 	defer r.pushing.Store(false)
 	rep, err := r.push(ctx, opt)

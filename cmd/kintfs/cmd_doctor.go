@@ -323,7 +323,17 @@ func (d *doctorRun) checkMirror(ctx context.Context, home homedir.Home, v *homed
 		case h.Seq == mirror.Seq && h.Digest == mirror.Digest:
 			d.ok("head", "chain head seq %d (block %d), mirror in step%s", h.Seq, h.Block, from)
 		case h.Seq > mirror.Seq:
-			d.warn("head", "chain head seq %d (block %d), mirror at seq %d%s: kintfs pull", h.Seq, h.Block, mirror.Seq, from)
+			// ahead is not yet in step: the epoch after the mirror must name the mirror's digest
+			// as its prev, or the chain parted ways with this machine below the head
+			ev, err := epochAfter(ctx, c, v, h, mirror.Seq)
+			switch {
+			case err != nil:
+				d.warn("head", "chain head seq %d (block %d), mirror at seq %d%s: kintfs pull (not checked for a fork: %v)", h.Seq, h.Block, mirror.Seq, from, err)
+			case ev.Prev != mirror.Digest:
+				d.fail("head", "chain epoch %d names prev %s, the mirror has %s at seq %d%s: a fork (kintfs pull --discard-local)", ev.Seq, ev.Prev.Hex()[:14], mirror.Digest.Hex()[:14], mirror.Seq, from)
+			default:
+				d.warn("head", "chain head seq %d (block %d), mirror at seq %d%s: kintfs pull", h.Seq, h.Block, mirror.Seq, from)
+			}
 		case h.Seq < mirror.Seq:
 			d.fail("head", "chain head seq %d is older than the mirror's seq %d%s: a stale RPC, or a chain reset", h.Seq, mirror.Seq, from)
 		default:
@@ -399,5 +409,26 @@ func (d *doctorRun) checkMountpoint(dir string) {
 		d.ok("mount point", "%s is mounted and answers", dir)
 	default:
 		d.ok("mount point", "%s is not mounted, and no dead mount is left on it", dir)
+	}
+}
+
+// forkWalk bounds how many epochs doctor walks back from the head to check the mirror's link.
+const forkWalk = 64
+
+// epochAfter walks back from the head to the epoch at seq+1.
+func epochAfter(ctx context.Context, c *chain.Client, v *homedir.VaultConfig, h chain.Head, seq uint64) (*chain.EpochEvent, error) {
+	if h.Seq-seq > forkWalk {
+		return nil, fmt.Errorf("more than %d epochs behind", forkWalk)
+	}
+	block, at := h.Block, h.Seq
+	for {
+		ev, err := c.EpochAt(ctx, v.Owner, v.Space, block, at)
+		if err != nil {
+			return nil, err
+		}
+		if at == seq+1 {
+			return ev, nil
+		}
+		block, at = ev.PrevBlock, at-1
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
+	"kintfs/chain"
 	"kintfs/fs"
 	"kintfs/replica"
 	"kintfs/seal"
@@ -255,11 +256,14 @@ func runVerify(ctx context.Context, args []string) error {
 	if len(args) == 0 {
 		return usagef("verify PATH...")
 	}
-	e, err := openVault(ctx, openOptions{})
+	e, err := openVault(ctx, openOptions{noDial: offlineIn(ctx)})
 	if err != nil {
 		return err
 	}
 	defer e.Close()
+	if err := verifyHead(ctx, e); err != nil {
+		return err
+	}
 	failed := 0
 	for _, p := range args {
 		k, err := keyOfPath(ctx, p)
@@ -281,6 +285,34 @@ func runVerify(ctx context.Context, args []string) error {
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d of %d files did not verify", failed, len(args))
+	}
+	return nil
+}
+
+// verifyHead refuses, as kint's verify does, when the chain moved past this machine's mirror:
+// a proof against an old root would vouch for a value another machine replaced. A head that
+// cannot be read is a warning; KINT_OFFLINE=1 does not read it.
+func verifyHead(ctx context.Context, e *vaultEnv) error {
+	if offlineIn(ctx) {
+		return nil
+	}
+	mirror, err := e.rep.MirrorHead()
+	if err != nil {
+		return err
+	}
+	var h chain.Head
+	c := e.client()
+	if c == nil {
+		err = replica.ErrOffline
+	} else {
+		h, err = c.Head(ctx, e.vault.Owner, e.vault.Space)
+	}
+	if err != nil {
+		fmt.Fprintf(errw(ctx), "kintfs verify: chain head unavailable (%v); verifying against the local mirror only\n", err)
+		return nil
+	}
+	if h.Seq > mirror.Seq {
+		return exitCodeError{code: exitFailure, msg: fmt.Sprintf("chain moved to seq %d at block %d, pull first (this machine's mirror is at seq %d)", h.Seq, h.Block, mirror.Seq)}
 	}
 	return nil
 }

@@ -67,7 +67,7 @@ func runInit(ctx context.Context, args []string) error {
 	if !common.IsHexAddress(o.owner) {
 		return usagef("--owner must be an address")
 	}
-	if o.rpc == "" || !common.IsHexAddress(o.contract) {
+	if !offline() && (o.rpc == "" || !common.IsHexAddress(o.contract)) {
 		return usagef("init needs --rpc (KINT_RPC_URL) and --contract (KINT_CONTRACT)")
 	}
 	home, err := homedir.DefaultHome()
@@ -127,6 +127,9 @@ func runInit(ctx context.Context, args []string) error {
 		}
 		io.RecoveryCode = &code
 	}
+	if offline() {
+		return initOffline(ctx, io)
+	}
 	c, err := dialChain(ctx, o.rpc, io.Contract)
 	if err != nil {
 		return fmt.Errorf("%w: %v", replica.ErrOffline, err)
@@ -155,5 +158,71 @@ func runInit(ctx context.Context, args []string) error {
 	} else {
 		fmt.Fprintf(outw(ctx), "connected to the vault of %s, tenant %q (space %s): data key %s from epoch %d\n", res.Vault.Owner.Hex(), res.Vault.Tenant, res.Vault.Space16(), res.Vault.DekID, res.AdoptedAt)
 	}
+	return nil
+}
+
+// initOffline is init under KINT_OFFLINE=1: the data key comes from the key wraps this
+// machine keeps in its vault config, and the head epoch's header is not read. Only a machine
+// that connected before can do it; a new vault needs the chain.
+func initOffline(ctx context.Context, io replica.InitOptions) error {
+	v, err := io.Home.LoadVault()
+	if err != nil {
+		return usagef("KINT_OFFLINE=1: this machine has no vault config to unlock from (%v); run kintfs init online first", err)
+	}
+	if v.Owner != io.Owner || v.Tenant != io.Tenant {
+		return usagef("KINT_OFFLINE=1: this machine is connected to owner %s, tenant %q, not owner %s, tenant %q; run kintfs init online to switch", v.Owner.Hex(), v.Tenant, io.Owner.Hex(), io.Tenant)
+	}
+	var dek, kek [32]byte
+	var what string
+	switch {
+	case io.RecoveryCode != nil:
+		what = "recovery code"
+		if dek, err = seal.DecodeRecoveryCode(*io.RecoveryCode); err != nil {
+			return err
+		}
+	default:
+		kind := byte(seal.KindPassphrase)
+		what = "passphrase"
+		if io.Passphrase != nil {
+			kek, err = seal.KEKFromPassphrase(*io.Passphrase, v.Owner, v.Space)
+		} else {
+			kind, what = seal.KindSignature, "signature"
+			kek, err = seal.KEKFromSignature(io.Signature, v.Owner, v.Space, io.SaltPassphrase)
+		}
+		if err != nil {
+			return err
+		}
+		wraps, err := v.WrapList()
+		if err != nil {
+			return err
+		}
+		tag := seal.KEKTag(kek)
+		found := false
+		for i := range wraps {
+			if wraps[i].Tag == tag && wraps[i].Kind == kind {
+				if dek, err = seal.UnwrapDEK(kek, &wraps[i]); err == nil {
+					found = true
+				}
+				break
+			}
+		}
+		if !found {
+			return usagef("the %s opens none of this machine's key wraps (KINT_OFFLINE=1 reads no header off the chain): check it, or run kintfs init online", what)
+		}
+	}
+	id := seal.DEKID(dek)
+	if fmt.Sprintf("%x", id[:]) != v.DekID {
+		return usagef("the %s opens data key %x, not the vault's current key %s on this machine (KINT_OFFLINE=1): run kintfs init online", what, id[:], v.DekID)
+	}
+	if err := io.Home.SaveDEK(v.Space, dek); err != nil {
+		return err
+	}
+	if io.RecoveryCode == nil {
+		if err := io.Home.SaveKEK(v.Space, kek); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(outw(ctx), "unlocked data key %s of the vault of %s, tenant %q (space %s) from this machine's key wraps; KINT_OFFLINE=1: the chain was not read\n",
+		v.DekID, v.Owner.Hex(), v.Tenant, v.Space16())
 	return nil
 }

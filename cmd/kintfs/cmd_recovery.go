@@ -22,6 +22,15 @@ func init() {
 // offline is KINT_OFFLINE=1: the commands kint lets skip reading the chain do so.
 func offline() bool { return os.Getenv("KINT_OFFLINE") == "1" }
 
+// offlineIn is offline for a command that may run inside a mount, where the caller's
+// KINT_OFFLINE counts, not the mount's own.
+func offlineIn(ctx context.Context) bool {
+	if c := ioOf(ctx); c.env != nil {
+		return c.offline
+	}
+	return offline()
+}
+
 func runRecoveryCode(ctx context.Context, args []string) error {
 	if len(args) > 0 {
 		return usagef("recovery-code takes no arguments")

@@ -11,7 +11,6 @@ import (
 
 	"kintfs/replica"
 	"kintfs/replica/homedir"
-	"kintfs/seal"
 )
 
 type syncOptions struct {
@@ -66,18 +65,6 @@ func init() {
 			fs.BoolVar(&o.discardLocal, "discard-local", false, "move this machine's local state (staged rows included) aside to a dated backup in KINT_HOME and restore from the chain: the way out of a fork")
 			fs.BoolVar(&o.json, "json", false, "print the report as JSON")
 			return func(ctx context.Context, args []string) error { return runPull(ctx, o, args) }
-		},
-	})
-	register(&command{
-		name:  "rekey",
-		usage: "--passphrase-stdin [--over-skipped]",
-		short: "rotate the data key: a new key, one snapshot under it, a new recovery code",
-		setup: func(fs *pflag.FlagSet) runFunc {
-			o := &syncOptions{}
-			fs.BoolVar(&o.passStdin, "passphrase-stdin", false, "read the passphrase the new key is wrapped under from stdin")
-			fs.BoolVar(&o.overSkipped, "over-skipped", false, overSkippedUsage)
-			fs.Uint64Var(&o.confirmations, "confirmations", 0, confirmationsUsage)
-			return func(ctx context.Context, args []string) error { return runRekey(ctx, o, args) }
 		},
 	})
 }
@@ -190,37 +177,5 @@ func discardLocal(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(errw(ctx), "kintfs pull: moved this machine's local state aside to %s (kept: its unanchored changes are there); restoring from the chain\n", backup)
-	return nil
-}
-
-func runRekey(ctx context.Context, o *syncOptions, args []string) error {
-	if !o.passStdin {
-		return usagef("rekey needs --passphrase-stdin: the new data key is wrapped under that passphrase")
-	}
-	pass, err := readSecret("-", false)
-	if err != nil {
-		return err
-	}
-	e, err := openVault(ctx, openOptions{chain: true, dek: true})
-	if err != nil {
-		return err
-	}
-	defer e.Close()
-	kek, err := seal.KEKFromPassphrase(pass, e.vault.Owner, e.vault.Space)
-	if err != nil {
-		return err
-	}
-	if err := e.rep.Control(ctx, "refresh"); err != nil && !errors.Is(err, replica.ErrGapOpen) {
-		return err
-	}
-	_, rep, err := e.rep.Rekey(ctx, kek, seal.KindPassphrase, replica.PushOptions{OverSkipped: o.overSkipped, Confirmations: o.confirmations})
-	if rep != nil {
-		printPushReport(ctx, rep)
-	}
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(outw(ctx), "rekeyed: data key %s; the new recovery code is in %s\n", e.vault.DekID,
-		e.home.Path("RECOVERY-"+e.vault.Space16()+".txt"))
 	return nil
 }

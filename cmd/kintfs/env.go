@@ -61,6 +61,7 @@ type openOptions struct {
 	readOnly bool // refuse every change and push (a --read-only mount)
 	noStore  bool // the vault and the chain only: the state database is not opened, so the
 	// command runs beside a mount
+	noDial  bool // KINT_OFFLINE=1 for a command kint lets skip the chain: do not dial it
 	logf    func(string, ...any)
 	verbose bool
 }
@@ -93,7 +94,10 @@ func openVault(ctx context.Context, o openOptions) (*vaultEnv, error) {
 	if err := refuseIfMounted(home); err != nil {
 		return nil, err
 	}
-	client, err := dialVaultChain(ctx, v)
+	var client *chain.Client
+	if !o.noDial {
+		client, err = dialVaultChain(ctx, v)
+	}
 	if errors.Is(err, errWrongChain) {
 		return nil, err
 	}

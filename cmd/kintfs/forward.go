@@ -19,8 +19,9 @@ import (
 
 // While a vault is mounted, its badger database belongs to the mount process. Commands that
 // read or change the vault (status, push, pull, ...) then run inside the mount, reached over a
-// unix socket in KINT_HOME (mode 0600, peer uid checked). Nothing secret crosses it: commands
-// that read a secret are not forwarded.
+// unix socket in KINT_HOME (mode 0600, peer uid checked). No passphrase or signature crosses
+// it: rekey, the one forwarded command that needs keys, derives them in the caller and sends
+// the derived keys alone, which are never logged.
 
 // forwarded are the commands a running mount answers for.
 var forwarded = map[string]bool{"status": true, "push": true, "pull": true, "compact": true, "log": true,
@@ -35,6 +36,8 @@ type cmdIO struct {
 	out, err io.Writer
 	env      *vaultEnv
 	cwd      string
+	keys     []replica.RekeyKey // rekey's, derived by the caller
+	offline  bool               // the caller's KINT_OFFLINE=1
 }
 
 func ioOf(ctx context.Context) *cmdIO {
@@ -60,6 +63,9 @@ type forwardRequest struct {
 	Cwd  string   `json:"cwd"`
 	// Query "mountpoint" asks where the mount is, for a command that cannot run beside it.
 	Query string `json:"query,omitempty"`
+	// Keys are rekey's derived keys; Offline is the caller's KINT_OFFLINE=1.
+	Keys    []forwardKey `json:"keys,omitempty"`
+	Offline bool         `json:"offline,omitempty"`
 }
 
 type forwardReply struct {
@@ -74,13 +80,18 @@ func forward(argv []string) (reply forwardReply, ok bool) {
 	if err != nil {
 		return reply, false
 	}
+	return forwardRequestTo(home, forwardRequest{Argv: argv, Offline: offline()})
+}
+
+// forwardRequestTo sends req to the mount of home; ok is false when no mount answers.
+func forwardRequestTo(home homedir.Home, req forwardRequest) (reply forwardReply, ok bool) {
 	conn, err := net.DialTimeout("unix", home.Path(mountSocket), 2*time.Second)
 	if err != nil {
 		return reply, false
 	}
 	defer conn.Close()
-	cwd, _ := os.Getwd()
-	if err := json.NewEncoder(conn).Encode(forwardRequest{Argv: argv, Cwd: cwd}); err != nil {
+	req.Cwd, _ = os.Getwd()
+	if err := json.NewEncoder(conn).Encode(req); err != nil {
 		return reply, false
 	}
 	if err := json.NewDecoder(conn).Decode(&reply); err != nil {
@@ -195,13 +206,18 @@ func (s *controlServer) handle(conn net.Conn) error {
 		}
 		return json.NewEncoder(conn).Encode(reply)
 	}
-	if len(req.Argv) == 0 || !forwarded[req.Argv[0]] {
+	withKeys := len(req.Argv) > 0 && req.Argv[0] == "rekey" && len(req.Keys) > 0
+	if len(req.Argv) == 0 || !(forwarded[req.Argv[0]] || withKeys) {
 		return json.NewEncoder(conn).Encode(forwardReply{Err: "kintfs: not a command the mount answers\n", Code: exitUsage})
+	}
+	keys, err := decodeKeys(req.Keys)
+	if err != nil {
+		return json.NewEncoder(conn).Encode(forwardReply{Err: "kintfs: " + err.Error() + "\n", Code: exitUsage})
 	}
 	var out, errb syncWriter
 	// commands run side by side: each parses its flags into options of its own, and the
 	// replica orders what must be ordered (one push or pull at a time)
-	code := runIO(context.Background(), req.Argv, &cmdIO{out: &out, err: &errb, env: s.env, cwd: req.Cwd})
+	code := runIO(context.Background(), req.Argv, &cmdIO{out: &out, err: &errb, env: s.env, cwd: req.Cwd, keys: keys, offline: req.Offline})
 	return json.NewEncoder(conn).Encode(forwardReply{Out: out.String(), Err: errb.String(), Code: code})
 }
 

@@ -61,8 +61,9 @@ func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(fo
 // exitCodeError carries an exit code decided elsewhere: a background mount's, passed
 // through by the parent.
 type exitCodeError struct {
-	code int
-	msg  string
+	code  int
+	msg   string
+	quiet bool // the message was printed already (by the mount that ran the command)
 }
 
 func (e exitCodeError) Error() string { return e.msg }
@@ -145,7 +146,9 @@ func runIO(base context.Context, argv []string, cio *cmdIO) int {
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "kintfs %s: %v\n", c.name, err)
+	if ce := (exitCodeError{}); !errors.As(err, &ce) || !ce.quiet {
+		fmt.Fprintf(stderr, "kintfs %s: %v\n", c.name, err)
+	}
 	return exitCode(err)
 }
 

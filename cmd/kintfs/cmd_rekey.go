@@ -1,0 +1,265 @@
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"kintfs/replica"
+	"kintfs/replica/homedir"
+	"kintfs/seal"
+)
+
+type rekeyOptions struct {
+	passStdin                bool
+	passFile                 string
+	signature, signatureFile string
+	saltFile                 string
+	dropMissing              bool
+	overSkipped              bool
+	confirmations            uint64
+}
+
+const rekeyUsage = "(--passphrase-stdin | --passphrase-file F) [--signature - | --signature-file F] [--drop-missing] [--over-skipped]"
+
+func init() {
+	register(&command{
+		name:  "rekey",
+		usage: rekeyUsage,
+		short: "rotate the data key: a new key wrapped under every key given, one snapshot under it, a new recovery code",
+		setup: func(fs *pflag.FlagSet) runFunc {
+			o := &rekeyOptions{}
+			fs.BoolVar(&o.passStdin, "passphrase-stdin", false, "keep the vault passphrase: read it from stdin")
+			fs.StringVar(&o.passFile, "passphrase-file", "", "keep the vault passphrase: read it from a file")
+			fs.StringVar(&o.signature, "signature", "", "keep the owner's signature key: read the signature (hex) from - (stdin)")
+			fs.StringVar(&o.signatureFile, "signature-file", "", "keep the owner's signature key: read the signature (hex) from a file")
+			fs.StringVar(&o.saltFile, "salt-passphrase-file", "", "the passphrase that salts the signature key, read from a file")
+			fs.BoolVar(&o.dropMissing, "drop-missing", false, "rotate even though a key that opens the vault today was not given (it keeps opening only the epochs before the rotation)")
+			fs.BoolVar(&o.overSkipped, "over-skipped", false, overSkippedUsage)
+			fs.Uint64Var(&o.confirmations, "confirmations", 0, confirmationsUsage)
+			return func(ctx context.Context, args []string) error { return runRekey(ctx, o, args) }
+		},
+	})
+}
+
+// kindName names a wrap kind the way a person reads it.
+func kindName(kind byte) string {
+	switch kind {
+	case seal.KindSignature:
+		return "signature"
+	case seal.KindPassphrase:
+		return "passphrase"
+	}
+	return fmt.Sprintf("kind 0x%02x", kind)
+}
+
+func runRekey(ctx context.Context, o *rekeyOptions, args []string) error {
+	if len(args) > 0 {
+		return usagef("rekey takes no arguments")
+	}
+	cio := ioOf(ctx)
+	if cio.env != nil {
+		// inside the mount: the caller read the secrets and derived the keys
+		if len(cio.keys) == 0 {
+			return usagef("rekey: the keys did not reach the mount")
+		}
+		return rekeyWith(ctx, o, cio.keys)
+	}
+	if o.passStdin && o.passFile != "" {
+		return usagef("give one of --passphrase-stdin and --passphrase-file")
+	}
+	if o.signature != "" && o.signatureFile != "" {
+		return usagef("give one of --signature - and --signature-file")
+	}
+	if o.signature != "" && o.signature != "-" {
+		return usagef("--signature takes - (stdin); signatures never go on the command line")
+	}
+	if o.passStdin && o.signature == "-" {
+		return usagef("--passphrase-stdin and --signature - cannot share stdin: use --passphrase-file or --signature-file")
+	}
+	if o.saltFile != "" && o.signature == "" && o.signatureFile == "" {
+		return usagef("--salt-passphrase-file salts a signature key: give --signature - or --signature-file too")
+	}
+	pass := o.passStdin || o.passFile != ""
+	sig := o.signature != "" || o.signatureFile != ""
+	if !pass && !sig {
+		return usagef("rekey needs every key that is to keep opening the vault: --passphrase-stdin or --passphrase-file, and/or --signature - or --signature-file")
+	}
+	home, err := homedir.DefaultHome()
+	if err != nil {
+		return err
+	}
+	v, err := home.LoadVault()
+	if err != nil {
+		return err
+	}
+	var keys []replica.RekeyKey
+	if pass {
+		src := "-"
+		if o.passFile != "" {
+			src = o.passFile
+		}
+		p, err := readSecret(src, false)
+		if err != nil {
+			return err
+		}
+		kek, err := seal.KEKFromPassphrase(p, v.Owner, v.Space)
+		if err != nil {
+			return err
+		}
+		keys = append(keys, replica.RekeyKey{KEK: kek, Kind: seal.KindPassphrase})
+	}
+	if sig {
+		src := o.signatureFile
+		if src == "" {
+			src = "-"
+		}
+		s, err := readSecret(src, false)
+		if err != nil {
+			return err
+		}
+		raw, err := hex.DecodeString(strings.TrimPrefix(strings.TrimSpace(s), "0x"))
+		if err != nil || len(raw) != 65 {
+			return usagef("the signature must be 65 bytes of hex")
+		}
+		var salt *string
+		if o.saltFile != "" {
+			p, err := readSecret(o.saltFile, false)
+			if err != nil {
+				return err
+			}
+			salt = &p
+		}
+		kek, err := seal.KEKFromSignature(raw, v.Owner, v.Space, salt)
+		if err != nil {
+			return err
+		}
+		keys = append(keys, replica.RekeyKey{KEK: kek, Kind: seal.KindSignature})
+	}
+	// a running mount holds the database: the rekey runs there, with the derived keys (never
+	// the passphrase or signature) sent over its socket
+	if reply, ok := forwardRequestTo(home, forwardRequest{Argv: currentArgv, Keys: encodeKeys(keys), Offline: offline()}); ok {
+		fmt.Fprint(cio.out, reply.Out)
+		fmt.Fprint(cio.err, reply.Err)
+		if reply.Code != exitOK {
+			return exitCodeError{code: reply.Code, msg: "the mount refused the rekey", quiet: true}
+		}
+		return nil
+	}
+	return rekeyWith(ctx, o, keys)
+}
+
+// rekeyWith checks the keys against the wraps that open the vault today and rotates.
+func rekeyWith(ctx context.Context, o *rekeyOptions, keys []replica.RekeyKey) error {
+	e, err := openVault(ctx, openOptions{chain: true, dek: true})
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	// today's wraps: the head epoch's header (kint's rule), or with KINT_OFFLINE=1 the ones
+	// this machine last sealed or adopted
+	var wraps []seal.Wrap
+	dekID := e.vault.DekID // the key today's wraps open
+	from := "this machine's vault config (KINT_OFFLINE=1)"
+	if !offlineIn(ctx) {
+		c := e.client()
+		if c == nil {
+			return fmt.Errorf("%w: the head epoch's header cannot be read (KINT_OFFLINE=1 uses this machine's key wraps)", replica.ErrOffline)
+		}
+		h, seq, err := replica.HeadHeader(ctx, c, e.vault.Owner, e.vault.Space)
+		if err != nil {
+			return err
+		}
+		if h != nil {
+			wraps, from = h.Wraps, fmt.Sprintf("the header of epoch %d", seq)
+			dekID = hex.EncodeToString(h.DekID[:])
+		}
+	}
+	if wraps == nil {
+		if wraps, err = e.vault.WrapList(); err != nil {
+			return err
+		}
+	}
+	// one wrap per key: the same key given twice is wrapped once
+	seen := map[[16]byte]bool{}
+	uniq := keys[:0:0]
+	for _, k := range keys {
+		if tag := seal.KEKTag(k.KEK); !seen[tag] {
+			seen[tag] = true
+			uniq = append(uniq, k)
+		}
+	}
+	opens := false
+	var missing []string
+	for i := range wraps {
+		w := &wraps[i]
+		if !seen[w.Tag] {
+			missing = append(missing, fmt.Sprintf("%s %x", kindName(w.Kind), w.Tag[:]))
+			continue
+		}
+		for _, k := range uniq {
+			if seal.KEKTag(k.KEK) == w.Tag {
+				if dek, err := seal.UnwrapDEK(k.KEK, w); err == nil {
+					id := seal.DEKID(dek)
+					opens = opens || hex.EncodeToString(id[:]) == dekID
+				}
+			}
+		}
+	}
+	if !opens {
+		return usagef("none of the keys given opens the vault today (no key wrap in %s opens with them): rekey needs at least one that does", from)
+	}
+	if dekID != e.vault.DekID {
+		return usagef("the vault's current data key %s is not this machine's %s (a rekey happened elsewhere): kintfs init again, then rekey", dekID, e.vault.DekID)
+	}
+	if len(missing) > 0 && !o.dropMissing {
+		return usagef("rekey would drop %d key(s) that open the vault today (%s): %s; give each of them too, or --drop-missing to drop them (a dropped key still opens the epochs sealed before the rotation)",
+			len(missing), from, strings.Join(missing, ", "))
+	}
+	for _, m := range missing {
+		fmt.Fprintf(errw(ctx), "kintfs rekey: dropping the key wrap %s (--drop-missing): it opens nothing sealed from now on\n", m)
+	}
+	if err := e.rep.Control(ctx, "refresh"); err != nil && !errors.Is(err, replica.ErrGapOpen) {
+		return err
+	}
+	_, rep, err := e.rep.RekeyKeys(ctx, uniq, replica.PushOptions{OverSkipped: o.overSkipped, Confirmations: o.confirmations})
+	if rep != nil {
+		printPushReport(ctx, rep)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(outw(ctx), "rekeyed: data key %s, wrapped under %d key(s); the new recovery code is in %s: copy it off this machine\n", e.vault.DekID, len(uniq),
+		e.home.Path("RECOVERY-"+e.vault.Space16()+".txt"))
+	return nil
+}
+
+// forwardKey is a derived key on its way to the mount; never logged.
+type forwardKey struct {
+	Kind byte   `json:"kind"`
+	KEK  string `json:"kek"`
+}
+
+func encodeKeys(keys []replica.RekeyKey) []forwardKey {
+	out := make([]forwardKey, len(keys))
+	for i, k := range keys {
+		out[i] = forwardKey{Kind: k.Kind, KEK: hex.EncodeToString(k.KEK[:])}
+	}
+	return out
+}
+
+func decodeKeys(fk []forwardKey) ([]replica.RekeyKey, error) {
+	out := make([]replica.RekeyKey, len(fk))
+	for i, k := range fk {
+		b, err := hex.DecodeString(k.KEK)
+		if err != nil || len(b) != 32 {
+			return nil, errors.New("a forwarded key is not 32 bytes of hex")
+		}
+		out[i] = replica.RekeyKey{KEK: [32]byte(b), Kind: k.Kind}
+	}
+	return out, nil
+}
