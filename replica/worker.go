@@ -19,6 +19,10 @@ type WorkerOptions struct {
 	// snapshot begins (KINT_BACKFILL_START_SECONDS; negative: never); it then records
 	// backfillBatch epochs every backfillEvery until history is complete.
 	BackfillAfter time.Duration
+	// Subscribe, when set, subscribes to the vault's Epoch logs (a websocket); each event
+	// starts a pull at once, and the poll stays as the fallback. LiveName names it in status.
+	Subscribe func(ctx context.Context) (Subscription, error)
+	LiveName  string
 }
 
 // The background backfill's rate: a batch of epochs, then a pause, so that flushes and ctl
@@ -38,6 +42,9 @@ type worker struct {
 	done  chan struct{}
 	once  sync.Once
 	retry time.Duration
+	// liveKick carries a subscription's wake-ups; liveDone closes when its goroutine ends
+	liveKick chan uint64
+	liveDone chan struct{}
 }
 
 // Commands are the ctl commands, in the order .kint/ctl lists them.
@@ -174,7 +181,8 @@ func (r *Replica) StartWorker(o WorkerOptions) {
 	if o.OpTimeout <= 0 {
 		o.OpTimeout = 5 * time.Minute
 	}
-	w := &worker{r: r, o: o, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	w := &worker{r: r, o: o, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		liveKick: make(chan uint64, 1), liveDone: make(chan struct{})}
 	r.worker = w
 	r.onStage = func() {
 		select {
@@ -183,6 +191,11 @@ func (r *Replica) StartWorker(o WorkerOptions) {
 		}
 	}
 	go w.run()
+	if o.Subscribe != nil {
+		go w.live()
+	} else {
+		close(w.liveDone)
+	}
 }
 
 // StopWorker stops the worker and makes one last, bounded attempt to anchor what is staged.
@@ -193,6 +206,7 @@ func (r *Replica) StopWorker(ctx context.Context) error {
 	}
 	w.once.Do(func() { close(w.stop) })
 	<-w.done
+	<-w.liveDone
 	if r.Client() == nil || r.opt.ReadOnly {
 		return nil
 	}
@@ -245,6 +259,8 @@ func (w *worker) run() {
 			}
 		case <-poll.C:
 			_ = w.attempt(w.r.poll)
+		case b := <-w.liveKick:
+			w.livePull(b)
 		}
 	}
 }
