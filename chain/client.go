@@ -85,11 +85,15 @@ type Stats struct {
 	Calls   uint64            // round trips asked for (a batch is one), retries not included
 	Retries uint64            // extra attempts after a transport failure or timeout
 	Methods map[string]uint64 // requests per JSON-RPC method; each element of a batch counts
+	// FromSecondary counts the transactions the primary answered null for that the second
+	// RPC served (their requests are the second client's, not counted here)
+	FromSecondary uint64
 }
 
 type counters struct {
-	calls   atomic.Uint64
-	retries atomic.Uint64
+	calls     atomic.Uint64
+	retries   atomic.Uint64
+	secondary atomic.Uint64
 	mu      sync.Mutex
 	methods map[string]uint64
 }
@@ -116,6 +120,7 @@ type Client struct {
 	opt      Options
 	stats    counters
 	logWin   logWindow // the width of ranged log queries, learnt from the RPC's refusals
+	second   secondary // calldata the primary answers null for
 }
 
 // The EpochAnchor binding, its ABI and the Epoch topic, parsed once.
@@ -158,7 +163,10 @@ func Dial(ctx context.Context, rpcURL string, contract common.Address, opt Optio
 }
 
 // Close closes the connection.
-func (c *Client) Close() { c.rpc.Close() }
+func (c *Client) Close() {
+	c.second.close()
+	c.rpc.Close()
+}
 
 // ChainID is the chain id read at Dial.
 func (c *Client) ChainID() uint64 { return c.chainID }
@@ -171,7 +179,7 @@ func (c *Client) Stats() Stats {
 	c.stats.mu.Lock()
 	m := maps.Clone(c.stats.methods)
 	c.stats.mu.Unlock()
-	return Stats{Calls: c.stats.calls.Load(), Retries: c.stats.retries.Load(), Methods: m}
+	return Stats{Calls: c.stats.calls.Load(), Retries: c.stats.retries.Load(), Methods: m, FromSecondary: c.stats.secondary.Load()}
 }
 
 // do runs one logical RPC round trip (fn) under a per-attempt timeout, retrying

@@ -34,6 +34,9 @@ type PullReport struct {
 	Conflicts []Conflict `json:"conflicts,omitempty"`
 	RPCCalls  uint64     `json:"rpc_calls"`   // round trips to the RPC (a batch is one)
 	Retries   uint64     `json:"rpc_retries"` // attempts repeated after a transport failure
+	// FromSecondRPC counts the epochs whose calldata the RPC answered null for (a pruned
+	// node) and the second RPC served
+	FromSecondRPC uint64 `json:"from_second_rpc"`
 }
 
 // The walk fetches blobs in batches that grow from fetchFirst to fetchMax events: the first
@@ -89,6 +92,7 @@ func (r *Replica) Pull(ctx context.Context, full bool) (*PullReport, error) {
 	if rep != nil {
 		after := c.Stats()
 		rep.RPCCalls, rep.Retries = after.Calls-before.Calls, after.Retries-before.Retries
+		rep.FromSecondRPC = after.FromSecondary - before.FromSecondary
 	}
 	r.status.notePull(rep, err)
 	return rep, err

@@ -151,6 +151,10 @@ func dialVaultChain(ctx context.Context, v *replica.VaultConfig) (*chain.Client,
 		c.Close()
 		return nil, fmt.Errorf("%w: %s serves chain %d, but the vault lives on chain %d", errWrongChain, v.RPC, c.ChainID(), v.ChainID)
 	}
+	// calldata a pruned primary answers null for comes from KINT_RPC_URL_2, when it is set
+	if second := os.Getenv("KINT_RPC_URL_2"); second != "" && !sameEndpoint(second, v.RPC) {
+		c.SetSecondary(func(ctx context.Context) (*chain.Client, error) { return dialChain(ctx, second, v.Contract) })
+	}
 	return c, nil
 }
 
