@@ -94,8 +94,8 @@ type counters struct {
 	calls     atomic.Uint64
 	retries   atomic.Uint64
 	secondary atomic.Uint64
-	mu      sync.Mutex
-	methods map[string]uint64
+	mu        sync.Mutex
+	methods   map[string]uint64
 }
 
 func (s *counters) record(methods ...string) {
