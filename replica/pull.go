@@ -226,6 +226,11 @@ func (r *Replica) walk(ctx context.Context, head, mirror Head, full, pastSnapsho
 		if ev.PrevBlock == 0 || seq == 1 {
 			break
 		}
+		if !pastSnapshots {
+			if b, ok := r.cache.Blob(seq, ev.Digest); ok && isSnapshotBlob(b) {
+				break // a snapshot already here (init fetched it): nothing under it is needed
+			}
+		}
 		block, seq, want = ev.PrevBlock, seq-1, ev.Prev
 		if len(list)-fetched >= batch {
 			stop, err := r.fetch(ctx, list, fetched, rep)

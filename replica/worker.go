@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"kintfs/chain"
 )
 
 // WorkerOptions configure the background write-back and poll.
@@ -91,10 +93,15 @@ func (r *Replica) Flush(ctx context.Context) error {
 	if err := r.refuseChange(); err != nil {
 		return err
 	}
-	if err := r.poll(ctx); err != nil {
+	head, moved, err := r.pollHead(ctx)
+	if err != nil {
 		return err
 	}
-	rep, err := r.Push(ctx, PushOptions{})
+	opt := PushOptions{}
+	if !moved {
+		opt.knownHead = &head // just read: the push does not read it again
+	}
+	rep, err := r.Push(ctx, opt)
 	if errors.Is(err, ErrChainMoved) {
 		// another machine pushed between the poll and the push: rebase once more
 		if _, err := r.Pull(ctx, false); err != nil {
@@ -111,10 +118,16 @@ func (r *Replica) Flush(ctx context.Context) error {
 
 // poll reads the head and pulls when it moved.
 func (r *Replica) poll(ctx context.Context) error {
+	_, _, err := r.pollHead(ctx)
+	return err
+}
+
+// pollHead is poll, returning the head it read and whether it pulled.
+func (r *Replica) pollHead(ctx context.Context) (chain.Head, bool, error) {
 	c, err := r.connect(ctx)
 	if err != nil {
 		r.notePoll(err)
-		return err
+		return chain.Head{}, false, err
 	}
 	head, err := c.Head(ctx, r.vault.Owner, r.vault.Space)
 	if err != nil {
@@ -122,19 +135,19 @@ func (r *Replica) poll(ctx context.Context) error {
 	}
 	r.notePoll(err)
 	if err != nil {
-		return err
+		return head, false, err
 	}
 	mirror, err := r.MirrorHead()
 	if err != nil {
-		return err
+		return head, false, err
 	}
 	if head.Seq == mirror.Seq && head.Digest == mirror.Digest {
 		r.debugf("poll: head at seq %d, nothing new", head.Seq)
-		return nil
+		return head, false, nil
 	}
 	r.logf("poll: the chain moved to seq %d (this machine is at %d); pulling", head.Seq, mirror.Seq)
 	_, err = r.Pull(ctx, false)
-	return err
+	return head, true, err
 }
 
 // noteHeld logs, once per change, that staged rows are held: how many and in which tiers,
