@@ -41,6 +41,10 @@ type Options struct {
 	Retries      int           // extra attempts after a transport failure; default 7, negative for none
 	Backoff      time.Duration // first retry delay, doubled each time; default 200ms
 	PollInterval time.Duration // receipt and confirmation polling in WaitPush; default 500ms
+	// BlockTime is the chain's block interval when it has a steady one (Base: 2s); receipt
+	// polls are then paced to it instead of PollInterval. 0: unknown or on demand (the dev
+	// chain), polled from 20ms up to PollInterval.
+	BlockTime time.Duration
 	// DeadBudget bounds how long one call keeps retrying an RPC that refuses connections
 	// (nothing listens: the node is down), from its first attempt; default 1s. Other
 	// transport failures (a dropped answer, a 502, a timeout) take the full Retries.
@@ -161,6 +165,10 @@ func Dial(ctx context.Context, rpcURL string, contract common.Address, opt Optio
 	c.signer = types.LatestSignerForChainID(id)
 	return c, nil
 }
+
+// SetBlockTime sets Options.BlockTime once the chain id is known; call it before the client
+// is shared.
+func (c *Client) SetBlockTime(d time.Duration) { c.opt.BlockTime = d }
 
 // Close closes the connection.
 func (c *Client) Close() {

@@ -164,7 +164,28 @@ func dialChain(ctx context.Context, rpc string, contract common.Address) (*chain
 	}
 	dctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	return chain.Dial(dctx, rpc, contract, chain.Options{})
+	c, err := chain.Dial(dctx, rpc, contract, chain.Options{})
+	if err != nil {
+		return nil, err
+	}
+	c.SetBlockTime(chainBlockTime(c.ChainID()))
+	return c, nil
+}
+
+// chainBlockTime is the chain's steady block interval, which paces receipt polls: KINT_BLOCK_TIME
+// (seconds; 0 for none), else the known one of the chain, else 0 (the dev chain mines on
+// demand).
+func chainBlockTime(chainID uint64) time.Duration {
+	if os.Getenv("KINT_BLOCK_TIME") != "" {
+		return envDuration("KINT_BLOCK_TIME", 0)
+	}
+	switch chainID {
+	case 8453, 84532, 10, 11155420: // Base, Base Sepolia, OP Mainnet, OP Sepolia
+		return 2 * time.Second
+	case 1, 11155111: // Ethereum, Sepolia
+		return 12 * time.Second
+	}
+	return 0
 }
 
 // sessionKeyPass is the keystore passphrase: derived from the local secret, never typed.
