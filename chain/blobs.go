@@ -39,7 +39,9 @@ func DecodePushCalldata(data []byte) (owner common.Address, space, prev common.H
 // calldata of its push transaction (eth_getTransactionByHash, in JSON-RPC batches). Each
 // transaction must be the one asked for, addressed to the contract, a push with the
 // event's owner, space and prev, and carry a ciphertext whose keccak256 is the event's
-// digest (ErrWrongContract, ErrNotPush, ErrCalldataMismatch, ErrDigestMismatch).
+// digest (ErrWrongContract, ErrNotPush, ErrCalldataMismatch, ErrDigestMismatch). A
+// transaction the RPC answers null for (ErrTxNotFound: a pruned node) is asked of the second
+// RPC when SetSecondary gave one, and checked the same way.
 func (c *Client) FetchBlobs(ctx context.Context, evs []*EpochEvent) ([][]byte, error) {
 	out := make([][]byte, len(evs))
 	for start := 0; start < len(evs); start += blobBatchSize {
@@ -56,16 +58,36 @@ func (c *Client) FetchBlobs(ctx context.Context, evs []*EpochEvent) ([][]byte, e
 		if err := c.batch(ctx, elems); err != nil {
 			return nil, fmt.Errorf("fetch push transactions: %w", err)
 		}
+		var pruned []int // answered null: asked of the second RPC, when there is one
 		for i, el := range elems {
 			ev := evs[start+i]
 			if el.Error != nil {
 				return nil, fmt.Errorf("epoch %d: transaction %s: %w", ev.Seq, ev.TxHash, el.Error)
+			}
+			if isNull(raws[i]) && c.second.configured() {
+				pruned = append(pruned, start+i)
+				continue
 			}
 			ct, err := c.blobFromTx(ev, raws[i])
 			if err != nil {
 				return nil, fmt.Errorf("epoch %d (tx %s): %w", ev.Seq, ev.TxHash, err)
 			}
 			out[start+i] = ct
+		}
+		if len(pruned) > 0 {
+			need := make([]*EpochEvent, len(pruned))
+			for j, i := range pruned {
+				need[j] = evs[i]
+			}
+			first := need[0]
+			why := fmt.Errorf("epoch %d (tx %s): %w", first.Seq, first.TxHash, ErrTxNotFound)
+			blobs, err := c.fetchFromSecondary(ctx, need, why)
+			if err != nil {
+				return nil, err
+			}
+			for j, i := range pruned {
+				out[i] = blobs[j]
+			}
 		}
 	}
 	return out, nil

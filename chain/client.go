@@ -41,6 +41,10 @@ type Options struct {
 	Retries      int           // extra attempts after a transport failure; default 7, negative for none
 	Backoff      time.Duration // first retry delay, doubled each time; default 200ms
 	PollInterval time.Duration // receipt and confirmation polling in WaitPush; default 500ms
+	// BlockTime is the chain's block interval when it has a steady one (Base: 2s); receipt
+	// polls are then paced to it instead of PollInterval. 0: unknown or on demand (the dev
+	// chain), polled from 20ms up to PollInterval.
+	BlockTime time.Duration
 	// DeadBudget bounds how long one call keeps retrying an RPC that refuses connections
 	// (nothing listens: the node is down), from its first attempt; default 1s. Other
 	// transport failures (a dropped answer, a 502, a timeout) take the full Retries.
@@ -85,13 +89,17 @@ type Stats struct {
 	Calls   uint64            // round trips asked for (a batch is one), retries not included
 	Retries uint64            // extra attempts after a transport failure or timeout
 	Methods map[string]uint64 // requests per JSON-RPC method; each element of a batch counts
+	// FromSecondary counts the transactions the primary answered null for that the second
+	// RPC served (their requests are the second client's, not counted here)
+	FromSecondary uint64
 }
 
 type counters struct {
-	calls   atomic.Uint64
-	retries atomic.Uint64
-	mu      sync.Mutex
-	methods map[string]uint64
+	calls     atomic.Uint64
+	retries   atomic.Uint64
+	secondary atomic.Uint64
+	mu        sync.Mutex
+	methods   map[string]uint64
 }
 
 func (s *counters) record(methods ...string) {
@@ -116,6 +124,7 @@ type Client struct {
 	opt      Options
 	stats    counters
 	logWin   logWindow // the width of ranged log queries, learnt from the RPC's refusals
+	second   secondary // calldata the primary answers null for
 }
 
 // The EpochAnchor binding, its ABI and the Epoch topic, parsed once.
@@ -157,8 +166,15 @@ func Dial(ctx context.Context, rpcURL string, contract common.Address, opt Optio
 	return c, nil
 }
 
+// SetBlockTime sets Options.BlockTime once the chain id is known; call it before the client
+// is shared.
+func (c *Client) SetBlockTime(d time.Duration) { c.opt.BlockTime = d }
+
 // Close closes the connection.
-func (c *Client) Close() { c.rpc.Close() }
+func (c *Client) Close() {
+	c.second.close()
+	c.rpc.Close()
+}
 
 // ChainID is the chain id read at Dial.
 func (c *Client) ChainID() uint64 { return c.chainID }
@@ -171,7 +187,7 @@ func (c *Client) Stats() Stats {
 	c.stats.mu.Lock()
 	m := maps.Clone(c.stats.methods)
 	c.stats.mu.Unlock()
-	return Stats{Calls: c.stats.calls.Load(), Retries: c.stats.retries.Load(), Methods: m}
+	return Stats{Calls: c.stats.calls.Load(), Retries: c.stats.retries.Load(), Methods: m, FromSecondary: c.stats.secondary.Load()}
 }
 
 // do runs one logical RPC round trip (fn) under a per-attempt timeout, retrying

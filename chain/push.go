@@ -197,8 +197,17 @@ func (c *Client) waitReceipt(ctx context.Context, hash common.Hash, confirmation
 		confirmations = 1
 	}
 	// Polled fast at first, then backing off to PollInterval: a dev chain mines at once, and
-	// on a live chain the few early polls cost little next to a block time.
+	// on a live chain the few early polls cost little next to a block time. With a known
+	// block time, one early poll (a chain that mines on demand answers it) and then a few
+	// per block: a transaction just sent cannot be in a block yet.
 	wait := min(firstReceiptPoll, c.opt.PollInterval)
+	bt := c.opt.BlockTime
+	if bt > 0 {
+		if err := sleepCtx(ctx, firstReceiptPoll); err != nil {
+			return nil, nil, fmt.Errorf("wait for the receipt: %w", err)
+		}
+		wait = max(bt/4, firstReceiptPoll)
+	}
 	for {
 		r, l1Fee, head, err := c.receipt(ctx, hash)
 		if err != nil {
@@ -227,8 +236,17 @@ func (c *Client) waitReceipt(ctx context.Context, hash common.Hash, confirmation
 				continue
 			}
 		}
-		t := time.NewTimer(wait)
-		wait = min(2*wait, c.opt.PollInterval)
+		next := wait
+		if bt > 0 && r != nil {
+			// mined, short of confirmations: the blocks still to come, less one polled for
+			if short := landedShort(r, head, confirmations); short > 1 {
+				next = time.Duration(short-1) * bt
+			}
+		}
+		t := time.NewTimer(next)
+		if bt <= 0 {
+			wait = min(2*wait, c.opt.PollInterval)
+		}
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -318,4 +336,24 @@ func (c *Client) transact(ctx context.Context, key *ecdsa.PrivateKey, to common.
 		return r, fmt.Errorf("transaction %s: %w", tx.Hash(), err)
 	}
 	return r, nil
+}
+
+// landedShort is how many blocks a mined receipt still lacks for its confirmations.
+func landedShort(r *types.Receipt, head, confirmations uint64) uint64 {
+	need := r.BlockNumber.Uint64() + confirmations
+	if head+1 >= need {
+		return 0
+	}
+	return need - head - 1
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }

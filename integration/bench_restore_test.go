@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -12,8 +14,8 @@ import (
 // TestRestoreLatencyBench measures a cold restore (init and pull on a fresh machine) of a
 // vault of KINT_BENCH_RESTORE epochs through a proxy that adds KINT_BENCH_DELAY_MS (default
 // 50) to every HTTP request, as a hosted RPC would. KINT_BENCH_BEFORE names another kintfs
-// binary to measure the same way, for a before/after. Skipped unless KINT_BENCH_RESTORE is
-// set.
+// binary to measure the same way, for a before/after; KINT_BENCH_PROFILE a directory for a CPU
+// profile of each pull. Skipped unless KINT_BENCH_RESTORE is set.
 func TestRestoreLatencyBench(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("KINT_BENCH_RESTORE"))
 	if n <= 0 {
@@ -54,6 +56,9 @@ func TestRestoreLatencyBench(t *testing.T) {
 		kintfsBin = bin.path
 		b := newMachine(t, dc, "bench-restore")
 		b.useRPC(proxy.URL)
+		if dir := os.Getenv("KINT_BENCH_PROFILE"); dir != "" {
+			b.extra = append(b.extra, "KINTFS_CPUPROFILE="+filepath.Join(dir, strings.ReplaceAll(bin.name, " ", "-")+".pprof"))
+		}
 		proxy.resetStats()
 		start := time.Now()
 		b.mustRun("bench restore passphrase\n", "init", "--owner", a.owner(), "--passphrase-stdin")

@@ -16,6 +16,8 @@ type pullReport struct {
 	Fetched   int `json:"fetched"`
 	FromCache int `json:"from_cache"`
 	Applied   int `json:"applied"`
+	// FromSecondRPC: epochs whose calldata the second RPC served
+	FromSecondRPC int `json:"from_second_rpc"`
 }
 
 func (m *machine) pull(args ...string) pullReport {

@@ -82,6 +82,7 @@ func Init(ctx context.Context, o InitOptions) (*InitResult, error) {
 	}
 	res := &InitResult{Vault: v}
 	var dek [32]byte
+	var headBlob []byte // the epoch whose header gave the key, for the first pull's cache
 	if head.Seq == 0 {
 		if o.RecoveryCode != nil {
 			return nil, errors.New("the vault has no epoch yet: a recovery code can only unlock an existing vault")
@@ -103,11 +104,12 @@ func Init(ctx context.Context, o InitOptions) (*InitResult, error) {
 			return nil, err
 		}
 	} else {
-		h, seq, err := headHeader(ctx, o.Client, o.Owner, space, head)
+		h, seq, blob, err := headHeader(ctx, o.Client, o.Owner, space, head)
 		if err != nil {
 			return nil, err
 		}
 		res.AdoptedAt = seq
+		headBlob = blob
 		if o.RecoveryCode != nil {
 			dek, err = seal.DecodeRecoveryCode(*o.RecoveryCode)
 			if err != nil {
@@ -136,6 +138,13 @@ func Init(ctx context.Context, o InitOptions) (*InitResult, error) {
 	if err := o.Home.SaveDEK(space, dek); err != nil {
 		return nil, err
 	}
+	if headBlob != nil {
+		// the first pull takes it from the cache (checked against the event's digest there)
+		// rather than fetching it again
+		if err := homedir.NewEpochCache(o.Home, v.Space16()).PutBlob(res.AdoptedAt, headBlob); err != nil {
+			return nil, fmt.Errorf("cache epoch %d: %w", res.AdoptedAt, err)
+		}
+	}
 	if o.RecoveryCode == nil {
 		if err := o.Home.SaveKEK(space, kek); err != nil {
 			return nil, err
@@ -149,26 +158,26 @@ func Init(ctx context.Context, o InitOptions) (*InitResult, error) {
 
 // headHeader returns the header of the newest epoch whose header parses, walking back through
 // prevBlock past at most maxHeaderWalk epochs that do not.
-func headHeader(ctx context.Context, c Chain, owner common.Address, space common.Hash, head chain.Head) (*seal.Header, uint64, error) {
+func headHeader(ctx context.Context, c Chain, owner common.Address, space common.Hash, head chain.Head) (*seal.Header, uint64, []byte, error) {
 	block, seq := head.Block, head.Seq
 	for i := 0; i < maxHeaderWalk && seq >= 1; i++ {
 		ev, err := c.EpochAt(ctx, owner, space, block, seq)
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, nil, err
 		}
 		blobs, err := c.FetchBlobs(ctx, []*chain.EpochEvent{ev})
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, nil, err
 		}
 		if h, _, err := seal.ParseHeader(blobs[0]); err == nil {
-			return h, seq, nil
+			return h, seq, blobs[0], nil
 		}
 		if ev.PrevBlock == 0 {
 			break
 		}
 		block, seq = ev.PrevBlock, seq-1
 	}
-	return nil, 0, fmt.Errorf("no epoch header that parses within %d epochs of the head", maxHeaderWalk)
+	return nil, 0, nil, fmt.Errorf("no epoch header that parses within %d epochs of the head", maxHeaderWalk)
 }
 
 // ErrWrongSecret: the passphrase or signature given to init unwraps no data key of the vault.
@@ -193,7 +202,8 @@ func HeadHeader(ctx context.Context, c Chain, owner common.Address, space common
 	if err != nil || head.Seq == 0 {
 		return nil, 0, err
 	}
-	return headHeader(ctx, c, owner, space, head)
+	h, seq, _, err := headHeader(ctx, c, owner, space, head)
+	return h, seq, err
 }
 
 // Rekey rotates the data key: a new DEK wrapped under kek, one snapshot epoch sealed under it,

@@ -34,6 +34,9 @@ type PullReport struct {
 	Conflicts []Conflict `json:"conflicts,omitempty"`
 	RPCCalls  uint64     `json:"rpc_calls"`   // round trips to the RPC (a batch is one)
 	Retries   uint64     `json:"rpc_retries"` // attempts repeated after a transport failure
+	// FromSecondRPC counts the epochs whose calldata the RPC answered null for (a pruned
+	// node) and the second RPC served
+	FromSecondRPC uint64 `json:"from_second_rpc"`
 }
 
 // The walk fetches blobs in batches that grow from fetchFirst to fetchMax events: the first
@@ -89,6 +92,7 @@ func (r *Replica) Pull(ctx context.Context, full bool) (*PullReport, error) {
 	if rep != nil {
 		after := c.Stats()
 		rep.RPCCalls, rep.Retries = after.Calls-before.Calls, after.Retries-before.Retries
+		rep.FromSecondRPC = after.FromSecondary - before.FromSecondary
 	}
 	r.status.notePull(rep, err)
 	return rep, err
@@ -201,8 +205,12 @@ func (r *Replica) walk(ctx context.Context, head, mirror Head, full, pastSnapsho
 	d := r.Client().NewDiscovery(ctx, r.vault.Owner, r.vault.Space, floor)
 	defer d.Close()
 	var list []walked
-	fetched := 0 // list[:fetched] have blobs
+	fetched := 0 // list[:fetched] have blobs, or are being fetched
 	batch := fetchFirst
+	// after the first batch, calldata is fetched while the walk goes on
+	fctx, cancelFetch := context.WithCancel(ctx)
+	fa := r.newFetchAhead(fctx)
+	defer func() { cancelFetch(); fa.wg.Wait() }()
 	block, seq, want := head.Block, head.Seq, head.Digest
 	for seq >= 1 {
 		if !full && seq <= mirror.Seq {
@@ -222,21 +230,35 @@ func (r *Replica) walk(ctx context.Context, head, mirror Head, full, pastSnapsho
 		if ev.PrevBlock == 0 || seq == 1 {
 			break
 		}
+		if !pastSnapshots {
+			if b, ok := r.cache.Blob(seq, ev.Digest); ok && isSnapshotBlob(b) {
+				break // a snapshot already here (init fetched it): nothing under it is needed
+			}
+		}
 		block, seq, want = ev.PrevBlock, seq-1, ev.Prev
 		if len(list)-fetched >= batch {
-			stop, err := r.fetch(ctx, list, fetched, rep)
-			if err != nil {
-				return nil, err
+			if fetched == 0 {
+				// the first, small batch at once: a snapshot near the head ends the walk there
+				stop, err := r.fetch(ctx, list, fetched, rep)
+				if err != nil {
+					return nil, err
+				}
+				if stop >= 0 && !pastSnapshots {
+					rep.Walked = stop + 1
+					return list[:stop+1], nil
+				}
+			} else {
+				fa.submit(list, fetched, len(list))
 			}
 			fetched = len(list)
 			batch = min(2*batch, fetchMax)
-			if stop >= 0 && !pastSnapshots {
-				rep.Walked = stop + 1
-				return list[:stop+1], nil
+			if stop, err := fa.state(); err != nil || (stop >= 0 && !pastSnapshots) {
+				break
 			}
 		}
 	}
-	stop, err := r.fetch(ctx, list, fetched, rep)
+	fa.submit(list, fetched, len(list))
+	stop, err := fa.finish(list, rep)
 	if err != nil {
 		return nil, err
 	}
@@ -295,8 +317,18 @@ func contradiction(err error) bool {
 }
 
 // applyWalk opens and applies the walked epochs oldest first. An epoch that cannot be opened
-// is skipped when a later snapshot in the walk opens; otherwise the pull stops there.
+// is skipped when a later snapshot in the walk opens; otherwise the pull stops there. The
+// opened epochs are written to the epoch cache beside the apply.
 func (r *Replica) applyWalk(list []walked, mirror Head, rep *PullReport) error {
+	cw := newCacheWriter()
+	err := r.applyWalkCaching(list, mirror, rep, cw)
+	if werr := cw.wait(); err == nil && werr != nil {
+		err = werr
+	}
+	return err
+}
+
+func (r *Replica) applyWalkCaching(list []walked, mirror Head, rep *PullReport, cw *cacheWriter) error {
 	var gaps []Gap
 	if err := r.getState(kGaps, &gaps); err != nil {
 		return err
@@ -308,7 +340,7 @@ func (r *Replica) applyWalk(list []walked, mirror Head, rep *PullReport) error {
 		if w.ev.Seq <= mirror.Seq {
 			continue // walked with --full for the cache; already applied
 		}
-		err := r.applyOne(w, rep)
+		err := r.applyOneCaching(w, rep, cw)
 		if err == nil {
 			done++
 			r.progress(done, total)
@@ -322,7 +354,7 @@ func (r *Replica) applyWalk(list []walked, mirror Head, rep *PullReport) error {
 				if perr != nil || !h.IsSnapshot() {
 					continue
 				}
-				if serr := r.applyOne(list[j], rep); serr == nil {
+				if serr := r.applyOneCaching(list[j], rep, cw); serr == nil {
 					gap.SupersededBy = list[j].ev.Seq
 					rep.Skipped = append(rep.Skipped, gap)
 					r.warnf("pull: epoch %d cannot be applied (%s); superseded by snapshot %d", gap.Seq, gap.Reason, gap.SupersededBy)
@@ -388,6 +420,11 @@ func (r *Replica) adoptKey(blob []byte, seq uint64) {
 }
 
 func (r *Replica) applyOne(w walked, rep *PullReport) error {
+	return r.applyOneCaching(w, rep, nil)
+}
+
+// applyOneCaching is applyOne with the opened epoch cached through cw (nil: at once).
+func (r *Replica) applyOneCaching(w walked, rep *PullReport, cw *cacheWriter) error {
 	ev := w.ev
 	r.adoptKey(w.blob, ev.Seq)
 	opened, err := seal.Open(w.blob, r.opt.DEK, r.epochContext(ev.Seq, ev.Prev))
@@ -400,8 +437,16 @@ func (r *Replica) applyOne(w walked, rep *PullReport) error {
 	if err != nil {
 		return err
 	}
-	if err := r.cache.PutOpened(cacheMeta(&info), opened.Raw); err != nil {
-		return fmt.Errorf("cache epoch %d: %w", ev.Seq, err)
+	cacheIt := func() error {
+		if err := r.cache.PutOpened(cacheMeta(&info), opened.Raw); err != nil {
+			return fmt.Errorf("cache epoch %d: %w", ev.Seq, err)
+		}
+		return nil
+	}
+	if cw != nil {
+		cw.do(cacheIt)
+	} else if err := cacheIt(); err != nil {
+		return err
 	}
 	if err := r.raiseBucket(info.Bucket); err != nil {
 		return err

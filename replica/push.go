@@ -27,6 +27,9 @@ type PushOptions struct {
 	// Confirmations is how many blocks to wait for after each transaction (kint's
 	// --confirmations); 0: Options.Confirmations.
 	Confirmations uint64
+	// knownHead is the chain head as a poll just read it (nil: read it): a stale one costs a
+	// reverted estimate (ErrChainMoved), never a wrong push
+	knownHead *chain.Head
 }
 
 // EpochReceipt is one anchored epoch of a push, with what it cost.
@@ -250,8 +253,10 @@ func (r *Replica) push(ctx context.Context, opt PushOptions) (*PushReport, error
 	if err != nil {
 		return rep, err
 	}
-	ch, err := c.Head(ctx, r.vault.Owner, r.vault.Space)
-	if err != nil {
+	var ch chain.Head
+	if k := opt.knownHead; k != nil && !opt.Snapshot && k.Seq == mirror.Seq && k.Digest == mirror.Digest {
+		ch = *k
+	} else if ch, err = c.Head(ctx, r.vault.Owner, r.vault.Space); err != nil {
 		return rep, fmt.Errorf("read head: %w", err)
 	}
 	head := mirror

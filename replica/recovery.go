@@ -14,7 +14,7 @@ func HeadDekID(ctx context.Context, c Chain, owner common.Address, space common.
 	if err != nil || head.Seq == 0 {
 		return [8]byte{}, 0, err
 	}
-	h, seq, err := headHeader(ctx, c, owner, space, head)
+	h, seq, _, err := headHeader(ctx, c, owner, space, head)
 	if err != nil {
 		return [8]byte{}, 0, err
 	}

@@ -19,6 +19,7 @@ type statusState struct {
 	offlineSince time.Time
 	offlineWhy   string
 	backfill     string // "" until a backfill ran
+	live         string // "" until the subscription was first tried
 }
 
 // noteBackfillStart records that a backfill runs, so that the status does not call history
@@ -129,6 +130,9 @@ type Status struct {
 	// before its block answers ENODATA); Backfill says how filling in the rest goes.
 	HistoryFrom Head   `json:"history_from"`
 	Backfill    string `json:"backfill"`
+	// Live says how other machines' epochs are heard of: a websocket subscription, or the
+	// poll and why.
+	Live string `json:"live"`
 }
 
 // ChainInfo names the chain the vault lives on.
@@ -196,6 +200,7 @@ func (r *Replica) Status() (*Status, error) {
 	if st.PendingPush == nil {
 		st.PendingPush = []uint64{}
 	}
+	st.Live = r.liveStatus()
 	st.ReadOnly = r.opt.ReadOnly
 	st.Pushing = r.pushing.Load()
 	r.status.mu.Lock()

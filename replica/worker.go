@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"kintfs/chain"
 )
 
 // WorkerOptions configure the background write-back and poll.
@@ -19,6 +21,10 @@ type WorkerOptions struct {
 	// snapshot begins (KINT_BACKFILL_START_SECONDS; negative: never); it then records
 	// backfillBatch epochs every backfillEvery until history is complete.
 	BackfillAfter time.Duration
+	// Subscribe, when set, subscribes to the vault's Epoch logs (a websocket); each event
+	// starts a pull at once, and the poll stays as the fallback. LiveName names it in status.
+	Subscribe func(ctx context.Context) (Subscription, error)
+	LiveName  string
 }
 
 // The background backfill's rate: a batch of epochs, then a pause, so that flushes and ctl
@@ -38,6 +44,9 @@ type worker struct {
 	done  chan struct{}
 	once  sync.Once
 	retry time.Duration
+	// liveKick carries a subscription's wake-ups; liveDone closes when its goroutine ends
+	liveKick chan uint64
+	liveDone chan struct{}
 }
 
 // Commands are the ctl commands, in the order .kint/ctl lists them.
@@ -84,10 +93,15 @@ func (r *Replica) Flush(ctx context.Context) error {
 	if err := r.refuseChange(); err != nil {
 		return err
 	}
-	if err := r.poll(ctx); err != nil {
+	head, moved, err := r.pollHead(ctx)
+	if err != nil {
 		return err
 	}
-	rep, err := r.Push(ctx, PushOptions{})
+	opt := PushOptions{}
+	if !moved {
+		opt.knownHead = &head // just read: the push does not read it again
+	}
+	rep, err := r.Push(ctx, opt)
 	if errors.Is(err, ErrChainMoved) {
 		// another machine pushed between the poll and the push: rebase once more
 		if _, err := r.Pull(ctx, false); err != nil {
@@ -104,10 +118,16 @@ func (r *Replica) Flush(ctx context.Context) error {
 
 // poll reads the head and pulls when it moved.
 func (r *Replica) poll(ctx context.Context) error {
+	_, _, err := r.pollHead(ctx)
+	return err
+}
+
+// pollHead is poll, returning the head it read and whether it pulled.
+func (r *Replica) pollHead(ctx context.Context) (chain.Head, bool, error) {
 	c, err := r.connect(ctx)
 	if err != nil {
 		r.notePoll(err)
-		return err
+		return chain.Head{}, false, err
 	}
 	head, err := c.Head(ctx, r.vault.Owner, r.vault.Space)
 	if err != nil {
@@ -115,19 +135,19 @@ func (r *Replica) poll(ctx context.Context) error {
 	}
 	r.notePoll(err)
 	if err != nil {
-		return err
+		return head, false, err
 	}
 	mirror, err := r.MirrorHead()
 	if err != nil {
-		return err
+		return head, false, err
 	}
 	if head.Seq == mirror.Seq && head.Digest == mirror.Digest {
 		r.debugf("poll: head at seq %d, nothing new", head.Seq)
-		return nil
+		return head, false, nil
 	}
 	r.logf("poll: the chain moved to seq %d (this machine is at %d); pulling", head.Seq, mirror.Seq)
 	_, err = r.Pull(ctx, false)
-	return err
+	return head, true, err
 }
 
 // noteHeld logs, once per change, that staged rows are held: how many and in which tiers,
@@ -174,7 +194,8 @@ func (r *Replica) StartWorker(o WorkerOptions) {
 	if o.OpTimeout <= 0 {
 		o.OpTimeout = 5 * time.Minute
 	}
-	w := &worker{r: r, o: o, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	w := &worker{r: r, o: o, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		liveKick: make(chan uint64, 1), liveDone: make(chan struct{})}
 	r.worker = w
 	r.onStage = func() {
 		select {
@@ -183,6 +204,11 @@ func (r *Replica) StartWorker(o WorkerOptions) {
 		}
 	}
 	go w.run()
+	if o.Subscribe != nil {
+		go w.live()
+	} else {
+		close(w.liveDone)
+	}
 }
 
 // StopWorker stops the worker and makes one last, bounded attempt to anchor what is staged.
@@ -193,6 +219,7 @@ func (r *Replica) StopWorker(ctx context.Context) error {
 	}
 	w.once.Do(func() { close(w.stop) })
 	<-w.done
+	<-w.liveDone
 	if r.Client() == nil || r.opt.ReadOnly {
 		return nil
 	}
@@ -245,6 +272,8 @@ func (w *worker) run() {
 			}
 		case <-poll.C:
 			_ = w.attempt(w.r.poll)
+		case b := <-w.liveKick:
+			w.livePull(b)
 		}
 	}
 }

@@ -1,7 +1,7 @@
 // Package devchain runs a real go-ethereum node in-process as a local development chain:
 // dev-mode genesis (every fork through Osaka, so EIP-7623's calldata floor applies), a
-// simulated beacon producing the blocks, JSON-RPC (eth, net, web3) over HTTP on loopback
-// only, a few deterministic funded accounts and EpochAnchor deployed. Everything persists
+// simulated beacon producing the blocks, JSON-RPC (eth, net, web3) over HTTP and websocket
+// (one port) on loopback only, a few deterministic funded accounts and EpochAnchor deployed. Everything persists
 // under DataDir: a restart, even after a kill, keeps the chain and the contract.
 //
 // Blocks: with Period > 0 a block is sealed every Period seconds, transactions or not.
@@ -76,6 +76,7 @@ type Account struct {
 // Info is what a client needs, written to DataDir/devchain.json.
 type Info struct {
 	RPC      string    `json:"rpc"`
+	WS       string    `json:"ws"` // the same JSON-RPC over websocket (eth_subscribe)
 	ChainID  uint64    `json:"chain_id"`
 	Contract string    `json:"contract"`
 	Accounts []Account `json:"accounts"`
@@ -222,7 +223,7 @@ func Start(cfg Config) (*DevChain, error) {
 		d.Close()
 		return nil, err
 	}
-	d.info = Info{RPC: stack.HTTPEndpoint(), ChainID: d.cfg.ChainID, Contract: contract.Hex()}
+	d.info = Info{RPC: stack.HTTPEndpoint(), WS: stack.WSEndpoint(), ChainID: d.cfg.ChainID, Contract: contract.Hex()}
 	for _, k := range d.keys {
 		d.info.Accounts = append(d.info.Accounts, Account{
 			Address:    crypto.PubkeyToAddress(k.PublicKey).Hex(),
@@ -236,7 +237,8 @@ func Start(cfg Config) (*DevChain, error) {
 	return d, nil
 }
 
-// nodeConfig: no peers, no IPC, HTTP JSON-RPC (eth, net, web3) on a loopback address.
+// nodeConfig: no peers, no IPC, JSON-RPC (eth, net, web3) over HTTP and websocket on one
+// loopback address.
 func nodeConfig(dataDir, host string, port int) node.Config {
 	c := node.DefaultConfig
 	c.Name = "kintfs-devchain"
@@ -246,7 +248,10 @@ func nodeConfig(dataDir, host string, port int) node.Config {
 	c.HTTPPort = port
 	c.HTTPModules = []string{"eth", "net", "web3"}
 	c.HTTPVirtualHosts = []string{"localhost"}
-	c.WSHost = ""
+	// websocket on the same listener as HTTP (one port), for subscriptions
+	c.WSHost = host
+	c.WSPort = port
+	c.WSModules = []string{"eth", "net", "web3"}
 	c.AuthPort = 0
 	c.P2P = p2p.Config{MaxPeers: 0, NoDiscovery: true, NoDial: true, ListenAddr: ""}
 	c.UseLightweightKDF = true

@@ -61,7 +61,7 @@ func runDevchain(ctx context.Context, args []string) error {
 	}
 	line, _ := json.Marshal(dc.Info())
 	fmt.Println(string(line))
-	fmt.Fprintln(os.Stderr, "kintfs devchain: a local development chain, not Base; stop it with Ctrl-C")
+	fmt.Fprintf(os.Stderr, "kintfs devchain: a local development chain, not Base, at %s (websocket %s); stop it with Ctrl-C\n", dc.Info().RPC, dc.Info().WS)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	<-sig

@@ -163,10 +163,14 @@ func runMount(ctx context.Context, args []string) error {
 	if e.client() == nil {
 		say("offline: cannot reach %s; serving the local replica, changes stay staged; trying again at each poll", e.vault.RPC)
 	}
+	wsURL := liveURL(e.vault)
 	e.rep.StartWorker(replica.WorkerOptions{
 		Quiet:       envDuration("KINT_QUIET_SECONDS", 300*time.Second),
 		SizeTrigger: envInt("KINT_SIZE_TRIGGER_BYTES", 32768),
 		Poll:        mountOpts.poll,
+		// other machines' epochs: at once by websocket when there is one, else at each poll
+		Subscribe: liveSubscriber(e.vault, wsURL),
+		LiveName:  redactURL(wsURL),
 		// history under a snapshot fills in after the start-up pull
 		BackfillAfter: envDuration("KINT_BACKFILL_START_SECONDS", 2*time.Second),
 	})

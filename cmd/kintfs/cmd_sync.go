@@ -132,6 +132,9 @@ func runPull(ctx context.Context, o *syncOptions, args []string) error {
 		return err
 	}
 	defer e.Close()
+	if stop := startCPUProfile(func(f string, a ...any) { fmt.Fprintf(errw(ctx), "kintfs: "+f+"\n", a...) }); stop != nil {
+		defer stop() // KINTFS_CPUPROFILE, for benchmarks of a restore
+	}
 	rep, err := e.rep.Pull(ctx, o.full)
 	if rep != nil && o.json {
 		printJSON(ctx, rep)

@@ -55,6 +55,9 @@ func devSetup(ctx context.Context, home homedir.Home, chainID uint64, say func(s
 		}
 		say("the development chain in %s is already running (%v); using it at %s", dir, err, info.RPC)
 	}
+	if os.Getenv("KINT_WS_URL") == "" && info.WS != "" {
+		os.Setenv("KINT_WS_URL", info.WS) // the mount subscribes on the dev chain's websocket
+	}
 	fail := func(err error) (*devchain.DevChain, error) {
 		if dc != nil {
 			dc.Close()

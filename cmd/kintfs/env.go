@@ -167,6 +167,10 @@ func dialVaultChain(ctx context.Context, v *homedir.VaultConfig) (*chain.Client,
 		c.Close()
 		return nil, fmt.Errorf("%w: %s serves chain %d, but the vault lives on chain %d", errWrongChain, v.RPC, c.ChainID(), v.ChainID)
 	}
+	// calldata a pruned primary answers null for comes from KINT_RPC_URL_2, when it is set
+	if second := os.Getenv("KINT_RPC_URL_2"); second != "" && !sameEndpoint(second, v.RPC) {
+		c.SetSecondary(func(ctx context.Context) (*chain.Client, error) { return dialChain(ctx, second, v.Contract) })
+	}
 	return c, nil
 }
 
@@ -176,7 +180,28 @@ func dialChain(ctx context.Context, rpc string, contract common.Address) (*chain
 	}
 	dctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	return chain.Dial(dctx, rpc, contract, chain.Options{})
+	c, err := chain.Dial(dctx, rpc, contract, chain.Options{})
+	if err != nil {
+		return nil, err
+	}
+	c.SetBlockTime(chainBlockTime(c.ChainID()))
+	return c, nil
+}
+
+// chainBlockTime is the chain's steady block interval, which paces receipt polls: KINT_BLOCK_TIME
+// (seconds; 0 for none), else the known one of the chain, else 0 (the dev chain mines on
+// demand).
+func chainBlockTime(chainID uint64) time.Duration {
+	if os.Getenv("KINT_BLOCK_TIME") != "" {
+		return envDuration("KINT_BLOCK_TIME", 0)
+	}
+	switch chainID {
+	case 8453, 84532, 10, 11155420: // Base, Base Sepolia, OP Mainnet, OP Sepolia
+		return 2 * time.Second
+	case 1, 11155111: // Ethereum, Sepolia
+		return 12 * time.Second
+	}
+	return 0
 }
 
 // sessionKeyPass is the keystore passphrase: derived from the local secret, never typed.

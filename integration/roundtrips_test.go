@@ -1,0 +1,92 @@
+package integration
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// methodList prints the calls of a proxy snapshot, by method.
+func methodList(st proxyStats) string {
+	var parts []string
+	for m, n := range st.Seen {
+		parts = append(parts, fmt.Sprintf("%s %d", m, n))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
+
+// TestRoundTrips counts, through the proxy, what a flush of one row and a cold restore ask of
+// the RPC: a flush reads the head once, and the first pull after init does not fetch the head
+// epoch init already fetched.
+func TestRoundTrips(t *testing.T) {
+	requireFUSE(t)
+	dc := startDevchain(t)
+	proxy := startRPCProxy(t, dc.info.RPC)
+	a := newMachine(t, dc, "roundtrips")
+	a.connect("round trips passphrase")
+	a.useRPC(proxy.URL)
+	ma := a.mount("--poll", "1h")
+	const epochs = 5
+	var flush proxyStats
+	for i := 1; i <= epochs; i++ {
+		writeFile(t, ma.path(fmt.Sprintf("state/r%d", i)), fmt.Sprintf("row %d", i))
+		if i == epochs {
+			proxy.resetStats()
+		}
+		ma.mustCtl("flush")
+		if i == epochs {
+			flush = proxy.snapshot()
+		}
+	}
+	t.Logf("flush of one row: %d requests (%s)", flush.Requests, methodList(flush))
+	recordFigure(t, "flush of one row", "%d requests, %d head reads", flush.Requests, flush.Seen["eth_call"])
+	if flush.Seen["eth_call"] != 1 {
+		t.Errorf("a flush read the head %d times, want once", flush.Seen["eth_call"])
+	}
+
+	b := newMachine(t, dc, "roundtrips")
+	b.useRPC(proxy.URL)
+	proxy.resetStats()
+	b.mustRun("round trips passphrase\n", "init", "--owner", b.owner(), "--passphrase-stdin")
+	initSt := proxy.snapshot()
+	proxy.resetStats()
+	rep := b.pull()
+	pullSt := proxy.snapshot()
+	t.Logf("init: %d requests (%s)", initSt.Requests, methodList(initSt))
+	t.Logf("first pull: %d requests (%s); report %+v", pullSt.Requests, methodList(pullSt), rep)
+	recordFigure(t, "cold restore of 5 epochs", "init %d requests, first pull %d requests (%d transactions fetched)",
+		initSt.Requests, pullSt.Requests, pullSt.Seen["eth_getTransactionByHash"])
+	if rep.Applied != epochs {
+		t.Fatalf("the first pull applied %d epochs, want %d", rep.Applied, epochs)
+	}
+	if got := initSt.Seen["eth_getTransactionByHash"] + pullSt.Seen["eth_getTransactionByHash"]; got != epochs {
+		t.Errorf("init and the first pull fetched %d transactions for %d epochs, want each once", got, epochs)
+	}
+
+	// after a compact: the head is a snapshot, which init fetched already
+	ma.mustCtl("compact")
+	c := newMachine(t, dc, "roundtrips")
+	c.useRPC(proxy.URL)
+	proxy.resetStats()
+	c.mustRun("round trips passphrase\n", "init", "--owner", c.owner(), "--passphrase-stdin")
+	initSt = proxy.snapshot()
+	proxy.resetStats()
+	rep = c.pull()
+	pullSt = proxy.snapshot()
+	t.Logf("after compact: init %d requests (%s)", initSt.Requests, methodList(initSt))
+	t.Logf("after compact: first pull %d requests (%s); report %+v", pullSt.Requests, methodList(pullSt), rep)
+	recordFigure(t, "restore after compact", "init %d requests, first pull %d requests (%d transactions fetched)",
+		initSt.Requests, pullSt.Requests, pullSt.Seen["eth_getTransactionByHash"])
+	if rep.Mirror.Seq != epochs+1 || rep.Applied != 1 {
+		t.Fatalf("restore after compact: %+v, want the snapshot alone applied", rep)
+	}
+	if n := pullSt.Seen["eth_getTransactionByHash"]; n != 0 {
+		t.Errorf("restore after compact: the pull fetched %d transactions; init had the snapshot", n)
+	}
+	if pullSt.Requests > 6 {
+		t.Errorf("restore after compact: the pull made %d requests, want at most 6", pullSt.Requests)
+	}
+	ma.checkNoPanic()
+}

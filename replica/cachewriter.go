@@ -1,0 +1,47 @@
+package replica
+
+import "sync"
+
+// cacheWriters bounds the epoch cache files written at once during a pull.
+const cacheWriters = 4
+
+// cacheWriter writes epoch cache files beside a pull, several at once: each file is written
+// and synced on its own (writeFileAtomic), and waiting for those syncs one after another is
+// most of a long restore's local time. The cache is only a cache (a blob is trusted after its
+// keccak matches the chain's digest), so it may lag the apply; wait ends the pull's writes
+// and returns the first error.
+type cacheWriter struct {
+	sem chan struct{}
+	wg  sync.WaitGroup
+	mu  sync.Mutex
+	err error
+}
+
+func newCacheWriter() *cacheWriter {
+	return &cacheWriter{sem: make(chan struct{}, cacheWriters)}
+}
+
+// do runs write in the background, waiting while cacheWriters writes are under way.
+func (w *cacheWriter) do(write func() error) {
+	w.sem <- struct{}{}
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		defer func() { <-w.sem }()
+		if err := write(); err != nil {
+			w.mu.Lock()
+			if w.err == nil {
+				w.err = err
+			}
+			w.mu.Unlock()
+		}
+	}()
+}
+
+// wait waits for every write and returns the first error.
+func (w *cacheWriter) wait() error {
+	w.wg.Wait()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
