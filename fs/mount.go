@@ -86,9 +86,9 @@ func Mount(dir string, b Backend, o MountOptions) (*Mounted, error) {
 			Name:       "kintfs",
 			Debug:      o.Debug,
 			Logger:     o.Logger,
-			// security.* probes (ls -l asks for every file) never reach us; user.kint.* does.
-			IgnoreSecurityLabels: true,
-			DisableXAttrs:        !o.Xattrs,
+			// Not IgnoreSecurityLabels: its ENODATA for ACL names keeps ls asking of every
+			// file; xattrRefused answers them with EOPNOTSUPP instead.
+			DisableXAttrs: !o.Xattrs,
 		},
 		EntryTimeout: &entry,
 		AttrTimeout:  &attr,
