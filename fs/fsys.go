@@ -5,6 +5,7 @@ import (
 	"log"
 	"path"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -48,6 +49,8 @@ type mountFS struct {
 	refused map[string]bool
 
 	inv invalidator
+	// head is the block of the newest epoch applied, as of the last change told (see changed)
+	head atomic.Uint64
 }
 
 // view is one tree: the live one, or a history view under @<block>.
