@@ -100,9 +100,9 @@ func Mount(dir string, b Backend, o MountOptions) (*Mounted, error) {
 		// A name that does not exist is remembered too (cp -r and tar x look each one up
 		// twice); a lookup where names come and go unseen opts out (see noNegative).
 		NegativeTimeout: &entry,
-		UID:          o.UID,
-		GID:          o.GID,
-		Logger:       o.Logger,
+		UID:             o.UID,
+		GID:             o.GID,
+		Logger:          o.Logger,
 	}
 	// The kernel checks the modes kept here (chmod 600 keeps others out).
 	fo.MountOptions.Options = append(fo.MountOptions.Options, "default_permissions")
