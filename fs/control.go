@@ -207,6 +207,8 @@ func (h *ctlHandle) Write(ctx context.Context, data []byte, off int64) (uint32, 
 	if err != nil {
 		return 0, f.fail("ctl", &h.c.node, "", err)
 	}
+	// what a pull or flush changed is out of the kernel's caches before the write returns
+	defer f.settle()
 	for _, cmd := range cmds {
 		if err := f.b.Control(f.ctx, cmd); err != nil {
 			errno := f.fail("ctl "+cmd, &h.c.node, "", err)

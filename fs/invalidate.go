@@ -2,6 +2,7 @@ package fs
 
 import (
 	"sync"
+	"time"
 
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 
@@ -68,6 +69,33 @@ func (v *invalidator) run() {
 		for _, fn := range q {
 			fn()
 		}
+	}
+}
+
+// settleTimeout bounds how long a command waits for the kernel to take its invalidations.
+const settleTimeout = 10 * time.Second
+
+// settle waits until the invalidations queued so far have run (or settleTimeout passed): a
+// command that changed rows returns only once the kernel no longer holds their old pages,
+// attributes and names, so that the very next read sees the change.
+func (f *mountFS) settle() {
+	v := &f.inv
+	done := make(chan struct{})
+	v.mu.Lock()
+	if v.stopped || !v.started {
+		v.mu.Unlock()
+		return
+	}
+	v.queue = append(v.queue, func() { close(done) })
+	v.mu.Unlock()
+	select {
+	case v.wake <- struct{}{}:
+	default:
+	}
+	select {
+	case <-done:
+	case <-v.done:
+	case <-time.After(settleTimeout):
 	}
 }
 

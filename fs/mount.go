@@ -155,6 +155,11 @@ func checkMountpoint(dir string, allowNonEmpty bool) error {
 	return nil
 }
 
+// Settle returns once the kernel has dropped what the changes told to the mount so far
+// touched (bounded by a few seconds): a command run beside the mount (kintfs pull, push,
+// compact) calls it before it answers, so that a read right after sees the change.
+func (m *Mounted) Settle() { m.fs.settle() }
+
 // Dir is the mountpoint.
 func (m *Mounted) Dir() string { return m.dir }
 
