@@ -122,10 +122,10 @@ func refuseIfMounted(home replica.Home) error {
 type controlServer struct {
 	ln     net.Listener
 	settle func() // waits for the kernel to drop what a command changed
-	dir  string // the mountpoint
-	env  *vaultEnv
-	wg   sync.WaitGroup
-	path string
+	dir    string // the mountpoint
+	env    *vaultEnv
+	wg     sync.WaitGroup
+	path   string
 }
 
 func serveControl(home replica.Home, env *vaultEnv, dir string, settle func(), logf func(string, ...any)) (*controlServer, error) {
