@@ -121,10 +121,16 @@ func (f *mountFS) changed(keys []replica.Key) {
 	})
 }
 
-// noteHead records the block of the newest epoch applied.
+// noteHead records the block of the newest epoch applied, and from which block on history has
+// no holes. A backfill lowers the latter unannounced, which only leaves a check to be made.
 func (f *mountFS) noteHead() {
 	if h, err := f.b.MirrorHead(); err == nil {
 		f.head.Store(h.Block)
+	}
+	if h, err := f.b.HistoryFrom(); err == nil {
+		f.histFrom.Store(h.Block)
+	} else {
+		f.histFrom.Store(^uint64(0))
 	}
 }
 
