@@ -50,12 +50,25 @@ func (f *mountFS) historyBlock(name string) (uint64, syscall.Errno) {
 		}
 	}
 	// the check reads every epoch record; a block past every hole needs none
-	if block < f.histFrom.Load() {
+	if block < f.historyFrom() {
 		if err := f.b.CheckHistory(block); err != nil {
 			return 0, f.refuseHistory(name, err)
 		}
 	}
 	return block, 0
+}
+
+// historyFrom is the block from which on history has no holes (max when it cannot be told). A
+// backfill lowers it unannounced, which only leaves checks that pass.
+func (f *mountFS) historyFrom() uint64 {
+	if f.histStale.CompareAndSwap(true, false) {
+		from := ^uint64(0)
+		if h, err := f.b.HistoryFrom(); err == nil {
+			from = h.Block
+		}
+		f.histFrom.Store(from)
+	}
+	return f.histFrom.Load()
 }
 
 // refuseHistory answers a lookup of @<block> that this machine cannot show truthfully:

@@ -121,17 +121,14 @@ func (f *mountFS) changed(keys []replica.Key) {
 	})
 }
 
-// noteHead records the block of the newest epoch applied, and from which block on history has
-// no holes. A backfill lowers the latter unannounced, which only leaves a check to be made.
+// noteHead records the block of the newest epoch applied; where history has no holes is read
+// again when next needed.
 func (f *mountFS) noteHead() {
 	if h, err := f.b.MirrorHead(); err == nil {
 		f.head.Store(h.Block)
 	}
-	if h, err := f.b.HistoryFrom(); err == nil {
-		f.histFrom.Store(h.Block)
-	} else {
-		f.histFrom.Store(^uint64(0))
-	}
+	f.histFrom.Store(^uint64(0)) // check every block until it is read again
+	f.histStale.Store(true)
 }
 
 // invalidateHistory drops what the kernel holds under the history roots an epoch may have
