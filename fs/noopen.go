@@ -14,8 +14,9 @@ import (
 // their pages (FOPEN_KEEP_CACHE), and sends no OPEN and no RELEASE; the first FLUSH answered
 // ENOSYS stops FLUSH too. A warm read then costs no round trip. Reads come without a handle;
 // a pull still drops changed pages (invalidate.go). The control files, whose content changes
-// unannounced, give the kernel a new mtime and no attribute time on every getattr, so that it
-// drops their pages before each read (FUSE_AUTO_INVAL_DATA), and drop them after each read.
+// unannounced, give the kernel a new mtime and the shortest attribute time (one tick of its
+// clock) on every getattr, so that it drops their pages before a read (FUSE_AUTO_INVAL_DATA),
+// and drop them after each read: what they show is at most a tick old.
 
 var (
 	_ = (fusefs.NodeReader)((*fileNode)(nil))
@@ -55,17 +56,18 @@ func (n *fileNode) Fsync(ctx context.Context, fh fusefs.FileHandle, flags uint32
 	return 0 // nothing written: durable as it is
 }
 
-// Read serves a control file without a handle: the content its last getattr sized.
+// Read serves a control file without a handle: made afresh for a read from the start, and
+// the rest of that read from the same copy.
 func (c *ctlFile) Read(ctx context.Context, fh fusefs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	if h, ok := fh.(*ctlHandle); ok {
 		return h.Read(ctx, dest, off)
 	}
 	c.mu.Lock()
+	if off == 0 || c.snap == nil {
+		c.snap = c.content()
+	}
 	data := c.snap
 	c.mu.Unlock()
-	if data == nil {
-		data = c.content()
-	}
 	in := c.EmbeddedInode()
 	c.fs.later(func() { in.NotifyContent(0, 0) })
 	return readAt(data, dest, off), 0
