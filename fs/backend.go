@@ -49,6 +49,12 @@ type Backend interface {
 	// CheckHistory refuses (replica.ErrHistoryIncomplete) a block whose versions this machine
 	// does not hold: one under a snapshot whose older epochs were never fetched here.
 	CheckHistory(block uint64) error
+	// HistoryFrom is the oldest epoch from which every epoch up to the mirror is held here:
+	// no block at or past its block lies in a hole CheckHistory refuses.
+	HistoryFrom() (replica.Head, error)
+	// MirrorHead is the newest epoch applied here; @<block> at or past its block can still
+	// change, one under it never does.
+	MirrorHead() (replica.Head, error)
 	// BlockAt is the block of the newest epoch anchored at or before t, from the block times
 	// recorded locally (0 when none is); replica.ErrHistoryIncomplete when it cannot be told.
 	BlockAt(t time.Time) (uint64, error)

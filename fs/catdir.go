@@ -38,8 +38,8 @@ func newCatDir(ctx context.Context, d *rowDir, cat string, out *fuse.EntryOut) *
 // Getxattr answers user.kint.key, the category's true name (its directory name may be
 // escaped or shortened).
 func (c *catDir) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
-	if !c.fs.opts.Xattrs {
-		return 0, syscall.ENOSYS
+	if errno, refused := c.fs.xattrRefused(attr); refused {
+		return 0, errno
 	}
 	if attr != xattrKey {
 		return 0, fusefs.ENOATTR

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -89,6 +91,7 @@ func (d *kintDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	}
 	c := &ctlFile{node: node{fs: d.fs}, name: name}
 	c.attr(&out.Attr)
+	out.SetAttrTimeout(time.Nanosecond)
 	return d.NewInode(ctx, c, fusefs.StableAttr{Mode: syscall.S_IFREG, Ino: ino}), 0
 }
 
@@ -123,6 +126,9 @@ func (d *kintDir) Rename(ctx context.Context, name string, newParent fusefs.Inod
 type ctlFile struct {
 	node
 	name string
+
+	mu   sync.Mutex
+	snap []byte // no-open mode: the content the last getattr gave the size of
 }
 
 var (
@@ -142,11 +148,19 @@ func (c *ctlFile) content() []byte {
 }
 
 func (c *ctlFile) attr(out *fuse.Attr) {
-	c.fs.fileAttr(out, ctlFiles[c.name], int64(len(c.content())), c.fs.started, 0600)
+	data := c.content()
+	c.fs.fileAttr(out, ctlFiles[c.name], int64(len(data)), c.fs.started, 0600)
+	if c.fs.noOpen() {
+		c.mu.Lock()
+		c.snap = data
+		c.mu.Unlock()
+		uncachedAttr(out)
+	}
 }
 
 func (c *ctlFile) Getattr(ctx context.Context, f fusefs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	c.attr(&out.Attr)
+	out.SetTimeout(time.Nanosecond) // its size is its content's, which changes unannounced
 	return 0
 }
 
@@ -193,6 +207,8 @@ func (h *ctlHandle) Write(ctx context.Context, data []byte, off int64) (uint32, 
 	if err != nil {
 		return 0, f.fail("ctl", &h.c.node, "", err)
 	}
+	// what a pull or flush changed is out of the kernel's caches before the write returns
+	defer f.settle()
 	for _, cmd := range cmds {
 		if err := f.b.Control(f.ctx, cmd); err != nil {
 			errno := f.fail("ctl "+cmd, &h.c.node, "", err)

@@ -207,9 +207,21 @@ func (d *rowDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*
 		err = replica.ErrNotFound
 	}
 	if err != nil {
-		return nil, d.fs.fail("lookup", &d.node, name, err)
+		errno := d.fs.fail("lookup", &d.node, name, err)
+		if !d.cacheListing() {
+			noNegative(out)
+		}
+		return nil, errno
 	}
 	return d.child(ctx, name, r, out)
+}
+
+// noNegative keeps the kernel from remembering that a name does not exist, in a directory
+// where names come in no call on them (a category in entity/, an event's content key in
+// journal/). Any entry timeout set on ENOENT makes go-fuse answer it as an error, which the
+// kernel does not keep.
+func noNegative(out *fuse.EntryOut) {
+	out.SetEntryTimeout(time.Nanosecond)
 }
 
 // child is the node for a resolved name: the one the kernel already has when it still stands
@@ -253,7 +265,8 @@ func (d *rowDir) OpendirHandle(ctx context.Context, flags uint32) (fusefs.FileHa
 	return h, fflags, 0
 }
 
-// cacheListing reports whether the kernel may keep d's listing across opendirs. It drops it by
+// cacheListing reports whether the kernel may keep d's listing across opendirs, and the names
+// that do not exist in it. It drops them by
 // itself when a change goes through it in d; a pull drops it with a notification (see
 // invalidate). entity/ and journal/ are left out: a category comes or goes with the rows in
 // it, and a new event takes its content key when written, changes made in no call on them.
@@ -329,7 +342,25 @@ func (d *rowDir) Unlink(ctx context.Context, name string) syscall.Errno {
 		fn.detach()
 	}
 	d.fs.retire(r.v.Ino)
+	d.leftCategory()
 	return 0
+}
+
+// leftCategory tells the kernel when the last row leaving a category took the category with
+// it (one exists while it has rows or was made by mkdir): its entry in entity/ would
+// otherwise stand for as long as the kernel keeps entries.
+func (d *rowDir) leftCategory() {
+	if d.category == nil || d.v.history || d.v.tree.HasCategory(*d.category) {
+		return
+	}
+	name, parent := d.Parent()
+	if parent == nil {
+		return
+	}
+	d.fs.later(func() {
+		parent.NotifyEntry(name)
+		parent.NotifyContent(0, 0)
+	})
 }
 
 func (d *rowDir) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {

@@ -212,6 +212,9 @@ func (n *fileNode) open(flags uint32, v *replica.Version) (fusefs.FileHandle, ui
 	if (write || trunc) && n.fs.readOnly(n.v) {
 		return nil, 0, syscall.EROFS
 	}
+	if n.fs.noOpen() {
+		return nil, 0, syscall.ENOSYS // see noopen.go
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if (write || trunc) && n.journalEventLocked() {

@@ -49,10 +49,26 @@ func (f *mountFS) historyBlock(name string) (uint64, syscall.Errno) {
 			return 0, f.refuseHistory(name, err)
 		}
 	}
-	if err := f.b.CheckHistory(block); err != nil {
-		return 0, f.refuseHistory(name, err)
+	// the check reads every epoch record; a block past every hole needs none
+	if block < f.historyFrom() {
+		if err := f.b.CheckHistory(block); err != nil {
+			return 0, f.refuseHistory(name, err)
+		}
 	}
 	return block, 0
+}
+
+// historyFrom is the block from which on history has no holes (max when it cannot be told). A
+// backfill lowers it unannounced, which only leaves checks that pass.
+func (f *mountFS) historyFrom() uint64 {
+	if f.histStale.CompareAndSwap(true, false) {
+		from := ^uint64(0)
+		if h, err := f.b.HistoryFrom(); err == nil {
+			from = h.Block
+		}
+		f.histFrom.Store(from)
+	}
+	return f.histFrom.Load()
 }
 
 // refuseHistory answers a lookup of @<block> that this machine cannot show truthfully:

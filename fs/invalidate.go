@@ -2,6 +2,7 @@ package fs
 
 import (
 	"sync"
+	"time"
 
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 
@@ -71,6 +72,33 @@ func (v *invalidator) run() {
 	}
 }
 
+// settleTimeout bounds how long a command waits for the kernel to take its invalidations.
+const settleTimeout = 10 * time.Second
+
+// settle waits until the invalidations queued so far have run (or settleTimeout passed): a
+// command that changed rows returns only once the kernel no longer holds their old pages,
+// attributes and names, so that the very next read sees the change.
+func (f *mountFS) settle() {
+	v := &f.inv
+	done := make(chan struct{})
+	v.mu.Lock()
+	if v.stopped || !v.started {
+		v.mu.Unlock()
+		return
+	}
+	v.queue = append(v.queue, func() { close(done) })
+	v.mu.Unlock()
+	select {
+	case v.wake <- struct{}{}:
+	default:
+	}
+	select {
+	case <-done:
+	case <-v.done:
+	case <-time.After(settleTimeout):
+	}
+}
+
 func (v *invalidator) stop() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -81,10 +109,50 @@ func (v *invalidator) stop() {
 	}
 }
 
-// changed is the Subscribe callback: a pull changed these rows.
+// changed is the Subscribe callback: an epoch (pulled, or this machine's own flush) changed
+// these rows.
 func (f *mountFS) changed(keys []replica.Key) {
 	keys = append([]replica.Key(nil), keys...)
-	f.later(func() { f.invalidate(keys) })
+	f.later(func() {
+		prev := f.head.Load()
+		f.noteHead()
+		f.invalidate(keys)
+		f.invalidateHistory(prev)
+	})
+}
+
+// noteHead records the block of the newest epoch applied; where history has no holes is read
+// again when next needed.
+func (f *mountFS) noteHead() {
+	if h, err := f.b.MirrorHead(); err == nil {
+		f.head.Store(h.Block)
+	}
+	f.histFrom.Store(^uint64(0)) // check every block until it is read again
+	f.histStale.Store(true)
+}
+
+// invalidateHistory drops what the kernel holds under the history roots an epoch may have
+// changed: @<block> at or past prev, the head before it, shows the newest state there was, and
+// @<time> past the newest epoch resolves to its block. Those under prev never change.
+func (f *mountFS) invalidateHistory(prev uint64) {
+	root := f.root.EmbeddedInode()
+	for name, ch := range root.Children() {
+		if h, ok := ch.Operations().(*histRoot); ok && h.v.block >= prev {
+			dropSubtree(ch)
+			root.NotifyEntry(name) // its names, the ones that do not exist included
+		}
+	}
+}
+
+// dropSubtree drops the pages, attributes and listings the kernel keeps of every node under in.
+func dropSubtree(in *fusefs.Inode) {
+	for _, ch := range in.Children() {
+		if fn, ok := ch.Operations().(*fileNode); ok {
+			fn.invalidate()
+		}
+		ch.NotifyContent(0, 0)
+		dropSubtree(ch)
+	}
 }
 
 // invalidate drops what the kernel caches about changed rows: the pages and attributes of
@@ -105,6 +173,7 @@ func (f *mountFS) invalidate(keys []replica.Key) {
 			cat := dir.GetChild(catName)
 			if cat == nil || !f.live.tree.HasCategory(*k.Category) {
 				dir.NotifyEntry(catName)
+				dirs[dir] = true // entity/'s link count counts its categories
 			}
 			if cat == nil {
 				continue

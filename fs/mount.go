@@ -36,10 +36,15 @@ type MountOptions struct {
 	// FileMode and DirMode are the permission bits of files and directories never given a
 	// mode here (chmod, or the mode of a create); zero means 0644 and 0755.
 	FileMode, DirMode uint32
-	// EntryTimeout and AttrTimeout are the kernel's cache times for the live tree (default 1s).
-	// History views never change and are cached for an hour.
+	// EntryTimeout and AttrTimeout are the kernel's cache times for the live tree, names that
+	// do not exist included (default liveTimeout). Every change that does not come through the
+	// kernel is invalidated (see invalidate.go), so they bound nothing a user can see.
 	EntryTimeout, AttrTimeout time.Duration
 }
+
+// liveTimeout is the default cache time of the live tree: long, since a pull, a flush and
+// every change made through the mount drop what they change.
+const liveTimeout = time.Hour
 
 // historyTimeout is how long the kernel may cache anything under @<block>.
 const historyTimeout = time.Hour
@@ -63,10 +68,10 @@ func Mount(dir string, b Backend, o MountOptions) (*Mounted, error) {
 		o.UID, o.GID = uint32(os.Getuid()), uint32(os.Getgid())
 	}
 	if o.EntryTimeout <= 0 {
-		o.EntryTimeout = time.Second
+		o.EntryTimeout = liveTimeout
 	}
 	if o.AttrTimeout <= 0 {
-		o.AttrTimeout = time.Second
+		o.AttrTimeout = liveTimeout
 	}
 	if o.FileMode == 0 {
 		o.FileMode = defaultFileMode
@@ -86,15 +91,18 @@ func Mount(dir string, b Backend, o MountOptions) (*Mounted, error) {
 			Name:       "kintfs",
 			Debug:      o.Debug,
 			Logger:     o.Logger,
-			// security.* probes (ls -l asks for every file) never reach us; user.kint.* does.
-			IgnoreSecurityLabels: true,
-			DisableXAttrs:        !o.Xattrs,
+			// Not IgnoreSecurityLabels: its ENODATA for ACL names keeps ls asking of every
+			// file; xattrRefused answers them with EOPNOTSUPP instead.
+			DisableXAttrs: !o.Xattrs,
 		},
 		EntryTimeout: &entry,
 		AttrTimeout:  &attr,
-		UID:          o.UID,
-		GID:          o.GID,
-		Logger:       o.Logger,
+		// A name that does not exist is remembered too (cp -r and tar x look each one up
+		// twice); a lookup where names come and go unseen opts out (see noNegative).
+		NegativeTimeout: &entry,
+		UID:             o.UID,
+		GID:             o.GID,
+		Logger:          o.Logger,
 	}
 	// The kernel checks the modes kept here (chmod 600 keeps others out).
 	fo.MountOptions.Options = append(fo.MountOptions.Options, "default_permissions")
@@ -114,6 +122,7 @@ func Mount(dir string, b Backend, o MountOptions) (*Mounted, error) {
 		_ = server.Unmount()
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
 	}
+	f.noteHead()
 	f.startInvalidator()
 	b.Subscribe(f.changed)
 	return &Mounted{dir: dir, server: server, fs: f}, nil
@@ -145,6 +154,11 @@ func checkMountpoint(dir string, allowNonEmpty bool) error {
 	}
 	return nil
 }
+
+// Settle returns once the kernel has dropped what the changes told to the mount so far
+// touched (bounded by a few seconds): a command run beside the mount (kintfs pull, push,
+// compact) calls it before it answers, so that a read right after sees the change.
+func (m *Mounted) Settle() { m.fs.settle() }
 
 // Dir is the mountpoint.
 func (m *Mounted) Dir() string { return m.dir }

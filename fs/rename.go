@@ -59,6 +59,7 @@ func (d *rowDir) Rename(ctx context.Context, name string, newParent fusefs.Inode
 	if !kept {
 		d.fs.retire(src.v.Ino)
 	}
+	d.leftCategory()
 	if dst.v != nil {
 		if old := to.childFile(newName, dst.key); old != nil {
 			old.detach()

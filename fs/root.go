@@ -3,6 +3,7 @@ package fs
 import (
 	"context"
 	"syscall"
+	"time"
 
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -32,8 +33,13 @@ var (
 // tierNlink is the link count of a directory holding the four tier directories.
 const tierNlink = 2 + 4
 
+// rootAttrTimeout keeps the mountpoint's own attributes short-lived: a stat of it is how a
+// dead mount is told (ENOTCONN), and the kernel answers from its cache while they last.
+const rootAttrTimeout = time.Second
+
 func (r *rootNode) Getattr(ctx context.Context, f fusefs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	r.fs.liveDirAttr(&out.Attr, inoRoot, tierNlink)
+	out.SetTimeout(rootAttrTimeout)
 	return 0
 }
 

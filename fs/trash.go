@@ -99,6 +99,7 @@ func (d *trashDir) Setattr(ctx context.Context, f fusefs.FileHandle, in *fuse.Se
 func (d *trashDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
 	if d.top() {
 		if !d.fs.b.HasTrashDir(d.path + "/" + name) {
+			noNegative(out) // the trash is small: nothing to gain
 			return nil, syscall.ENOENT
 		}
 		return newTrashDir(ctx, d.EmbeddedInode(), d.fs, d.path+"/"+name, out), 0
@@ -106,6 +107,7 @@ func (d *trashDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 	k := d.key(name)
 	v, err := d.fs.b.Get(k)
 	if err != nil {
+		noNegative(out)
 		return nil, d.fs.fail("lookup", &d.node, name, err)
 	}
 	return d.child(ctx, name, k, v, out)
@@ -366,5 +368,6 @@ func (d *rowDir) renameToTrash(name string, td *trashDir, newName string, flags 
 	if srcNode != nil {
 		srcNode.setKey(to)
 	}
+	d.leftCategory()
 	return 0
 }

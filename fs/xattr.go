@@ -26,6 +26,7 @@ const (
 )
 
 var (
+	_ = (fusefs.NodeGetxattrer)((*node)(nil))
 	_ = (fusefs.NodeGetxattrer)((*fileNode)(nil))
 	_ = (fusefs.NodeSetxattrer)((*fileNode)(nil))
 	_ = (fusefs.NodeRemovexattrer)((*fileNode)(nil))
@@ -93,9 +94,31 @@ func anchoredText(v *replica.Version) string {
 	return s
 }
 
+// xattrRefused answers a getxattr the node cannot have: ENOSYS with attributes off, and
+// EOPNOTSUPP for any name outside user.*. kintfs keeps no security labels and no ACLs, and
+// EOPNOTSUPP (not ENODATA) is what tells ls that, so it asks security.selinux and
+// system.posix_acl_access of the first file only, not of every file.
+func (f *mountFS) xattrRefused(attr string) (syscall.Errno, bool) {
+	switch {
+	case !f.opts.Xattrs:
+		return syscall.ENOSYS, true
+	case !strings.HasPrefix(attr, "user."):
+		return syscall.EOPNOTSUPP, true
+	}
+	return 0, false
+}
+
+// Getxattr of a node without attributes of its own: directories, the control files.
+func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
+	if errno, refused := n.fs.xattrRefused(attr); refused {
+		return 0, errno
+	}
+	return 0, fusefs.ENOATTR
+}
+
 func (n *fileNode) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
-	if !n.fs.opts.Xattrs {
-		return 0, syscall.ENOSYS
+	if errno, refused := n.fs.xattrRefused(attr); refused {
+		return 0, errno
 	}
 	_, vals, errno := n.xattrs()
 	if errno != 0 {

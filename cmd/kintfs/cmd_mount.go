@@ -181,7 +181,7 @@ func runMount(ctx context.Context, args []string) error {
 		_ = e.rep.StopWorker(context.Background())
 		return fail(err)
 	}
-	ctl, err := serveControl(home, e, absDir, say)
+	ctl, err := serveControl(home, e, absDir, m.Settle, say)
 	if err != nil {
 		_ = m.Unmount()
 		_ = e.rep.StopWorker(context.Background())

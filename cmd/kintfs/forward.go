@@ -132,14 +132,15 @@ func refuseIfMounted(home homedir.Home) error {
 
 // controlServer answers forwarded commands against the mount's open vault.
 type controlServer struct {
-	ln   net.Listener
-	dir  string // the mountpoint
-	env  *vaultEnv
-	wg   sync.WaitGroup
-	path string
+	ln     net.Listener
+	settle func() // waits for the kernel to drop what a command changed
+	dir    string // the mountpoint
+	env    *vaultEnv
+	wg     sync.WaitGroup
+	path   string
 }
 
-func serveControl(home homedir.Home, env *vaultEnv, dir string, logf func(string, ...any)) (*controlServer, error) {
+func serveControl(home homedir.Home, env *vaultEnv, dir string, settle func(), logf func(string, ...any)) (*controlServer, error) {
 	path := home.Path(mountSocket)
 	if err := refuseIfMounted(home); err != nil {
 		return nil, err
@@ -151,7 +152,7 @@ func serveControl(home homedir.Home, env *vaultEnv, dir string, logf func(string
 	if err != nil {
 		return nil, err
 	}
-	s := &controlServer{ln: ln, env: env, path: path, dir: dir}
+	s := &controlServer{ln: ln, env: env, path: path, dir: dir, settle: settle}
 	go func() {
 		for {
 			conn, err := ln.Accept()
@@ -198,7 +199,9 @@ func (s *controlServer) handle(conn net.Conn) error {
 		// kintfs unmount: the flush runs under the mount's context, so a caller that stops
 		// waiting leaves it to finish (the unmount then waits for it, bounded by --flush-timeout)
 		reply := forwardReply{}
-		if err := s.env.rep.Control(context.Background(), "flush"); err != nil {
+		err := s.env.rep.Control(context.Background(), "flush")
+		s.settle()
+		if err != nil {
 			reply.Err, reply.Code = err.Error(), exitCode(err)
 			if errors.Is(err, replica.ErrReadOnly) {
 				reply.Err, reply.Code = "", exitOK // a read-only mount has nothing to anchor
@@ -218,6 +221,7 @@ func (s *controlServer) handle(conn net.Conn) error {
 	// commands run side by side: each parses its flags into options of its own, and the
 	// replica orders what must be ordered (one push or pull at a time)
 	code := runIO(context.Background(), req.Argv, &cmdIO{out: &out, err: &errb, env: s.env, cwd: req.Cwd, keys: keys, offline: req.Offline})
+	s.settle() // a pull, push or compact: the next read through the mount sees what it changed
 	return json.NewEncoder(conn).Encode(forwardReply{Out: out.String(), Err: errb.String(), Code: code})
 }
 
