@@ -1,3 +1,7 @@
+// Package homedir is KINT_HOME on disk: its layout and modes (0700 folders, 0600 files,
+// written atomically), the vault config (vault.json), the cached data and key-encryption keys
+// sealed under the local secret, the recovery file, and kint's epoch cache files. It holds no
+// badger state and makes no chain call; it imports seal only.
 package homedir
 
 import (
