@@ -100,26 +100,11 @@ func runInit(ctx context.Context, args []string) error {
 		if o.signature != "" && o.signature != "-" {
 			return usagef("--signature takes - (stdin); signatures never go on the command line")
 		}
-		src := o.signatureFile
-		if src == "" {
-			src = "-"
-		}
-		s, err := readSecret(src, false)
+		sig, salt, err := readSignature(o.signatureFile, o.saltFile)
 		if err != nil {
 			return err
 		}
-		sig, err := hex.DecodeString(strings.TrimPrefix(strings.TrimSpace(s), "0x"))
-		if err != nil || len(sig) != 65 {
-			return usagef("the signature must be 65 bytes of hex")
-		}
-		io.Signature = sig
-		if o.saltFile != "" {
-			salt, err := readSecret(o.saltFile, false)
-			if err != nil {
-				return err
-			}
-			io.SaltPassphrase = &salt
-		}
+		io.Signature, io.SaltPassphrase = sig, salt
 	case o.recoveryStdin:
 		code, err := readSecret("-", false)
 		if err != nil {
@@ -225,4 +210,28 @@ func initOffline(ctx context.Context, io replica.InitOptions) error {
 	fmt.Fprintf(outw(ctx), "unlocked data key %s of the vault of %s, tenant %q (space %s) from this machine's key wraps; KINT_OFFLINE=1: the chain was not read\n",
 		v.DekID, v.Owner.Hex(), v.Tenant, v.Space16())
 	return nil
+}
+
+// readSignature reads a 65-byte hex signature from file ("" or "-": stdin) and, when
+// saltFile is given, the passphrase that salts its key.
+func readSignature(file, saltFile string) (sig []byte, salt *string, err error) {
+	if file == "" {
+		file = "-"
+	}
+	s, err := readSecret(file, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	sig, err = hex.DecodeString(strings.TrimPrefix(strings.TrimSpace(s), "0x"))
+	if err != nil || len(sig) != 65 {
+		return nil, nil, usagef("the signature must be 65 bytes of hex")
+	}
+	if saltFile != "" {
+		p, err := readSecret(saltFile, false)
+		if err != nil {
+			return nil, nil, err
+		}
+		salt = &p
+	}
+	return sig, salt, nil
 }

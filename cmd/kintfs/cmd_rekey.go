@@ -114,25 +114,9 @@ func runRekey(ctx context.Context, o *rekeyOptions, args []string) error {
 		keys = append(keys, replica.RekeyKey{KEK: kek, Kind: seal.KindPassphrase})
 	}
 	if sig {
-		src := o.signatureFile
-		if src == "" {
-			src = "-"
-		}
-		s, err := readSecret(src, false)
+		raw, salt, err := readSignature(o.signatureFile, o.saltFile)
 		if err != nil {
 			return err
-		}
-		raw, err := hex.DecodeString(strings.TrimPrefix(strings.TrimSpace(s), "0x"))
-		if err != nil || len(raw) != 65 {
-			return usagef("the signature must be 65 bytes of hex")
-		}
-		var salt *string
-		if o.saltFile != "" {
-			p, err := readSecret(o.saltFile, false)
-			if err != nil {
-				return err
-			}
-			salt = &p
 		}
 		kek, err := seal.KEKFromSignature(raw, v.Owner, v.Space, salt)
 		if err != nil {
