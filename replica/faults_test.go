@@ -222,7 +222,7 @@ func TestPullRefusesLies(t *testing.T) {
 	}{
 		{"withheld event", func(e *chainEnv, f *memchain.Faults) { f.Withhold = map[uint64]bool{2: true} }, "no Epoch event for seq 2"},
 		{"altered calldata", func(e *chainEnv, f *memchain.Faults) { f.WrongCalldata = map[uint64]bool{1: true} }, chain.ErrTxMismatch.Error()},
-		{"transaction denied", func(e *chainEnv, f *memchain.Faults) { f.NoTx = map[uint64]bool{3: true} }, chain.ErrTxNotFound.Error()},
+		{"transaction denied", func(e *chainEnv, f *memchain.Faults) { f.NoTx = map[uint64]bool{1: true} }, chain.ErrTxNotFound.Error()},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
