@@ -280,11 +280,12 @@ func TestOfflineInitVerify(t *testing.T) {
 	text, _ := os.ReadFile(rec[0])
 	code := strings.TrimSpace(strings.Split(string(text), "\n")[1])
 	os.Remove(dek[0])
+	// a typo in the first character: its bits are all key bits (the last one has padding bits)
 	typo := "A"
-	if strings.HasSuffix(code, "A") {
+	if strings.HasPrefix(code, "A") {
 		typo = "B"
 	}
-	if _, errs, c := a.run(code[:len(code)-1]+typo+"\n", "init", "--owner", a.owner(), "--recovery-code-stdin"); c != 2 || !strings.Contains(errs, "checksum") {
+	if _, errs, c := a.run(typo+code[1:]+"\n", "init", "--owner", a.owner(), "--recovery-code-stdin"); c != 2 || !strings.Contains(errs, "checksum") {
 		t.Fatalf("offline init with a mistyped recovery code: exit %d, %q", c, errs)
 	}
 	if out := a.mustRun(code+"\n", "init", "--owner", a.owner(), "--recovery-code-stdin"); !strings.Contains(out, "the chain was not read") {
