@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"encoding/hex"
 	"fmt"
 	"os"
@@ -19,22 +18,7 @@ import (
 // headWraps reads the key wraps in the header of the head epoch.
 func headWraps(t *testing.T, c *chain.Client, m *machine) []seal.Wrap {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	head := chainHead(t, c, m)
-	ev, err := c.EpochAt(ctx, m.ownerAddr(), m.space(), head.Block, head.Seq)
-	if err != nil {
-		t.Fatal(err)
-	}
-	blobs, err := c.FetchBlobs(ctx, []*chain.EpochEvent{ev})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, _, err := seal.ParseHeader(blobs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h.Wraps
+	return headEpochHeader(t, c, m).Wraps
 }
 
 // vaultSignature is the owner's signature of the vault message, as a wallet makes it, in a

@@ -137,21 +137,7 @@ func vaultKeys(t *testing.T, c *chain.Client, m *machine, passphrase string) (ke
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	head := chainHead(t, c, m)
-	ev, err := c.EpochAt(ctx, m.ownerAddr(), m.space(), head.Block, head.Seq)
-	if err != nil {
-		t.Fatal(err)
-	}
-	blobs, err := c.FetchBlobs(ctx, []*chain.EpochEvent{ev})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, _, err := seal.ParseHeader(blobs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := headEpochHeader(t, c, m)
 	if dek, err = seal.DEKFromHeader(h, kek); err != nil {
 		t.Fatal(err)
 	}
@@ -225,4 +211,25 @@ func waitIdle(t *testing.T, c *chain.Client, m *machine, mt *mounted, timeout ti
 		return nil
 	})
 	return st
+}
+
+// headEpochHeader is the header of the vault's head epoch, read from the chain.
+func headEpochHeader(t *testing.T, c *chain.Client, m *machine) *seal.Header {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	head := chainHead(t, c, m)
+	ev, err := c.EpochAt(ctx, m.ownerAddr(), m.space(), head.Block, head.Seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobs, err := c.FetchBlobs(ctx, []*chain.EpochEvent{ev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _, err := seal.ParseHeader(blobs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
