@@ -60,7 +60,7 @@ func newFileNode(f *mountFS, v *view, k replica.Key) *fileNode {
 func (n *fileNode) is(k replica.Key) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return !n.detached && n.pendingIn == nil && sameKey(n.key, k)
+	return !n.detached && n.pendingIn == nil && n.key.Equal(k)
 }
 
 func (n *fileNode) currentKey() replica.Key {
@@ -348,15 +348,4 @@ func (n *fileNode) release() {
 	if dir != nil {
 		dir.releasePending(name, n)
 	}
-}
-
-// sameKey compares keys by value (Category is a pointer).
-func sameKey(a, b replica.Key) bool {
-	if a.Tier != b.Tier || a.Key != b.Key || a.Local != b.Local {
-		return false
-	}
-	if a.Category == nil || b.Category == nil {
-		return a.Category == b.Category
-	}
-	return *a.Category == *b.Category
 }

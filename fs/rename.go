@@ -49,7 +49,7 @@ func (d *rowDir) Rename(ctx context.Context, name string, newParent fusefs.Inode
 	if errno != 0 {
 		return errno
 	}
-	if sameKey(src.key, dst.key) {
+	if src.key.Equal(dst.key) {
 		return 0
 	}
 	kept, err := d.fs.moveRow(src, dst)

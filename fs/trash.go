@@ -300,7 +300,7 @@ func (d *trashDir) Rename(ctx context.Context, name string, newParent fusefs.Ino
 		}
 		to, dstDir = r.key, rd
 	}
-	if sameKey(from, to) {
+	if from.Equal(to) {
 		return 0
 	}
 	dst, err := d.fs.b.Get(to)

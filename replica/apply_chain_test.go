@@ -8,28 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
-
+	"kintfs/replica/store"
 	"kintfs/seal"
 )
-
-// stageRows stages rows a few hundred to a transaction, as many writes would.
-func stageRows(t *testing.T, s *Store, rows []seal.Row) {
-	t.Helper()
-	for i := 0; i < len(rows); i += 500 {
-		err := s.update(func(txn *badger.Txn, apply *[]func()) error {
-			for _, row := range rows[i:min(i+500, len(rows))] {
-				if _, err := s.stagePut(txn, apply, row, time.Now()); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 // The writer's own path end to end: a push of more tiny rows than one transaction holds
 // anchors them in two epochs and applies both as its own; a fresh machine pulls the same.
@@ -37,8 +18,8 @@ func TestPushPullLargestEpochs(t *testing.T) {
 	e := newChainEnv(t)
 	ctx := context.Background()
 	w := e.machine()
-	rows := tinyRows(30000, "")
-	stageRows(t, w.Store, rows)
+	rows := store.TinyRows(30000, "")
+	store.StageRows(t, w.Store, rows)
 	start := time.Now()
 	rep, err := w.Push(ctx, PushOptions{})
 	if err != nil {
@@ -48,10 +29,10 @@ func TestPushPullLargestEpochs(t *testing.T) {
 	if len(rep.Epochs) != 2 || rep.Epochs[0].Rows < 20000 {
 		t.Fatalf("epochs %+v", rep.Epochs)
 	}
-	if st, _, _, err := w.collectStaged(false); err != nil || len(st) != 0 {
+	if st, _, _, err := w.CollectStaged(false); err != nil || len(st) != 0 {
 		t.Fatalf("%d rows still staged, %v", len(st), err)
 	}
-	checkRows(t, w.Store, rows)
+	store.CheckRows(t, w.Store, rows)
 
 	f := e.machine()
 	start = time.Now()
@@ -65,7 +46,7 @@ func TestPushPullLargestEpochs(t *testing.T) {
 	if wh != fh || fh.Seq != 2 {
 		t.Fatalf("heads: writer %+v, fresh %+v", wh, fh)
 	}
-	checkRows(t, f.Store, rows)
+	store.CheckRows(t, f.Store, rows)
 	wl, _ := w.List(seal.TierState, nil)
 	fl, _ := f.List(seal.TierState, nil)
 	if len(wl) != len(rows) || len(fl) != len(rows) {
@@ -105,24 +86,24 @@ func TestPullUnapplicableSnapshotSaysWhy(t *testing.T) {
 	e := newChainEnv(t)
 	ctx := context.Background()
 	w := e.machine()
-	stageRows(t, w.Store, []seal.Row{{Tier: seal.TierState, Key: "a", Body: cat("1")}})
+	store.StageRows(t, w.Store, []seal.Row{{Tier: seal.TierState, Key: "a", Body: cat("1")}})
 	if _, err := w.Push(ctx, PushOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	stageRows(t, w.Store, []seal.Row{{Tier: seal.TierState, Key: "b", Body: cat("2")}})
+	store.StageRows(t, w.Store, []seal.Row{{Tier: seal.TierState, Key: "b", Body: cat("2")}})
 	if _, err := w.Push(ctx, PushOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// one past the key limit: push holds it and anchors the rest, so seal and send it by
 	// hand, as another writer might
 	secret := "secret-meta-" + strings.Repeat("m", 10)
-	long := seal.Row{Tier: seal.TierState, Key: strings.Repeat("k", maxKeyBytes-41), Body: cat("body-secret"), Meta: &secret}
-	stageRows(t, w.Store, []seal.Row{long})
+	long := seal.Row{Tier: seal.TierState, Key: strings.Repeat("k", store.MaxKeyBytes-41), Body: cat("body-secret"), Meta: &secret}
+	store.StageRows(t, w.Store, []seal.Row{long})
 	if _, err := w.Push(ctx, PushOptions{Snapshot: true}); err == nil || !strings.Contains(err.Error(), "cannot be applied") {
 		// the row is held, and a snapshot without it is anchored instead
 		t.Logf("push --snapshot: %v", err)
 	}
-	if st, _, held, _ := w.collectStaged(false); len(held) != 1 || !strings.Contains(held[0].Reason, "cannot be anchored: its key is") || len(st) != 0 {
+	if st, _, held, _ := w.CollectStaged(false); len(held) != 1 || !strings.Contains(held[0].Reason, "cannot be anchored: its key is") || len(st) != 0 {
 		t.Fatalf("held %+v", held)
 	}
 	head, err := w.Client().Head(ctx, w.vault.Owner, w.vault.Space)
@@ -161,7 +142,7 @@ func TestPullUnapplicableSnapshotSaysWhy(t *testing.T) {
 	if line == "" {
 		t.Fatal("no log line for the snapshot")
 	}
-	if !strings.Contains(line, fmt.Sprintf("(epoch %d: row 0 (state tier) cannot be applied: its key is %d bytes long", p.Seq, maxKeyBytes-41)) {
+	if !strings.Contains(line, fmt.Sprintf("(epoch %d: row 0 (state tier) cannot be applied: its key is %d bytes long", p.Seq, store.MaxKeyBytes-41)) {
 		t.Fatalf("the line does not say why: %s", line)
 	}
 	for _, bad := range []string{"kkkk", "body-secret", "secret-meta", fmt.Sprintf("%x", f.opt.DEK[:4])} {

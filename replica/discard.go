@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"kintfs/replica/homedir"
+	"kintfs/replica/store"
 	"os"
 	"time"
 )
@@ -16,11 +17,7 @@ import (
 func DiscardLocal(home homedir.Home, v *homedir.VaultConfig, now time.Time) (string, error) {
 	db := home.Path("db", v.Space16())
 	if _, err := os.Stat(db); err == nil {
-		bdb, err := openBadger(db) // takes badger's lock: nobody else may be writing to it
-		if err != nil {
-			return "", err
-		}
-		if err := bdb.Close(); err != nil {
+		if err := store.CheckNotInUse(db); err != nil { // nobody else may be writing to it
 			return "", err
 		}
 	}

@@ -8,16 +8,9 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 
 	"kintfs/chain"
+	"kintfs/replica/store"
 	"kintfs/seal"
 )
-
-// Gap is an epoch a pull could not apply.
-type Gap struct {
-	Seq          uint64 `json:"seq"`
-	Block        uint64 `json:"block"`
-	Reason       string `json:"reason"`
-	SupersededBy uint64 `json:"superseded_by,omitempty"`
-}
 
 // PullReport says what a pull did.
 type PullReport struct {
@@ -86,7 +79,7 @@ func (r *Replica) Pull(ctx context.Context, full bool) (*PullReport, error) {
 	}
 	before := c.Stats()
 	rep, err := r.pull(ctx, c, full)
-	if serr := r.endSealing(); err == nil && serr != nil {
+	if serr := r.EndSealing(); err == nil && serr != nil {
 		return rep, serr
 	}
 	if rep != nil {
@@ -172,8 +165,8 @@ func (r *Replica) pullMirror(ctx context.Context, c Chain, full bool) (*PullRepo
 // checkFresh refuses a head older than the watermark, or the same seq with another digest.
 // With no watermark yet (a cold start) a second opinion on the head is asked for first.
 func (r *Replica) checkFresh(ctx context.Context, head Head) error {
-	var seen Head
-	if err := r.getState(kSeen, &seen); err != nil {
+	seen, err := r.Seen()
+	if err != nil {
 		return err
 	}
 	if seen.Seq == 0 && head.Seq > 0 && r.opt.ColdStart != nil {
@@ -188,7 +181,7 @@ func (r *Replica) checkFresh(ctx context.Context, head Head) error {
 		return fmt.Errorf("%w: the RPC says seq %d has digest %s, but this machine saw %s", ErrStaleRPC, head.Seq, short(head.Digest), short(seen.Digest))
 	}
 	if head.Seq > seen.Seq {
-		return r.setState(kSeen, &head)
+		return r.SetSeen(head)
 	}
 	return nil
 }
@@ -313,7 +306,7 @@ func (r *Replica) fetch(ctx context.Context, list []walked, from int, rep *PullR
 // contradiction marks an epoch that opened but disagrees with the chain: never walked past.
 func contradiction(err error) bool {
 	return errors.Is(err, seal.ErrSeqMismatch) || errors.Is(err, seal.ErrSpaceMismatch) ||
-		errors.Is(err, seal.ErrPrevMismatch) || errors.Is(err, seal.ErrRootMismatch) || errors.Is(err, ErrRootMismatch)
+		errors.Is(err, seal.ErrPrevMismatch) || errors.Is(err, seal.ErrRootMismatch) || errors.Is(err, store.ErrRootMismatch)
 }
 
 // applyWalk opens and applies the walked epochs oldest first. An epoch that cannot be opened
@@ -329,8 +322,8 @@ func (r *Replica) applyWalk(list []walked, mirror Head, rep *PullReport) error {
 }
 
 func (r *Replica) applyWalkCaching(list []walked, mirror Head, rep *PullReport, cw *cacheWriter) error {
-	var gaps []Gap
-	if err := r.getState(kGaps, &gaps); err != nil {
+	gaps, err := r.Gaps()
+	if err != nil {
 		return err
 	}
 	total := len(list)
@@ -370,12 +363,12 @@ func (r *Replica) applyWalkCaching(list []walked, mirror Head, rep *PullReport, 
 		rep.Gap = &gap
 		r.warnf("pull: stopped at epoch %d: %s", gap.Seq, gap.Reason)
 		gaps = append(openGaps(gaps, 0, gap.Seq), gap)
-		if err := r.setState(kGaps, &gaps); err != nil {
+		if err := r.SetGaps(gaps); err != nil {
 			return err
 		}
 		return fmt.Errorf("%w: epoch %d: %s", ErrGapOpen, gap.Seq, gap.Reason)
 	}
-	return r.setState(kGaps, openGaps(gaps, mirror.Seq, 0))
+	return r.SetGaps(openGaps(gaps, mirror.Seq, 0))
 }
 
 // openGaps keeps the gaps a later applied epoch has not stepped over, less the one at seq
@@ -433,7 +426,7 @@ func (r *Replica) applyOneCaching(w walked, rep *PullReport, cw *cacheWriter) er
 	}
 	info := epochInfoOf(ev, opened)
 	info.Time = w.time
-	changed, conflicts, err := r.ApplyEpoch(info, opened.Plaintext, ApplyOptions{})
+	changed, conflicts, err := r.ApplyEpoch(info, opened.Plaintext, store.ApplyOptions{})
 	if err != nil {
 		return err
 	}
@@ -458,12 +451,12 @@ func (r *Replica) applyOneCaching(w walked, rep *PullReport, cw *cacheWriter) er
 }
 
 func (r *Replica) raiseBucket(b int) error {
-	var cur int
-	if err := r.getState(kBucket, &cur); err != nil {
+	cur, err := r.Bucket()
+	if err != nil {
 		return err
 	}
 	if b > cur {
-		return r.setState(kBucket, b)
+		return r.SetBucket(b)
 	}
 	return nil
 }

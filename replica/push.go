@@ -9,11 +9,10 @@ import (
 	"sort"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
-	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/core/types"
 
 	"kintfs/chain"
+	"kintfs/replica/store"
 	"kintfs/seal"
 )
 
@@ -48,14 +47,6 @@ type EpochReceipt struct {
 	Cost              string `json:"cost_wei"`
 }
 
-// HeldRow is a staged row that cannot be anchored as it stands.
-type HeldRow struct {
-	Tier     string  `json:"tier"`
-	Category *string `json:"category"`
-	Key      string  `json:"key"`
-	Reason   string  `json:"reason"`
-}
-
 // PushReport says what a push did or, on a dry run, would do.
 type PushReport struct {
 	DryRun  bool           `json:"dry_run"`
@@ -64,18 +55,6 @@ type PushReport struct {
 	Chunks  int            `json:"epochs"`
 	Epochs  []EpochReceipt `json:"anchored"`
 	Held    []HeldRow      `json:"held,omitempty"`
-}
-
-// pendingPush is the durable push journal entry written before a transaction is sent, so a
-// crash between send and receipt is adopted on the next start instead of read as a fork.
-type pendingPush struct {
-	Seq       uint64      `json:"seq"`
-	Prev      common.Hash `json:"prev"`
-	Digest    common.Hash `json:"digest"`
-	Tx        common.Hash `json:"tx"`
-	RawTx     []byte      `json:"raw_tx"`
-	Plaintext []byte      `json:"plaintext"`
-	Bucket    int         `json:"bucket"`
 }
 
 // PushStage is a point in the sealing of one epoch where a test hook may act.
@@ -130,7 +109,7 @@ func (r *Replica) pushLocked(ctx context.Context, opt PushOptions) (*PushReport,
 	if !opt.DryRun {
 		// the rows this push sealed and did not anchor stay staged; those it anchored, or that
 		// changed back to what is anchored, are settled against the mirror
-		if serr := r.endSealing(); err == nil {
+		if serr := r.EndSealing(); err == nil {
 			err = serr
 		}
 	}
@@ -138,55 +117,6 @@ func (r *Replica) pushLocked(ctx context.Context, opt PushOptions) (*PushReport,
 		r.status.notePush(rep, err)
 	}
 	return rep, err
-}
-
-// collectStaged reads the staged rows that can be anchored and the deletions, and lists the
-// held ones. With mark set, it marks what it read as sealing in the same instant, so no
-// change can slip between the read and the mark.
-func (r *Replica) collectStaged(mark bool) (rows []seal.Row, dels []seal.Deleted, held []HeldRow, err error) {
-	r.t.mu.Lock()
-	defer r.t.mu.Unlock()
-	err = r.db.View(func(txn *badger.Txn) error {
-		return scanStaged(txn, true, func(id string, st *stagedRec) error {
-			if mark && st.Held == "" {
-				r.sealing[id] = true
-			}
-			switch {
-			case st.Del:
-				if _, err := txn.Get([]byte(pMirror + id)); errors.Is(err, badger.ErrKeyNotFound) {
-					return nil // a row that was never anchored: nothing to delete
-				}
-				dels = append(dels, seal.Deleted{Tier: st.Row.Tier, Category: st.Row.Category, Key: st.Row.Key})
-			case st.Held != "":
-				held = append(held, HeldRow{Tier: st.Row.Tier, Category: st.Row.Category, Key: st.Row.Key, Reason: st.Held})
-			default:
-				rows = append(rows, st.Row)
-			}
-			return nil
-		})
-	})
-	return
-}
-
-// hold marks a staged row as held with reason, persisted so status and xattrs show it.
-func (r *Replica) hold(row seal.Row, reason string) error {
-	id := row.ID()
-	return r.update(func(txn *badger.Txn, apply *[]func()) error {
-		st, found, err := getStaged(txn, id)
-		if err != nil || !found {
-			return err
-		}
-		if st.Del || seal.Leaf(&st.Row) != seal.Leaf(&row) {
-			return nil // changed since the push read it: the new version gets its own check
-		}
-		st.Held = reason
-		if err := putStaged(txn, id, &st); err != nil {
-			return err
-		}
-		k := rowKey(&st.Row)
-		*apply = append(*apply, func() { r.t.setHeld(k, reason) })
-		return nil
-	})
 }
 
 func (r *Replica) push(ctx context.Context, opt PushOptions) (*PushReport, error) {
@@ -201,94 +131,31 @@ func (r *Replica) push(ctx context.Context, opt PushOptions) (*PushReport, error
 			return rep, err
 		}
 	}
-	var gaps []Gap
-	if err := r.getState(kGaps, &gaps); err != nil {
+	gaps, err := r.Gaps()
+	if err != nil {
 		return rep, err
 	}
 	if g := openGaps(gaps, 0, 0); len(g) > 0 && !opt.Snapshot {
 		return rep, fmt.Errorf("%w: epoch %d (%s); if it will never open, kintfs compact --over-skipped anchors a snapshot over it", ErrGapOpen, g[0].Seq, g[0].Reason)
 	}
-	rows, dels, held, err := r.collectStaged(!opt.DryRun)
+	chunks, err := r.planPush(opt, rep)
+	if err != nil || opt.DryRun {
+		return rep, err
+	}
+	head, err := r.pushBase(ctx, c, opt, gaps)
 	if err != nil {
 		return rep, err
-	}
-	if rows, held, err = r.holdUnapplicable(rows, held); err != nil {
-		return rep, err
-	}
-	var chunks []seal.Chunk
-	for {
-		if opt.Snapshot {
-			break
-		}
-		chunks, err = seal.ChunkDiff(rows, dels)
-		var big *seal.RowTooLargeError
-		if !errors.As(err, &big) {
-			break
-		}
-		if herr := r.hold(big.Row, err.Error()); herr != nil {
-			return rep, herr
-		}
-		held = append(held, HeldRow{Tier: big.Row.Tier, Category: big.Row.Category, Key: big.Row.Key, Reason: err.Error()})
-		rows = removeRow(rows, big.Row.ID())
-	}
-	if err != nil {
-		return rep, err
-	}
-	rep.Held, rep.Rows, rep.Deleted = held, len(rows), len(dels)
-	if !opt.Snapshot && len(rows) == 0 && len(dels) == 0 {
-		return rep, ErrNothingToPush
-	}
-	if opt.Snapshot {
-		full, err := r.snapshotRows(rows, dels)
-		if err != nil {
-			return rep, err
-		}
-		chunks = []seal.Chunk{{Rows: full, Deleted: dels}}
-	}
-	rep.Chunks = len(chunks)
-	if opt.DryRun {
-		return rep, nil
-	}
-	mirror, err := r.MirrorHead()
-	if err != nil {
-		return rep, err
-	}
-	var ch chain.Head
-	if k := opt.knownHead; k != nil && !opt.Snapshot && k.Seq == mirror.Seq && k.Digest == mirror.Digest {
-		ch = *k
-	} else if ch, err = c.Head(ctx, r.vault.Owner, r.vault.Space); err != nil {
-		return rep, fmt.Errorf("read head: %w", err)
-	}
-	head := mirror
-	if ch.Seq != mirror.Seq || ch.Digest != mirror.Digest {
-		// The owner's snapshot: on a machine whose pull stopped at an epoch it cannot apply,
-		// a snapshot of this store goes on top of the chain head, whatever sits between.
-		open := openGaps(gaps, mirror.Seq, 0)
-		if !opt.Snapshot || len(open) == 0 || ch.Seq <= mirror.Seq {
-			return rep, fmt.Errorf("%w: the chain is at seq %d, this machine last saw seq %d; pull first", ErrChainMoved, ch.Seq, mirror.Seq)
-		}
-		if !opt.OverSkipped {
-			return rep, fmt.Errorf("%w: the last pull stopped at epoch %d, which this machine cannot apply (%s); if it will never open (revoke the key that wrote it first), --over-skipped anchors this snapshot on the chain head past it",
-				ErrGapOpen, open[0].Seq, open[0].Reason)
-		}
-		seqs := make([]uint64, len(open))
-		for i, g := range open {
-			seqs[i] = g.Seq
-		}
-		r.warnf("push: OVERRIDE, anchoring a snapshot on top of chain head seq %d (%s) although this machine stopped at seq %d and could not apply epoch(s) %v",
-			ch.Seq, ch.Digest.Hex()[2:14], mirror.Seq, seqs)
-		head = Head{Seq: ch.Seq, Digest: ch.Digest, Block: ch.Block}
 	}
 	if r.opt.SessionKey == nil {
 		return rep, fmt.Errorf("%w: no session key on this machine (kintfs session-key create)", ErrNotAuthorized)
 	}
 	for _, chunk := range chunks {
 		// each epoch goes on the mirror as the one before it left it: sendEpoch applies it
-		root, nRows := r.rootAfter(chunk, opt.Snapshot)
+		root, nRows := r.RootAfter(chunk, opt.Snapshot)
 		p := &seal.Plaintext{Tenant: r.vault.Tenant, Space: r.vault.Space, Seq: head.Seq + 1, Prev: head.Digest,
 			Rows: chunk.Rows, Deleted: chunk.Deleted, RowsRoot: root, NRows: nRows,
 			CreatedAt: seal.FormatCreatedAt(time.Now()), Snapshot: opt.Snapshot}
-		if err := CheckApplicable(p); err != nil {
+		if err := store.CheckApplicable(p); err != nil {
 			return rep, fmt.Errorf("refusing to seal epoch %d, this code could not apply it: %w", p.Seq, err)
 		}
 		er, next, err := r.sendEpoch(ctx, p, head, opt.Confirmations)
@@ -301,45 +168,116 @@ func (r *Replica) push(ctx context.Context, opt PushOptions) (*PushReport, error
 	return rep, nil
 }
 
-// rootAfter is the rows_root and the row count of the mirror with chunk applied, or of the
-// chunk alone for a snapshot.
-func (r *Replica) rootAfter(chunk seal.Chunk, snapshot bool) (common.Hash, int) {
-	puts := make(map[string]common.Hash, len(chunk.Rows))
-	for i := range chunk.Rows {
-		puts[chunk.Rows[i].ID()] = seal.Leaf(&chunk.Rows[i])
+// planPush reads what the push anchors (marking it sealing unless on a dry run), holds what
+// cannot be anchored, and cuts the rest into the epochs to seal: one snapshot of the whole
+// state, or chunks of the changes. It fills in rep's counts; ErrNothingToPush when there is
+// nothing to anchor.
+func (r *Replica) planPush(opt PushOptions, rep *PushReport) ([]seal.Chunk, error) {
+	rows, dels, held, err := r.CollectStaged(!opt.DryRun)
+	if err != nil {
+		return nil, err
 	}
-	dels := make(map[string]seal.Deleted, len(chunk.Deleted))
-	for _, d := range chunk.Deleted {
-		dels[d.ID()] = d
+	if rows, held, err = r.holdUnapplicable(rows, held); err != nil {
+		return nil, err
 	}
-	changes := leafChanges(puts, dels)
-	r.t.mu.RLock()
-	defer r.t.mu.RUnlock()
-	return r.leaves.rootWith(changes, snapshot)
+	var chunks []seal.Chunk
+	if !opt.Snapshot {
+		if chunks, rows, held, err = r.chunkDiff(rows, dels, held); err != nil {
+			return nil, err
+		}
+	}
+	rep.Held, rep.Rows, rep.Deleted = held, len(rows), len(dels)
+	if !opt.Snapshot && len(rows) == 0 && len(dels) == 0 {
+		return nil, ErrNothingToPush
+	}
+	if opt.Snapshot {
+		full, err := r.snapshotRows(rows, dels)
+		if err != nil {
+			return nil, err
+		}
+		chunks = []seal.Chunk{{Rows: full, Deleted: dels}}
+	}
+	rep.Chunks = len(chunks)
+	return chunks, nil
+}
+
+// chunkDiff cuts the changes into epochs, holding each row too large for one and cutting
+// again without it.
+func (r *Replica) chunkDiff(rows []seal.Row, dels []seal.Deleted, held []HeldRow) ([]seal.Chunk, []seal.Row, []HeldRow, error) {
+	for {
+		chunks, err := seal.ChunkDiff(rows, dels)
+		var big *seal.RowTooLargeError
+		if !errors.As(err, &big) {
+			return chunks, rows, held, err
+		}
+		if herr := r.Hold(big.Row, err.Error()); herr != nil {
+			return nil, rows, held, herr
+		}
+		held = append(held, HeldRow{Tier: big.Row.Tier, Category: big.Row.Category, Key: big.Row.Key, Reason: err.Error()})
+		rows = removeRow(rows, big.Row.ID())
+	}
+}
+
+// holdUnapplicable holds the staged rows this code could not apply once anchored, so that
+// they block nothing else, and returns the rest.
+func (r *Replica) holdUnapplicable(rows []seal.Row, held []HeldRow) ([]seal.Row, []HeldRow, error) {
+	out := rows[:0]
+	for _, row := range rows {
+		reason := store.UnapplicableReason(&row)
+		if reason == "" {
+			out = append(out, row)
+			continue
+		}
+		if err := r.Hold(row, reason); err != nil {
+			return nil, nil, err
+		}
+		held = append(held, HeldRow{Tier: row.Tier, Category: row.Category, Key: row.Key, Reason: reason})
+	}
+	return out, held, nil
+}
+
+// pushBase is the head the push's first epoch goes on: the mirror's, when the chain is still
+// there. The owner's snapshot: on a machine whose pull stopped at an epoch it cannot apply, a
+// snapshot of this store goes on top of the chain head (with OverSkipped), whatever sits
+// between. Otherwise a chain that moved is ErrChainMoved.
+func (r *Replica) pushBase(ctx context.Context, c Chain, opt PushOptions, gaps []Gap) (Head, error) {
+	mirror, err := r.MirrorHead()
+	if err != nil {
+		return mirror, err
+	}
+	var ch chain.Head
+	if k := opt.knownHead; k != nil && !opt.Snapshot && k.Seq == mirror.Seq && k.Digest == mirror.Digest {
+		ch = *k
+	} else if ch, err = c.Head(ctx, r.vault.Owner, r.vault.Space); err != nil {
+		return mirror, fmt.Errorf("read head: %w", err)
+	}
+	if ch.Seq == mirror.Seq && ch.Digest == mirror.Digest {
+		return mirror, nil
+	}
+	open := openGaps(gaps, mirror.Seq, 0)
+	if !opt.Snapshot || len(open) == 0 || ch.Seq <= mirror.Seq {
+		return mirror, fmt.Errorf("%w: the chain is at seq %d, this machine last saw seq %d; pull first", ErrChainMoved, ch.Seq, mirror.Seq)
+	}
+	if !opt.OverSkipped {
+		return mirror, fmt.Errorf("%w: the last pull stopped at epoch %d, which this machine cannot apply (%s); if it will never open (revoke the key that wrote it first), --over-skipped anchors this snapshot on the chain head past it",
+			ErrGapOpen, open[0].Seq, open[0].Reason)
+	}
+	seqs := make([]uint64, len(open))
+	for i, g := range open {
+		seqs[i] = g.Seq
+	}
+	r.warnf("push: OVERRIDE, anchoring a snapshot on top of chain head seq %d (%s) although this machine stopped at seq %d and could not apply epoch(s) %v",
+		ch.Seq, ch.Digest.Hex()[2:14], mirror.Seq, seqs)
+	return Head{Seq: ch.Seq, Digest: ch.Digest, Block: ch.Block}, nil
 }
 
 // snapshotRows is the whole state after the staged changes: the mirror with staged rows
 // replacing and staged deletions removing.
 func (r *Replica) snapshotRows(staged []seal.Row, dels []seal.Deleted) ([]seal.Row, error) {
 	byID := map[string]seal.Row{}
-	err := r.db.View(func(txn *badger.Txn) error {
-		return scanValues(txn, pMirror, func(k, v []byte) error {
-			var m mirrorRec
-			if err := decodeJSON(v, &m); err != nil {
-				return err
-			}
-			id := string(k[len(pMirror):])
-			if m.HasBody {
-				body, err := mirrorBody(txn, id)
-				if err != nil {
-					return err
-				}
-				b := string(body)
-				m.Row.Body = &b
-			}
-			byID[id] = m.Row
-			return nil
-		})
+	err := r.MirrorRows(func(row *seal.Row) error {
+		byID[row.ID()] = *row
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -372,42 +310,58 @@ func removeRow(rows []seal.Row, id string) []seal.Row {
 	return out
 }
 
+// sealEpoch seals p under the vault's data key, on top of the bucket ratchet, and checks that
+// its push journal entry fits.
+func (r *Replica) sealEpoch(p *seal.Plaintext) (*seal.Sealed, error) {
+	prevBucket, err := r.Bucket()
+	if err != nil {
+		return nil, err
+	}
+	wraps, err := r.vault.WrapList()
+	if err != nil {
+		return nil, err
+	}
+	var nonce [12]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return nil, err
+	}
+	sealed, err := seal.Seal(p, r.epochContext(p.Seq, p.Prev), r.opt.DEK, wraps, prevBucket, nonce)
+	if err != nil {
+		return nil, fmt.Errorf("seal epoch %d: %w", p.Seq, err)
+	}
+	if err := store.JournalFits(len(sealed.Plaintext), len(sealed.Blob)); err != nil {
+		return nil, fmt.Errorf("refusing to send epoch %d: %w", p.Seq, err)
+	}
+	return sealed, nil
+}
+
+// preparePush signs the transaction of a sealed epoch.
+func (r *Replica) preparePush(ctx context.Context, c Chain, p *seal.Plaintext, sealed *seal.Sealed) (*chain.PreparedPush, error) {
+	prep, err := c.PreparePush(ctx, r.opt.SessionKey, r.vault.Owner, r.vault.Space, p.Prev, sealed.Blob)
+	switch {
+	case errors.Is(err, chain.ErrStaleHead):
+		return nil, fmt.Errorf("%w: %v", ErrChainMoved, err)
+	case errors.Is(err, chain.ErrNotAuthorized):
+		return nil, fmt.Errorf("%w: %v", ErrNotAuthorized, err)
+	}
+	return prep, err
+}
+
 // sendEpoch seals p, journals it, sends it, waits for it and applies it as this machine's own.
 func (r *Replica) sendEpoch(ctx context.Context, p *seal.Plaintext, head Head, confirmations uint64) (*EpochReceipt, Head, error) {
 	if confirmations == 0 {
 		confirmations = r.opt.Confirmations
 	}
 	c := r.Client()
-	var prevBucket int
-	if err := r.getState(kBucket, &prevBucket); err != nil {
-		return nil, head, err
-	}
-	wraps, err := r.vault.WrapList()
+	sealed, err := r.sealEpoch(p)
 	if err != nil {
 		return nil, head, err
-	}
-	var nonce [12]byte
-	if _, err := rand.Read(nonce[:]); err != nil {
-		return nil, head, err
-	}
-	sealed, err := seal.Seal(p, r.epochContext(p.Seq, p.Prev), r.opt.DEK, wraps, prevBucket, nonce)
-	if err != nil {
-		return nil, head, fmt.Errorf("seal epoch %d: %w", p.Seq, err)
-	}
-	if err := journalFits(len(sealed.Plaintext), len(sealed.Blob)); err != nil {
-		return nil, head, fmt.Errorf("refusing to send epoch %d: %w", p.Seq, err)
 	}
 	if err := r.atStage(StageSealed, p.Seq); err != nil {
 		return nil, head, err
 	}
-	prep, err := c.PreparePush(ctx, r.opt.SessionKey, r.vault.Owner, r.vault.Space, p.Prev, sealed.Blob)
+	prep, err := r.preparePush(ctx, c, p, sealed)
 	if err != nil {
-		switch {
-		case errors.Is(err, chain.ErrStaleHead):
-			return nil, head, fmt.Errorf("%w: %v", ErrChainMoved, err)
-		case errors.Is(err, chain.ErrNotAuthorized):
-			return nil, head, fmt.Errorf("%w: %v", ErrNotAuthorized, err)
-		}
 		return nil, head, err
 	}
 	raw, err := prep.Tx.MarshalBinary()
@@ -417,9 +371,9 @@ func (r *Replica) sendEpoch(ctx context.Context, p *seal.Plaintext, head Head, c
 	if err := r.cache.PutBlob(p.Seq, sealed.Blob); err != nil {
 		return nil, head, fmt.Errorf("cache epoch %d: %w", p.Seq, err)
 	}
-	pend := pendingPush{Seq: p.Seq, Prev: p.Prev, Digest: sealed.Digest, Tx: prep.Hash, RawTx: raw,
+	pend := store.PendingPush{Seq: p.Seq, Prev: p.Prev, Digest: sealed.Digest, Tx: prep.Hash, RawTx: raw,
 		Plaintext: sealed.Plaintext, Bucket: sealed.Bucket}
-	if err := r.setState(pendingKey(p.Seq), &pend); err != nil {
+	if err := r.PutPending(&pend); err != nil {
 		return nil, head, err
 	}
 	if err := c.Send(ctx, prep); err != nil {
@@ -444,14 +398,19 @@ func (r *Replica) sendEpoch(ctx context.Context, p *seal.Plaintext, head Head, c
 	if err := r.atStage(StageApplied, p.Seq); err != nil {
 		return nil, head, err
 	}
+	r.logf("push: epoch %d anchored in block %d (%d rows, %d deleted, bucket %d, gas %d)", p.Seq, rc.Block, len(p.Rows), len(p.Deleted), sealed.Bucket, rc.GasUsed)
+	return epochReceipt(p, sealed, prep, rc), Head{Seq: p.Seq, Digest: sealed.Digest, Block: rc.Block}, nil
+}
+
+// epochReceipt is the report of one anchored epoch.
+func epochReceipt(p *seal.Plaintext, sealed *seal.Sealed, prep *chain.PreparedPush, rc *chain.PushReceipt) *EpochReceipt {
 	er := &EpochReceipt{Seq: p.Seq, Block: rc.Block, Tx: rc.TxHash.Hex(), Bucket: sealed.Bucket, Rows: len(p.Rows),
 		Deleted: len(p.Deleted), CalldataBytes: len(prep.Tx.Data()), GasUsed: rc.GasUsed, FloorGas: calldataFloor(prep.Tx.Data()),
 		EffectiveGasPrice: bigString(rc.EffectiveGasPrice), Cost: bigString(rc.Cost)}
 	if rc.L1Fee != nil {
 		er.L1Fee = rc.L1Fee.String()
 	}
-	r.logf("push: epoch %d anchored in block %d (%d rows, %d deleted, bucket %d, gas %d)", p.Seq, rc.Block, len(p.Rows), len(p.Deleted), sealed.Bucket, rc.GasUsed)
-	return er, Head{Seq: p.Seq, Digest: sealed.Digest, Block: rc.Block}, nil
+	return er
 }
 
 // adopt applies an epoch this machine sealed and clears its journal entry.
@@ -464,35 +423,35 @@ func (r *Replica) adopt(info *EpochInfo, p *seal.Plaintext, plaintext []byte) er
 	if err := r.raiseBucket(info.Bucket); err != nil {
 		return err
 	}
-	if _, _, err := r.ApplyEpoch(*info, p, ApplyOptions{Own: true}); err != nil {
+	if _, _, err := r.ApplyEpoch(*info, p, store.ApplyOptions{Own: true}); err != nil {
 		return fmt.Errorf("apply own epoch %d: %w", info.Seq, err)
 	}
 	if info.Snapshot {
 		// a snapshot carries the whole state: the gaps under it are stepped over
-		var gaps []Gap
-		if err := r.getState(kGaps, &gaps); err != nil {
+		gaps, err := r.Gaps()
+		if err != nil {
 			return err
 		}
-		if err := r.setState(kGaps, openGaps(gaps, info.Seq, 0)); err != nil {
+		if err := r.SetGaps(openGaps(gaps, info.Seq, 0)); err != nil {
 			return err
 		}
 	}
 	seen := Head{Seq: info.Seq, Digest: info.Digest, Block: info.Block}
-	var old Head
-	if err := r.getState(kSeen, &old); err != nil {
+	old, err := r.Seen()
+	if err != nil {
 		return err
 	}
 	if seen.Seq > old.Seq {
-		if err := r.setState(kSeen, &seen); err != nil {
+		if err := r.SetSeen(seen); err != nil {
 			return err
 		}
 	}
-	return r.db.Update(func(txn *badger.Txn) error { return txn.Delete([]byte(pendingKey(info.Seq))) })
+	return r.DeletePending(info.Seq)
 }
 
 // prepared is the journaled transaction, signed as it was first sent, ready to resend or wait
 // for: the same bytes, so it can never land twice.
-func (p *pendingPush) prepared() (*chain.PreparedPush, error) {
+func prepared(p *store.PendingPush) (*chain.PreparedPush, error) {
 	var tx types.Transaction
 	if err := tx.UnmarshalBinary(p.RawTx); err != nil {
 		return nil, fmt.Errorf("push journal entry %d: %w", p.Seq, err)
@@ -500,130 +459,139 @@ func (p *pendingPush) prepared() (*chain.PreparedPush, error) {
 	return &chain.PreparedPush{Tx: &tx, Hash: tx.Hash(), Digest: p.Digest, Nonce: tx.Nonce()}, nil
 }
 
-func pendingKey(seq uint64) string { return pPending + string(be64(seq)) }
-
 // recoverPending settles push journal entries left by a crash: an epoch that landed is adopted
 // as this machine's own, one still pending is waited for or resent (the same signed
 // transaction, so it can never land twice), and one whose seq another machine took is dropped
 // (its rows are still staged).
 func (r *Replica) recoverPending(ctx context.Context) error {
-	var pend []pendingPush
-	err := r.db.View(func(txn *badger.Txn) error {
-		return scanPrefix(txn, pPending, func(k, v []byte) error {
-			var p pendingPush
-			if err := decodeJSON(v, &p); err != nil {
-				return err
-			}
-			pend = append(pend, p)
-			return nil
-		})
-	})
+	pend, err := r.PendingPushes()
 	if err != nil || len(pend) == 0 {
 		return err
 	}
 	c := r.Client()
-	for _, p := range pend {
-		mirror, err := r.MirrorHead()
-		if err != nil {
+	for i := range pend {
+		if err := r.recoverOne(ctx, c, &pend[i]); err != nil {
 			return err
 		}
-		drop := func(why string) error {
-			r.warnf("push journal: dropping epoch %d (%s); its rows stay staged", p.Seq, why)
-			return r.db.Update(func(txn *badger.Txn) error { return txn.Delete([]byte(pendingKey(p.Seq))) })
-		}
-		if mirror.Seq >= p.Seq {
-			var rec EpochInfo
-			if err := r.getState(string(pEpoch)+string(be64(p.Seq)), &rec); err != nil {
-				return err
-			}
-			if rec.Digest == p.Digest {
-				// a crash after the apply, before the entry was cleared: nothing is lost
-				r.logf("push journal: epoch %d was applied before the restart; clearing its entry", p.Seq)
-				if err := r.db.Update(func(txn *badger.Txn) error { return txn.Delete([]byte(pendingKey(p.Seq))) }); err != nil {
-					return err
-				}
-				continue
-			}
-			if err := drop("the mirror holds another epoch at that seq"); err != nil {
-				return err
-			}
-			continue
-		}
-		head, err := c.Head(ctx, r.vault.Owner, r.vault.Space)
-		if err != nil {
-			return fmt.Errorf("read head: %w", err)
-		}
-		if head.Seq < p.Seq {
-			if head.Seq != p.Seq-1 || head.Digest != p.Prev || mirror.Seq != p.Seq-1 {
-				if err := drop("the chain moved"); err != nil {
-					return err
-				}
-				continue
-			}
-			prep, err := p.prepared()
-			if err != nil {
-				return err
-			}
-			if err := c.Send(ctx, prep); err != nil {
-				if err := drop("resend failed: " + err.Error()); err != nil {
-					return err
-				}
-				continue
-			}
-			r.logf("push journal: resent epoch %d (%s)", p.Seq, p.Tx.Hex())
-		}
-		found, block, err := c.TxStatus(ctx, p.Tx)
-		if err != nil {
-			return err
-		}
-		if !found {
-			if head.Seq >= p.Seq {
-				// never sent (or long gone) while another machine took the seq
-				if err := drop("another machine took seq " + fmt.Sprint(p.Seq)); err != nil {
-					return err
-				}
-				continue
-			}
-			return fmt.Errorf("epoch %d sent as %s: the node does not know the transaction; it stays in the push journal", p.Seq, p.Tx.Hex())
-		}
-		if block == 0 {
-			// known but not mined yet (just resent, or still in the pool): wait for it, as
-			// sendEpoch would have
-			prep, err := p.prepared()
-			if err != nil {
-				return err
-			}
-			rc, err := c.WaitPush(ctx, prep, r.vault.Owner, r.vault.Space, r.opt.Confirmations)
-			if err != nil {
-				if errors.Is(err, chain.ErrTxFailed) {
-					if err := drop("its transaction reverted: another machine took seq " + fmt.Sprint(p.Seq)); err != nil {
-						return err
-					}
-					continue
-				}
-				return fmt.Errorf("epoch %d sent as %s: %w", p.Seq, p.Tx.Hex(), err)
-			}
-			block = rc.Block
-		}
-		ev, err := c.EpochAt(ctx, r.vault.Owner, r.vault.Space, block, p.Seq)
-		if err != nil || ev.Digest != p.Digest {
-			if err := drop("the epoch at that seq is not this machine's"); err != nil {
-				return err
-			}
-			continue
-		}
-		pt, err := seal.DecodePlaintext(p.Plaintext)
-		if err != nil {
-			return err
-		}
-		info := EpochInfo{Seq: p.Seq, Block: block, Tx: p.Tx.Hex(), Digest: p.Digest, Prev: p.Prev, Bucket: p.Bucket,
-			RowsRoot: pt.RowsRoot, Writer: ev.Writer, CreatedAt: pt.CreatedAt, Snapshot: pt.Snapshot, NRows: pt.NRows,
-			Rows: len(pt.Rows), Deleted: len(pt.Deleted)}
-		if err := r.adopt(&info, pt, p.Plaintext); err != nil {
-			return err
-		}
-		r.logf("push journal: adopted epoch %d as this machine's own (%s)", p.Seq, p.Tx.Hex())
 	}
+	return nil
+}
+
+// recoverOne settles one push journal entry.
+func (r *Replica) recoverOne(ctx context.Context, c Chain, p *store.PendingPush) error {
+	mirror, err := r.MirrorHead()
+	if err != nil {
+		return err
+	}
+	if mirror.Seq >= p.Seq {
+		return r.settleApplied(p)
+	}
+	head, err := c.Head(ctx, r.vault.Owner, r.vault.Space)
+	if err != nil {
+		return fmt.Errorf("read head: %w", err)
+	}
+	if head.Seq < p.Seq {
+		if head.Seq != p.Seq-1 || head.Digest != p.Prev || mirror.Seq != p.Seq-1 {
+			return r.dropPending(p, "the chain moved")
+		}
+		if resent, err := r.resendPending(ctx, c, p); err != nil || !resent {
+			return err
+		}
+	}
+	block, landed, err := r.pendingBlock(ctx, c, p, head)
+	if err != nil || !landed {
+		return err
+	}
+	return r.adoptPending(ctx, c, p, block)
+}
+
+// dropPending clears a journal entry whose epoch will not land as this machine's; its rows
+// stay staged.
+func (r *Replica) dropPending(p *store.PendingPush, why string) error {
+	r.warnf("push journal: dropping epoch %d (%s); its rows stay staged", p.Seq, why)
+	return r.DeletePending(p.Seq)
+}
+
+// settleApplied clears the entry of an epoch at or below the mirror: applied before the
+// restart when the mirror holds it, else another machine's epoch took its seq.
+func (r *Replica) settleApplied(p *store.PendingPush) error {
+	rec, _, err := r.EpochRecord(p.Seq)
+	if err != nil {
+		return err
+	}
+	if rec.Digest != p.Digest {
+		return r.dropPending(p, "the mirror holds another epoch at that seq")
+	}
+	// a crash after the apply, before the entry was cleared: nothing is lost
+	r.logf("push journal: epoch %d was applied before the restart; clearing its entry", p.Seq)
+	return r.DeletePending(p.Seq)
+}
+
+// resendPending sends the journaled transaction again, when the chain still stands where it
+// was prepared; resent is false when the entry was dropped instead.
+func (r *Replica) resendPending(ctx context.Context, c Chain, p *store.PendingPush) (resent bool, err error) {
+	prep, err := prepared(p)
+	if err != nil {
+		return false, err
+	}
+	if err := c.Send(ctx, prep); err != nil {
+		return false, r.dropPending(p, "resend failed: "+err.Error())
+	}
+	r.logf("push journal: resent epoch %d (%s)", p.Seq, p.Tx.Hex())
+	return true, nil
+}
+
+// pendingBlock is the block the journaled transaction landed in, waiting for it when it is
+// known but not mined yet; landed is false when the entry was dropped instead.
+func (r *Replica) pendingBlock(ctx context.Context, c Chain, p *store.PendingPush, head chain.Head) (block uint64, landed bool, err error) {
+	found, block, err := c.TxStatus(ctx, p.Tx)
+	if err != nil {
+		return 0, false, err
+	}
+	if !found {
+		if head.Seq >= p.Seq {
+			// never sent (or long gone) while another machine took the seq
+			return 0, false, r.dropPending(p, "another machine took seq "+fmt.Sprint(p.Seq))
+		}
+		return 0, false, fmt.Errorf("epoch %d sent as %s: the node does not know the transaction; it stays in the push journal", p.Seq, p.Tx.Hex())
+	}
+	if block != 0 {
+		return block, true, nil
+	}
+	// known but not mined yet (just resent, or still in the pool): wait for it, as sendEpoch
+	// would have
+	prep, err := prepared(p)
+	if err != nil {
+		return 0, false, err
+	}
+	rc, err := c.WaitPush(ctx, prep, r.vault.Owner, r.vault.Space, r.opt.Confirmations)
+	if err != nil {
+		if errors.Is(err, chain.ErrTxFailed) {
+			return 0, false, r.dropPending(p, "its transaction reverted: another machine took seq "+fmt.Sprint(p.Seq))
+		}
+		return 0, false, fmt.Errorf("epoch %d sent as %s: %w", p.Seq, p.Tx.Hex(), err)
+	}
+	return rc.Block, true, nil
+}
+
+// adoptPending adopts the journaled epoch that landed in block as this machine's own, when
+// the chain's event there is it.
+func (r *Replica) adoptPending(ctx context.Context, c Chain, p *store.PendingPush, block uint64) error {
+	ev, err := c.EpochAt(ctx, r.vault.Owner, r.vault.Space, block, p.Seq)
+	if err != nil || ev.Digest != p.Digest {
+		return r.dropPending(p, "the epoch at that seq is not this machine's")
+	}
+	pt, err := seal.DecodePlaintext(p.Plaintext)
+	if err != nil {
+		return err
+	}
+	info := EpochInfo{Seq: p.Seq, Block: block, Tx: p.Tx.Hex(), Digest: p.Digest, Prev: p.Prev, Bucket: p.Bucket,
+		RowsRoot: pt.RowsRoot, Writer: ev.Writer, CreatedAt: pt.CreatedAt, Snapshot: pt.Snapshot, NRows: pt.NRows,
+		Rows: len(pt.Rows), Deleted: len(pt.Deleted)}
+	if err := r.adopt(&info, pt, p.Plaintext); err != nil {
+		return err
+	}
+	r.logf("push journal: adopted epoch %d as this machine's own (%s)", p.Seq, p.Tx.Hex())
 	return nil
 }
 

@@ -63,7 +63,7 @@ func (r *Replica) RebuildFromCache() (int, error) {
 	}
 	last := run[0].meta
 	h := Head{Seq: last.Seq, Digest: common.HexToHash(last.Digest), Block: last.Block}
-	if err := r.setState(kSeen, &h); err != nil {
+	if err := r.SetSeen(h); err != nil {
 		return applied, err
 	}
 	r.logf("rebuilt the state database from %d cached epochs (mirror at seq %d)", applied, last.Seq)

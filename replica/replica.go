@@ -11,9 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
-
 	"kintfs/chain"
+	"kintfs/replica/store"
 	"kintfs/seal"
 )
 
@@ -69,7 +68,7 @@ type Options struct {
 
 // Replica is the engine under the mount: the local store, the vault's keys, and the chain.
 type Replica struct {
-	*Store
+	*store.Store
 	opt        Options
 	vault      *homedir.VaultConfig
 	cache      *homedir.EpochCache
@@ -101,14 +100,14 @@ func Open(opt Options) (*Replica, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := OpenStore(dir)
+	st, err := store.OpenStore(dir)
 	if err != nil {
 		return nil, err
 	}
 	r := &Replica{Store: st, opt: opt, vault: opt.Vault, cache: homedir.NewEpochCache(opt.Home, opt.Vault.Space16())}
 	r.status.started = time.Now()
 	// rows an interrupted push sent are sealing until its journal entry is settled
-	if r.sealing, err = r.journalIDs(); err != nil {
+	if err = r.LoadSealing(); err != nil {
 		st.Close()
 		return nil, err
 	}
@@ -168,56 +167,6 @@ func (r *Replica) connect(ctx context.Context) (Chain, error) {
 
 func (r *Replica) epochContext(seq uint64, prev [32]byte) seal.EpochContext {
 	return seal.EpochContext{ChainID: r.vault.ChainID, Owner: r.vault.Owner, Space: r.vault.Space, Seq: seq, Prev: prev}
-}
-
-// MirrorHead is the head of the mirror.
-func (r *Replica) MirrorHead() (Head, error) {
-	var h Head
-	err := r.db.View(func(txn *badger.Txn) error {
-		_, err := getJSON(txn, kHead, &h)
-		return err
-	})
-	return h, err
-}
-
-func (r *Replica) getState(key string, v any) error {
-	return r.db.View(func(txn *badger.Txn) error {
-		_, err := getJSON(txn, key, v)
-		return err
-	})
-}
-
-func (r *Replica) setState(key string, v any) error {
-	return r.db.Update(func(txn *badger.Txn) error { return setJSON(txn, key, v) })
-}
-
-// Epochs lists the epochs this machine holds, oldest first.
-func (r *Replica) Epochs() ([]EpochInfo, error) {
-	var out []EpochInfo
-	err := r.db.View(func(txn *badger.Txn) error {
-		return scanPrefix(txn, pEpoch, func(k, v []byte) error {
-			var e EpochInfo
-			if err := decodeJSON(v, &e); err != nil {
-				return err
-			}
-			out = append(out, e)
-			return nil
-		})
-	})
-	return out, err
-}
-
-// BlocksText is .kint/blocks: one line per anchored epoch held here.
-func (r *Replica) BlocksText() []byte {
-	eps, err := r.Epochs()
-	if err != nil {
-		return []byte(fmt.Sprintf("error: %v\n", err))
-	}
-	var b []byte
-	for _, e := range eps {
-		b = fmt.Appendf(b, "%d %d %s\n", e.Seq, e.Block, e.Tx)
-	}
-	return b
 }
 
 func (r *Replica) logf(format string, args ...any) { r.opt.Logf(format, args...) }

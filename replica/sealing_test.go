@@ -91,7 +91,7 @@ func diffModels(want, got model) string {
 // stagedPaths lists the paths with a staged record, of paths.
 func stagedPaths(t testing.TB, r *Replica, paths []string) []string {
 	t.Helper()
-	rows, dels, _, err := r.collectStaged(false)
+	rows, dels, _, err := r.CollectStaged(false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,3 +367,7 @@ func failedFlushKeepsNewerChange(t *testing.T, newEnv func(testing.TB) *chainEnv
 		})
 	}
 }
+
+func strp(s string) *string { return &s }
+
+func cat(s string) *string { return &s }

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"sync"
 	"time"
-
-	"github.com/dgraph-io/badger/v4"
 )
 
 // statusState is what .kint/status reports beyond the database: the last push, pull and poll.
@@ -145,50 +143,16 @@ type ChainInfo struct {
 // Status gathers the replica's status.
 func (r *Replica) Status() (*Status, error) {
 	st := &Status{Owner: r.vault.Owner.Hex(), Tenant: r.vault.Tenant, Space: r.vault.Space.Hex(),
-		Chain: ChainInfo{ChainID: r.vault.ChainID, RPC: r.vault.RPC, Contract: r.vault.Contract.Hex()},
-		Held:  []HeldRow{}, Conflicts: []Conflict{}, Gaps: []Gap{}}
-	var oldest int64
-	err := r.db.View(func(txn *badger.Txn) error {
-		for key, v := range map[string]any{kSeen: &st.Head, kHead: &st.Mirror, kConflict: &st.Conflicts, kGaps: &st.Gaps} {
-			if _, err := getJSON(txn, key, v); err != nil {
-				return err
-			}
-		}
-		err := scanPrefix(txn, pPending, func(k, v []byte) error {
-			st.PendingPush = append(st.PendingPush, beUint64(k[len(pPending):]))
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		return scanStaged(txn, false, func(id string, s *stagedRec) error {
-			if s.Del {
-				st.StagedDels++
-			} else {
-				st.StagedRows++
-				st.StagedBytes += s.Size
-			}
-			if s.Held != "" {
-				st.Held = append(st.Held, HeldRow{Tier: s.Row.Tier, Category: s.Row.Category, Key: s.Row.Key, Reason: s.Held})
-			}
-			if oldest == 0 || s.At < oldest {
-				oldest = s.At
-			}
-			return nil
-		})
-	})
+		Chain: ChainInfo{ChainID: r.vault.ChainID, RPC: r.vault.RPC, Contract: r.vault.Contract.Hex()}}
+	sum, err := r.Summary()
 	if err != nil {
 		return nil, err
 	}
-	holes, err := r.historyHoles()
-	if err != nil {
-		return nil, err
-	}
-	if st.HistoryFrom, err = r.historyFrom(holes); err != nil {
-		return nil, err
-	}
-	if oldest != 0 {
-		st.OldestStaged = int64(time.Since(fromNanos(oldest)) / time.Second)
+	st.Head, st.Mirror, st.HistoryFrom = sum.Seen, sum.Mirror, sum.HistoryFrom
+	st.Conflicts, st.Gaps, st.PendingPush, st.Held = sum.Conflicts, sum.Gaps, sum.PendingPush, sum.Held
+	st.StagedRows, st.StagedDels, st.StagedBytes = sum.StagedRows, sum.StagedDels, sum.StagedBytes
+	if !sum.OldestStaged.IsZero() {
+		st.OldestStaged = int64(time.Since(sum.OldestStaged) / time.Second)
 	}
 	// a record stored as JSON null (an emptied list) decodes to nil: still a list
 	if st.Conflicts == nil {
@@ -207,7 +171,7 @@ func (r *Replica) Status() (*Status, error) {
 	st.LastPush, st.LastPull = r.status.lastPush, r.status.lastPull
 	st.Backfill = r.status.backfill
 	if st.Backfill == "" {
-		if len(holes) == 0 {
+		if sum.Holes == 0 {
 			st.Backfill = "done"
 		} else {
 			st.Backfill = "not started"

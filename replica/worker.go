@@ -197,12 +197,12 @@ func (r *Replica) StartWorker(o WorkerOptions) {
 	w := &worker{r: r, o: o, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 		liveKick: make(chan uint64, 1), liveDone: make(chan struct{})}
 	r.worker = w
-	r.onStage = func() {
+	r.OnStage(func() {
 		select {
 		case w.kick <- struct{}{}:
 		default:
 		}
-	}
+	})
 	go w.run()
 	if o.Subscribe != nil {
 		go w.live()
@@ -256,10 +256,7 @@ func (w *worker) run() {
 			}
 		case <-w.kick:
 			// only what can be anchored counts: a held row waits for a new version
-			w.r.t.mu.RLock()
-			size := w.r.t.anchorable
-			w.r.t.mu.RUnlock()
-			if size >= w.o.SizeTrigger {
+			if w.r.Anchorable() >= w.o.SizeTrigger {
 				quiet.Reset(0)
 			} else {
 				quiet.Reset(w.o.Quiet)
@@ -281,7 +278,7 @@ func (w *worker) run() {
 // backfillStep records one batch of history under a snapshot; it reports whether more is to
 // be done at once.
 func (w *worker) backfillStep() bool {
-	holes, err := w.r.historyHoles()
+	holes, err := w.r.HistoryHoles()
 	if err != nil || len(holes) == 0 || w.r.Client() == nil {
 		return false
 	}

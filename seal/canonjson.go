@@ -154,9 +154,18 @@ func estimateRowsLen(rows []Row) int {
 	return n
 }
 
-// FormatCreatedAt renders t as kint's created_at: UTC, %Y-%m-%dT%H:%M:%SZ.
+// createdAtLayout is kint's created_at: UTC, %Y-%m-%dT%H:%M:%SZ.
+const createdAtLayout = "2006-01-02T15:04:05Z"
+
+// FormatCreatedAt renders t as kint's created_at.
 func FormatCreatedAt(t time.Time) string {
-	return t.UTC().Format("2006-01-02T15:04:05Z")
+	return t.UTC().Format(createdAtLayout)
+}
+
+// ParseCreatedAt parses an epoch's created_at (the zero time when it does not parse).
+func ParseCreatedAt(s string) time.Time {
+	t, _ := time.Parse(createdAtLayout, s)
+	return t
 }
 
 // AppendRowJSON appends one row as a wire row object: every field, keys in the v1 order,

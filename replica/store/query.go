@@ -1,4 +1,4 @@
-package replica
+package store
 
 import (
 	"fmt"
@@ -47,14 +47,14 @@ type Proof struct {
 }
 
 // Prove builds the inclusion proof of k's anchored version.
-func (r *Replica) Prove(k Key) (*Proof, error) {
-	head, err := r.MirrorHead()
+func (s *Store) Prove(k Key) (*Proof, error) {
+	head, err := s.MirrorHead()
 	if err != nil {
 		return nil, err
 	}
 	var info EpochInfo
 	found := false
-	err = r.db.View(func(txn *badger.Txn) error {
+	err = s.db.View(func(txn *badger.Txn) error {
 		var err error
 		found, err = getJSON(txn, pEpoch+string(be64(head.Seq)), &info)
 		return err
@@ -66,14 +66,14 @@ func (r *Replica) Prove(k Key) (*Proof, error) {
 		return nil, fmt.Errorf("%w: nothing anchored has been applied on this machine yet", ErrNotFound)
 	}
 	id := seal.CanonicalID(k.Tier, k.Category, k.Key)
-	r.t.mu.RLock()
-	leaves := r.leaves.leaves()
-	index, held := r.leaves.find(id)
+	s.t.mu.RLock()
+	leaves := s.leaves.leaves()
+	index, held := s.leaves.find(id)
 	if !held {
 		index = -1
 	}
-	n := r.t.get(k)
-	r.t.mu.RUnlock()
+	n := s.t.get(k)
+	s.t.mu.RUnlock()
 	if index < 0 {
 		return nil, fmt.Errorf("%w: %s has no anchored version", ErrNotFound, keyString(k))
 	}

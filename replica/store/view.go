@@ -1,4 +1,4 @@
-package replica
+package store
 
 import (
 	"encoding/json"
@@ -244,7 +244,7 @@ func (s *Store) Rename(from, to Key) error {
 		if src == nil {
 			return ErrNotFound
 		}
-		if from == to || (sameKey(from, to)) {
+		if from == to || from.Equal(to) {
 			return nil
 		}
 		content, err := s.readContent(txn, src)
@@ -297,10 +297,6 @@ func (s *Store) Rename(from, to Key) error {
 		}
 		return s.removeTx(txn, apply, from)
 	})
-}
-
-func sameKey(a, b Key) bool {
-	return a.Tier == b.Tier && a.Key == b.Key && a.Local == b.Local && eqStrp(a.Category, b.Category)
 }
 
 // Mkdir makes an empty entity category.

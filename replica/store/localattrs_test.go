@@ -1,4 +1,4 @@
-package replica
+package store
 
 import (
 	"bytes"
@@ -33,7 +33,7 @@ func dumpPrefix(t *testing.T, s *Store, prefix string) []byte {
 // TestLocalAttrsChangeNoRow: utimensat and chmod change neither the leaf nor the staged set,
 // on an anchored row and on a staged one, and start no flush.
 func TestLocalAttrsChangeNoRow(t *testing.T) {
-	r := NewTestReplica(t)
+	r := newTestStore(t)
 	state := map[string]seal.Row{}
 	anchored := seal.Row{Tier: "state", Key: "anchored", Body: cat("a1")}
 	if _, _, err := r.ApplyEpoch(EpochInfo{Seq: 1, Block: 100, Digest: common.Hash{1}},
@@ -77,7 +77,7 @@ func TestLocalAttrsChangeNoRow(t *testing.T) {
 // TestLocalTimesFollowContent: a set time holds across a reopen, a rename and a pull that
 // leaves the row alone, and gives way to a write here and to a pull that changes the row.
 func TestLocalTimesFollowContent(t *testing.T) {
-	r := NewTestReplica(t)
+	r := newTestStore(t)
 	state := map[string]seal.Row{}
 	a := seal.Row{Tier: "state", Key: "a", Body: cat("1")}
 	b := seal.Row{Tier: "state", Key: "b", Body: cat("1")}
@@ -91,7 +91,7 @@ func TestLocalTimesFollowContent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r = ReopenTestReplica(t, r)
+	r = reopenTestStore(t, r)
 	mtime := func(k string) time.Time {
 		t.Helper()
 		v, err := r.Get(Key{Tier: "state", Key: k})

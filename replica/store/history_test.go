@@ -1,4 +1,4 @@
-package replica
+package store
 
 import (
 	"bytes"
@@ -48,7 +48,7 @@ func sortedNames(ds []Dirent) string {
 // categories that empty and come back, the "" category beside null-category entities) and
 // checks every history query at every block against a model of the state.
 func TestHistoryMatchesModel(t *testing.T) {
-	r := NewTestReplica(t)
+	r := newTestStore(t)
 	rng := rand.New(rand.NewPCG(7, 11))
 	// No NUL in names: a canonical id joins its parts with NUL, so such names are ambiguous
 	// to the whole vault, not only here.

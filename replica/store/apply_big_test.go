@@ -1,4 +1,4 @@
-package replica
+package store
 
 import (
 	"encoding/json"
@@ -14,20 +14,6 @@ import (
 
 	"kintfs/seal"
 )
-
-// tinyRows are n of the smallest rows: state rows with short keys and one-byte bodies.
-func tinyRows(n int, tag string) []seal.Row {
-	rows := make([]seal.Row, n)
-	for i := range rows {
-		b := string(rune('a' + i%26))
-		if tag != "" {
-			b = tag
-		}
-		rows[i] = seal.Row{Tier: seal.TierState, Key: fmt.Sprintf("%x", i), Body: &b}
-	}
-	seal.SortByID(rows)
-	return rows
-}
 
 // fillBucket is how many of rows (from the first) one epoch holds when it fills the largest
 // bucket: the most a v1 epoch can carry, more than seal's own chunking puts in one.
@@ -54,26 +40,26 @@ func fillBucket(t *testing.T, p seal.Plaintext, rows []seal.Row) int {
 }
 
 // sealOpen seals p as the largest bucket allows and opens it again, as a pull would.
-func sealOpen(t *testing.T, r *Replica, p *seal.Plaintext) *seal.Plaintext {
+func sealOpen(t *testing.T, r *testStore, p *seal.Plaintext) *seal.Plaintext {
 	t.Helper()
 	var nonce [12]byte
 	ctx := r.epochContext(p.Seq, p.Prev)
-	sealed, err := seal.Seal(p, ctx, r.opt.DEK, nil, 0, nonce)
+	sealed, err := seal.Seal(p, ctx, r.dek, nil, 0, nonce)
 	if err != nil {
 		t.Fatalf("seal %d rows: %v", len(p.Rows), err)
 	}
 	if sealed.Bucket != seal.Buckets[len(seal.Buckets)-1] {
 		t.Fatalf("bucket %d, want the largest", sealed.Bucket)
 	}
-	opened, err := seal.Open(sealed.Blob, r.opt.DEK, ctx)
+	opened, err := seal.Open(sealed.Blob, r.dek, ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return opened.Plaintext
 }
 
-func sealFits(r *Replica, p *seal.Plaintext) bool {
-	_, err := seal.Seal(p, r.epochContext(p.Seq, p.Prev), r.opt.DEK, nil, 0, [12]byte{})
+func sealFits(r *testStore, p *seal.Plaintext) bool {
+	_, err := seal.Seal(p, r.epochContext(p.Seq, p.Prev), r.dek, nil, 0, [12]byte{})
 	return err == nil
 }
 
@@ -83,27 +69,16 @@ func countBatches(s *Store) *int {
 	return n
 }
 
-func checkRows(t *testing.T, s *Store, rows []seal.Row) {
-	t.Helper()
-	for _, row := range rows {
-		k := rowKey(&row)
-		body, err := s.Content(k)
-		if err != nil || string(body) != *row.Body {
-			t.Fatalf("%s = %q, %v; want %q", keyString(k), body, err, *row.Body)
-		}
-	}
-}
-
 func TestApplyLargestEpoch(t *testing.T) {
 	for _, snapshot := range []bool{false, true} {
 		t.Run(map[bool]string{false: "diff", true: "snapshot"}[snapshot], func(t *testing.T) {
-			r := NewTestReplica(t)
+			r := newTestStore(t)
 			state := map[string]seal.Row{}
 			seq := uint64(1)
 			var old []seal.Row
 			if snapshot {
 				// a state the snapshot replaces: some rows it keeps, some it changes, some it drops
-				old = tinyRows(3000, "o")
+				old = TinyRows(3000, "o")
 				for i := 1500; i < len(old); i++ {
 					old[i].Tier = seal.TierReference // gone from the snapshot
 				}
@@ -115,7 +90,7 @@ func TestApplyLargestEpoch(t *testing.T) {
 				seq = 2
 				state = map[string]seal.Row{}
 			}
-			all := tinyRows(30000, "")
+			all := TinyRows(30000, "")
 			chunks, err := seal.ChunkDiff(all, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -156,7 +131,7 @@ func TestApplyLargestEpoch(t *testing.T) {
 			if h, _ := r.MirrorHead(); h.Seq != seq || h.Digest != (common.Hash{2}) {
 				t.Fatalf("head %+v", h)
 			}
-			checkRows(t, r.Store, rows)
+			CheckRows(t, r.Store, rows)
 			ls, _ := r.List(seal.TierState, nil)
 			if len(ls) != n {
 				t.Fatalf("state/ lists %d files, want %d", len(ls), n)
@@ -187,21 +162,17 @@ func TestApplyLargestEpoch(t *testing.T) {
 				t.Fatal("the leaves after the apply do not hash to the anchored root")
 			}
 			r = reopen(t, r)
-			checkRows(t, r.Store, rows)
+			CheckRows(t, r.Store, rows)
 		})
 	}
 }
 
 // reopen closes r and opens its home again.
-func reopen(t *testing.T, r *Replica) *Replica {
+func reopen(t *testing.T, r *testStore) *testStore {
 	t.Helper()
-	opt := r.opt
 	r.Close()
-	r2, err := Open(opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r2.Close() })
+	r2 := &testStore{dir: r.dir, dek: r.dek, owner: r.owner, vault: r.vault}
+	r2.open(t)
 	return r2
 }
 
@@ -224,15 +195,15 @@ func localNames(t *testing.T, s *Store) []string {
 func TestApplyCrashMidEpoch(t *testing.T) {
 	for _, stopAfter := range []int{1, 3, 0} { // 0: the last batch, before the head moves
 		t.Run(fmt.Sprintf("after-batch-%d", stopAfter), func(t *testing.T) {
-			r := NewTestReplica(t)
+			r := newTestStore(t)
 			state := map[string]seal.Row{}
-			p1 := plaintextFor(state, 1, tinyRows(4000, "o"), nil)
+			p1 := plaintextFor(state, 1, TinyRows(4000, "o"), nil)
 			if _, _, err := r.ApplyEpoch(EpochInfo{Seq: 1, Block: 10, Digest: common.Hash{1}}, p1, ApplyOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			// local edits of a row in the first batch and of one in the last: each becomes
 			// exactly one conflict copy, crash or not
-			rows := tinyRows(4000, "n")
+			rows := TinyRows(4000, "n")
 			first, last := rows[0], rows[len(rows)-1]
 			mustWrite(t, r.Store, rowKey(&first), "mine-first")
 			mustWrite(t, r.Store, rowKey(&last), "mine-last")
@@ -267,7 +238,7 @@ func TestApplyCrashMidEpoch(t *testing.T) {
 			if h, _ := r.MirrorHead(); h.Seq != 2 || h.Digest != (common.Hash{2}) {
 				t.Fatalf("head after the reopen: %+v", h)
 			}
-			checkRows(t, r.Store, rows[1:3990])
+			CheckRows(t, r.Store, rows[1:3990])
 			if _, err := r.Get(rowKey(&rows[3995])); !errors.Is(err, ErrNotFound) {
 				t.Fatalf("the deleted row: %v", err)
 			}
@@ -320,7 +291,7 @@ func TestApplyCrashMidEpoch(t *testing.T) {
 // A crash while the marker's plaintext was being written, before the marker itself: nothing
 // of the epoch was written, and the pieces are deleted on open.
 func TestApplyOrphanPiecesDeleted(t *testing.T) {
-	r := NewTestReplica(t)
+	r := newTestStore(t)
 	if err := r.db.Update(func(txn *badger.Txn) error { return txn.Set(applyPieceKey(0), []byte("partial")) }); err != nil {
 		t.Fatal(err)
 	}
@@ -338,8 +309,8 @@ func TestApplyOrphanPiecesDeleted(t *testing.T) {
 }
 
 func TestApplyBatchBudget(t *testing.T) {
-	r := NewTestReplica(t)
-	rows := tinyRows(11, "")
+	r := newTestStore(t)
+	rows := TinyRows(11, "")
 	c, n := changeCost(rows[0].Tier, rows[0].Category, rows[0].Key)
 	for _, row := range rows {
 		if cc, _ := changeCost(row.Tier, row.Category, row.Key); cc != c {
@@ -376,7 +347,7 @@ func TestApplyBatchBudget(t *testing.T) {
 func TestApplyKeyLimit(t *testing.T) {
 	// a state key of plain letters: its longest badger key is the conflict copy's inode name,
 	// 42 bytes more than the key
-	at := maxKeyBytes - 42
+	at := MaxKeyBytes - 42
 	for _, tc := range []struct {
 		n  int
 		ok bool
@@ -403,7 +374,7 @@ func TestApplyKeyLimit(t *testing.T) {
 		t.Fatal("a key of slashes whose conflict copy passes the limit")
 	}
 	// a row at the limit really applies, conflict copy and all
-	r := NewTestReplica(t)
+	r := newTestStore(t)
 	state := map[string]seal.Row{}
 	key := Key{Tier: seal.TierState, Key: strings.Repeat("k", at)}
 	p1 := plaintextFor(state, 1, []seal.Row{{Tier: seal.TierState, Key: key.Key, Body: cat("v1")}}, nil)
@@ -460,21 +431,21 @@ func TestApplyValueLimit(t *testing.T) {
 func TestJournalFits(t *testing.T) {
 	blob := 100 << 10
 	at := 3*(valueLogFileSize-4096)/4 - blob - 1024 - 16
-	if err := journalFits(at, blob); err != nil {
+	if err := JournalFits(at, blob); err != nil {
 		t.Fatal(err)
 	}
-	for journalFits(at+1, blob) == nil {
+	for JournalFits(at+1, blob) == nil {
 		at++
 	}
-	if err := journalFits(at-1, blob); err != nil {
+	if err := JournalFits(at-1, blob); err != nil {
 		t.Fatal(err)
 	}
-	err := journalFits(at+1, blob)
+	err := JournalFits(at+1, blob)
 	if !errors.Is(err, ErrApplyLimit) || !strings.Contains(err.Error(), "the push journal holds at most") {
 		t.Fatalf("above the limit: %v", err)
 	}
 	// the journal entry at the limit is a value badger takes
-	if n := len(mustJSON(t, &pendingPush{RawTx: make([]byte, blob+1024), Plaintext: make([]byte, at)})); n > valueLogFileSize {
+	if n := len(mustJSON(t, &PendingPush{RawTx: make([]byte, blob+1024), Plaintext: make([]byte, at)})); n > valueLogFileSize {
 		t.Fatalf("a journal entry of %d bytes at the limit", n)
 	}
 }

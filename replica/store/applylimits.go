@@ -1,4 +1,4 @@
-package replica
+package store
 
 import (
 	"encoding/json"
@@ -9,10 +9,10 @@ import (
 	"kintfs/seal"
 )
 
-// Badger's limits on one entry, as openBadger configures it: a key of more than maxKeyBytes
+// Badger's limits on one entry, as openBadger configures it: a key of more than MaxKeyBytes
 // or a value of more than valueLogFileSize is refused whatever the transaction.
 const (
-	maxKeyBytes      = 65000 // badger's maxKeySize
+	MaxKeyBytes      = 65000 // badger's maxKeySize
 	valueLogFileSize = 64 << 20
 )
 
@@ -104,8 +104,8 @@ func keyLimit(tier string, category *string, key string) string {
 	if c := len(pIno) + 1 + len(tier) + 1 + cat + 1 + 1 + len(conflictName(key)) + len(".conflict-") + 20; c > n {
 		n = c
 	}
-	if n > maxKeyBytes {
-		return fmt.Sprintf("its key is %d bytes long, and the state database keys it in up to %d bytes, more than the %d a key may hold", len(key), n, maxKeyBytes)
+	if n > MaxKeyBytes {
+		return fmt.Sprintf("its key is %d bytes long, and the state database keys it in up to %d bytes, more than the %d a key may hold", len(key), n, MaxKeyBytes)
 	}
 	return ""
 }
@@ -166,28 +166,9 @@ func changeCost(tier string, category *string, key string) (size, count int64) {
 	return size, count
 }
 
-// holdUnapplicable holds the staged rows this code could not apply once anchored, so that
-// they block nothing else, and returns the rest.
-func (r *Replica) holdUnapplicable(rows []seal.Row, held []HeldRow) ([]seal.Row, []HeldRow, error) {
-	out := rows[:0]
-	for _, row := range rows {
-		why := rowLimit(&row)
-		if why == "" {
-			out = append(out, row)
-			continue
-		}
-		reason := fmt.Sprintf("row %s %s cannot be anchored: %s; shrink it (push refuses it until then, nothing else is blocked)", row.Tier, shortName(keyString(rowKey(&row))), why)
-		if err := r.hold(row, reason); err != nil {
-			return nil, nil, err
-		}
-		held = append(held, HeldRow{Tier: row.Tier, Category: row.Category, Key: row.Key, Reason: reason})
-	}
-	return out, held, nil
-}
-
-// journalFits refuses an epoch whose push journal entry (the signed transaction and the
+// JournalFits refuses an epoch whose push journal entry (the signed transaction and the
 // plaintext, base64 in JSON) would pass the largest value badger holds.
-func journalFits(plaintext, blob int) error {
+func JournalFits(plaintext, blob int) error {
 	n := 4*(plaintext+blob+1024)/3 + 4096
 	if n > valueLogFileSize {
 		return fmt.Errorf("%w: its plaintext is %d bytes, and the push journal holds at most about %d", ErrApplyLimit, plaintext, 3*valueLogFileSize/4-blob-4096)
@@ -206,4 +187,14 @@ func shortName(name string) string {
 		cut--
 	}
 	return name[:cut] + "..."
+}
+
+// UnapplicableReason says why this code could not apply row once anchored, as the reason a
+// push holds it with ("" when it could).
+func UnapplicableReason(row *seal.Row) string {
+	why := rowLimit(row)
+	if why == "" {
+		return ""
+	}
+	return fmt.Sprintf("row %s %s cannot be anchored: %s; shrink it (push refuses it until then, nothing else is blocked)", row.Tier, shortName(keyString(rowKey(row))), why)
 }

@@ -1,4 +1,4 @@
-package replica
+package store
 
 import (
 	"bufio"
@@ -20,8 +20,8 @@ import (
 // rows, then 3,990 of them rewritten and one deleted.
 func killEpochs() (p1, p2 *seal.Plaintext, rows []seal.Row) {
 	state := map[string]seal.Row{}
-	p1 = plaintextFor(state, 1, tinyRows(4000, "o"), nil)
-	rows = tinyRows(4000, "n")
+	p1 = plaintextFor(state, 1, TinyRows(4000, "o"), nil)
+	rows = TinyRows(4000, "n")
 	p2 = plaintextFor(state, 2, rows[:3990], []seal.Deleted{{Tier: seal.TierState, Key: rows[3995].Key}})
 	return p1, p2, rows
 }
@@ -108,7 +108,7 @@ func TestApplyKilledMidEpoch(t *testing.T) {
 		t.Fatalf("head after the restart: %+v, want the killed epoch finished", head)
 	}
 	_, _, rows := killEpochs()
-	checkRows(t, s, rows[:3990])
+	CheckRows(t, s, rows[:3990])
 	if _, err := s.Get(rowKey(&rows[3995])); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("the row the epoch deleted: %v", err)
 	}

@@ -1,4 +1,4 @@
-package replica
+package store
 
 import (
 	"errors"
@@ -37,6 +37,11 @@ type Key struct {
 	Category *string
 	Key      string
 	Local    bool
+}
+
+// Equal compares keys by value (Category is a pointer): a nil category equals only a nil one.
+func (k Key) Equal(o Key) bool {
+	return k.Tier == o.Tier && k.Key == o.Key && k.Local == o.Local && eqStrp(k.Category, o.Category)
 }
 
 // Anchor is where a version was anchored.

@@ -1,4 +1,4 @@
-package replica
+package store
 
 import (
 	"encoding/binary"
@@ -456,27 +456,40 @@ func categoryTwin(k Key) (Key, bool) {
 	return Key{}, false
 }
 
-// endSealing settles the rows a push or a push journal entry marked as sealing, once none
+// EndSealing settles the rows a push or a push journal entry marked as sealing, once none
 // holds them any more: a staged change that is back to the anchored version is unstaged, and
 // a staged deletion of a row that was never anchored is dropped. Rows still in the journal
 // (a push whose outcome is unknown) stay marked.
-func (r *Replica) endSealing() error {
-	keep, err := r.journalIDs()
+func (s *Store) EndSealing() error {
+	keep, err := s.journalIDs()
 	if err != nil {
 		return err
 	}
-	return r.update(func(txn *badger.Txn, apply *[]func()) error {
-		for id := range r.sealing {
+	return s.update(func(txn *badger.Txn, apply *[]func()) error {
+		for id := range s.sealing {
 			if keep[id] {
 				continue
 			}
-			if err := r.unstageIfAnchored(txn, apply, id); err != nil {
+			if err := s.unstageIfAnchored(txn, apply, id); err != nil {
 				return err
 			}
 		}
-		*apply = append(*apply, func() { r.sealing = keep })
+		*apply = append(*apply, func() { s.sealing = keep })
 		return nil
 	})
+}
+
+// LoadSealing marks the rows the push journal's entries carry as sealing: an interrupted
+// push sent them, and they stay sealing until its entry is settled.
+func (s *Store) LoadSealing() error {
+	ids, err := s.journalIDs()
+	if err != nil {
+		return err
+	}
+	s.t.mu.Lock()
+	s.sealing = ids
+	s.t.mu.Unlock()
+	return nil
 }
 
 // unstageIfAnchored drops the staged record of id when it changes nothing the mirror holds.
@@ -516,11 +529,11 @@ func (s *Store) unstageIfAnchored(txn *badger.Txn, apply *[]func(), id string) e
 }
 
 // journalIDs are the canonical ids of the rows the push journal's entries carry.
-func (r *Replica) journalIDs() (map[string]bool, error) {
+func (s *Store) journalIDs() (map[string]bool, error) {
 	ids := map[string]bool{}
-	err := r.db.View(func(txn *badger.Txn) error {
+	err := s.db.View(func(txn *badger.Txn) error {
 		return scanPrefix(txn, pPending, func(k, v []byte) error {
-			var p pendingPush
+			var p PendingPush
 			if err := decodeJSON(v, &p); err != nil {
 				return err
 			}

@@ -1,4 +1,4 @@
-package replica
+package store
 
 import (
 	"bytes"
@@ -101,7 +101,7 @@ func (h *History) find(k Key) (*histRec, error) {
 	if err != nil {
 		return nil, err
 	}
-	if rec == nil || !sameKey(rowKey(rec.Row), k) {
+	if rec == nil || !rowKey(rec.Row).Equal(k) {
 		return nil, ErrNotFound
 	}
 	return rec, nil

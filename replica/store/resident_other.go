@@ -1,6 +1,6 @@
 //go:build !linux
 
-package replica
+package store
 
 // Elsewhere mapped pages are left to the kernel.
 type releaser struct{}

@@ -1,4 +1,4 @@
-package replica
+package store
 
 import (
 	"github.com/dgraph-io/badger/v4"

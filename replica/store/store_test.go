@@ -1,4 +1,4 @@
-package replica
+package store
 
 import (
 	"errors"
@@ -35,7 +35,7 @@ func names(ds []Dirent) string {
 }
 
 func TestWriteListContent(t *testing.T) {
-	r := NewTestReplica(t)
+	r := newTestStore(t)
 	mustWrite(t, r.Store, Key{Tier: "entity", Category: cat("person"), Key: "zeta"}, `{"name":"zeta"}`)
 	mustWrite(t, r.Store, Key{Tier: "entity", Key: "café ünïcode"}, `{}`)
 	v := mustWrite(t, r.Store, Key{Tier: "entity", Category: cat("person"), Key: "bad"}, `not json`)
@@ -70,7 +70,7 @@ func TestWriteListContent(t *testing.T) {
 }
 
 func TestRenameCategoriesAndRemove(t *testing.T) {
-	r := NewTestReplica(t)
+	r := newTestStore(t)
 	from := Key{Tier: "entity", Category: cat("a"), Key: "x"}
 	mustWrite(t, r.Store, from, `{"x":1}`)
 	if err := r.SetAttr(from, "meta", cat(`{"m":true}`)); err != nil {
@@ -115,13 +115,13 @@ func TestRenameCategoriesAndRemove(t *testing.T) {
 		t.Fatalf("remove twice: %v", err)
 	}
 	// a row created and removed before anything was anchored leaves nothing to push
-	if rows, dels, _, err := r.collectStaged(false); err != nil || len(rows)+len(dels) != 0 {
+	if rows, dels, _, err := r.CollectStaged(false); err != nil || len(rows)+len(dels) != 0 {
 		t.Fatalf("staged after create+remove: %v %v %v", rows, dels, err)
 	}
 }
 
 func TestSetAttrRefusals(t *testing.T) {
-	r := NewTestReplica(t)
+	r := newTestStore(t)
 	k := Key{Tier: "state", Key: "s"}
 	mustWrite(t, r.Store, k, "body")
 	if err := r.SetAttr(k, "meta", cat("{not json")); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "JSON") {
@@ -139,7 +139,7 @@ func TestSetAttrRefusals(t *testing.T) {
 }
 
 func TestJournalAppend(t *testing.T) {
-	r := NewTestReplica(t)
+	r := newTestStore(t)
 	ev := `{"ts":"2026-09-09T21:15:00Z","evaluated":"checked the deadlift plan against the recovery score","acted":"wrote the session back as an entity","forward":null,"extra":"{\"tool\":\"kint\",\"source\":\"journal\"}"}`
 	v1, err := r.Write(Key{Tier: "journal", Key: "whatever"}, []byte(ev), time.Now())
 	if err != nil {
@@ -172,7 +172,7 @@ func TestJournalAppend(t *testing.T) {
 }
 
 func TestLocalFileBecomesRow(t *testing.T) {
-	r := NewTestReplica(t)
+	r := newTestStore(t)
 	row := Key{Tier: "state", Key: "doc"}
 	mustWrite(t, r.Store, row, "old")
 	tmp := Key{Tier: "state", Key: ".doc.swp", Local: true}
@@ -190,7 +190,7 @@ func TestLocalFileBecomesRow(t *testing.T) {
 	if _, err := r.Get(tmp); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("the temp file remains: %v", err)
 	}
-	rows, _, _, _ := r.collectStaged(false)
+	rows, _, _, _ := r.CollectStaged(false)
 	if len(rows) != 1 || rows[0].Key != "doc" {
 		t.Fatalf("local files must never be staged for anchoring: %+v", rows)
 	}
@@ -229,7 +229,7 @@ func TestDurableAcrossReopenAndStableInodes(t *testing.T) {
 }
 
 func TestStagingCap(t *testing.T) {
-	r := NewTestReplica(t)
+	r := newTestStore(t)
 	r.StagingCap = 100
 	mustWrite(t, r.Store, Key{Tier: "state", Key: "a"}, strings.Repeat("x", 60))
 	_, err := r.Write(Key{Tier: "state", Key: "b"}, []byte(strings.Repeat("x", 60)), time.Now())
@@ -262,7 +262,7 @@ func plaintextFor(state map[string]seal.Row, seq uint64, rows []seal.Row, dels [
 }
 
 func TestApplyEpochHistoryAndConflicts(t *testing.T) {
-	r := NewTestReplica(t)
+	r := newTestStore(t)
 	state := map[string]seal.Row{}
 	goal := seal.Row{Tier: "state", Key: "goal", Body: cat("v1")}
 	other := seal.Row{Tier: "state", Key: "other", Body: cat("o1")}

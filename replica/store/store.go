@@ -1,4 +1,4 @@
-package replica
+package store
 
 import (
 	"bytes"
@@ -95,6 +95,16 @@ func openBadger(dir string) (*badger.DB, error) {
 
 // ErrInUse: another process (a mount, or a command outside one) has the state database open.
 var ErrInUse = errors.New("another kintfs process is using this KINT_HOME (a mount starting or stopping, or a command still running): wait for it to finish, or unmount the vault")
+
+// CheckNotInUse opens and closes the state database in dir, taking badger's lock for that
+// instant: ErrInUse when another process has it open.
+func CheckNotInUse(dir string) error {
+	db, err := openBadger(dir)
+	if err != nil {
+		return err
+	}
+	return db.Close()
+}
 
 // collectValueLog rewrites the value log files that are mostly replaced values, until none is.
 func collectValueLog(db *badger.DB) {

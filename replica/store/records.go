@@ -1,4 +1,4 @@
-package replica
+package store
 
 import (
 	"encoding/json"
@@ -194,4 +194,32 @@ func (r *localRec) UnmarshalJSON(b []byte) error {
 	}
 	*r = localRec(w.plain)
 	return w.Raw.restore(keySlots(&r.Key))
+}
+
+// Gap is an epoch a pull could not apply.
+type Gap struct {
+	Seq          uint64 `json:"seq"`
+	Block        uint64 `json:"block"`
+	Reason       string `json:"reason"`
+	SupersededBy uint64 `json:"superseded_by,omitempty"`
+}
+
+// HeldRow is a staged row that cannot be anchored as it stands.
+type HeldRow struct {
+	Tier     string  `json:"tier"`
+	Category *string `json:"category"`
+	Key      string  `json:"key"`
+	Reason   string  `json:"reason"`
+}
+
+// PendingPush is the durable push journal entry written before a transaction is sent, so a
+// crash between send and receipt is adopted on the next start instead of read as a fork.
+type PendingPush struct {
+	Seq       uint64      `json:"seq"`
+	Prev      common.Hash `json:"prev"`
+	Digest    common.Hash `json:"digest"`
+	Tx        common.Hash `json:"tx"`
+	RawTx     []byte      `json:"raw_tx"`
+	Plaintext []byte      `json:"plaintext"`
+	Bucket    int         `json:"bucket"`
 }

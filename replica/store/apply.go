@@ -1,4 +1,4 @@
-package replica
+package store
 
 import (
 	"fmt"
@@ -209,9 +209,7 @@ func (s *Store) forgetInos(saved uint64) {
 func (s *Store) prepareApply(info EpochInfo, p *seal.Plaintext, opt ApplyOptions) *epochApply {
 	e := &epochApply{info: info, p: p, opt: opt, anchor: Anchor{Seq: info.Seq, Block: info.Block, Tx: info.Tx}, mtime: opt.Mtime}
 	if e.mtime.IsZero() {
-		if t, err := time.Parse("2006-01-02T15:04:05Z", p.CreatedAt); err == nil {
-			e.mtime = t
-		}
+		e.mtime = seal.ParseCreatedAt(p.CreatedAt) // zero when it does not parse
 	}
 	// the new state: puts (with their leaves) and deletions by id
 	e.puts = make(map[string]*seal.Row, len(p.Rows))

@@ -1,0 +1,342 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/ethereum/go-ethereum/common"
+
+	"kintfs/seal"
+)
+
+// ErrHistoryIncomplete refuses a history view of a block this machine holds no versions for.
+var ErrHistoryIncomplete = errors.New("history not on this machine")
+
+// kHistSkipped lists the epochs under a snapshot that the backfill could not open ([]Gap).
+const kHistSkipped = "x/histskipped"
+
+// HistoryHole is a run of epochs, Lo to Hi, that the mirror stepped over: the epoch before it
+// (Below, nil when Lo is 1) and the snapshot after it (Above) are recorded.
+type HistoryHole struct {
+	Lo, Hi uint64
+	Below  *EpochInfo
+	Above  EpochInfo
+}
+
+// blocks is the range of blocks whose state the hole leaves unknown: from just after Below's
+// block (0 when Below is nil) up to, not including, Above's block.
+func (h HistoryHole) blocks() (from, to uint64) {
+	if h.Below != nil {
+		from = h.Below.Block + 1
+	}
+	return from, h.Above.Block
+}
+
+// HistoryHoles lists the holes in the recorded epochs, oldest first.
+func (s *Store) HistoryHoles() ([]HistoryHole, error) {
+	var holes []HistoryHole
+	err := s.db.View(func(txn *badger.Txn) error {
+		var prev *EpochInfo
+		return scanValues(txn, pEpoch, func(k, v []byte) error {
+			var info EpochInfo
+			if err := decodeJSON(v, &info); err != nil {
+				return fmt.Errorf("epoch record %x: %w", k, err)
+			}
+			next := uint64(1)
+			if prev != nil {
+				next = prev.Seq + 1
+			}
+			if info.Seq > next {
+				holes = append(holes, HistoryHole{Lo: next, Hi: info.Seq - 1, Below: prev, Above: info})
+			}
+			prev = &info
+			return nil
+		})
+	})
+	return holes, err
+}
+
+// HistoryFrom is the oldest recorded epoch from which every epoch up to the mirror is recorded
+// (a zero Head when none is).
+func (s *Store) HistoryFrom() (Head, error) {
+	holes, err := s.HistoryHoles()
+	if err != nil {
+		return Head{}, err
+	}
+	return s.historyFrom(holes)
+}
+
+// historyFrom is HistoryFrom given the holes.
+func (s *Store) historyFrom(holes []HistoryHole) (Head, error) {
+	if n := len(holes); n > 0 {
+		a := holes[n-1].Above
+		return Head{Seq: a.Seq, Digest: a.Digest, Block: a.Block}, nil
+	}
+	var first EpochInfo
+	err := s.db.View(func(txn *badger.Txn) error {
+		_, err := getJSON(txn, pEpoch+string(be64(1)), &first)
+		return err
+	})
+	return Head{Seq: first.Seq, Digest: first.Digest, Block: first.Block}, err
+}
+
+// CheckHistory says whether the versions anchored at or before block are all on this
+// machine: ErrHistoryIncomplete when the block falls in a hole.
+func (s *Store) CheckHistory(block uint64) error {
+	holes, err := s.HistoryHoles()
+	if err != nil {
+		return err
+	}
+	for _, h := range holes {
+		if from, to := h.blocks(); block >= from && block < to {
+			return fmt.Errorf("%w: block %d lies under snapshot %d (block %d), and the epochs under it were never fetched here; kintfs pull --full fetches them",
+				ErrHistoryIncomplete, block, h.Above.Seq, h.Above.Block)
+		}
+	}
+	return nil
+}
+
+// ReplayState is the state of the vault as of one epoch, by canonical id, for checking the
+// roots of the epochs after it.
+type ReplayState struct {
+	leaves leafSet
+}
+
+func (st *ReplayState) changes(p *seal.Plaintext) []leafChange {
+	puts := make(map[string]common.Hash, len(p.Rows))
+	for i := range p.Rows {
+		puts[p.Rows[i].ID()] = seal.Leaf(&p.Rows[i])
+	}
+	dels := make(map[string]seal.Deleted, len(p.Deleted))
+	for _, d := range p.Deleted {
+		dels[d.ID()] = d
+	}
+	return leafChanges(puts, dels)
+}
+
+// RootAfter is the rows_root and the row count of the state with p applied.
+func (st *ReplayState) RootAfter(p *seal.Plaintext) (common.Hash, int) {
+	return st.leaves.rootWith(st.changes(p), p.Snapshot)
+}
+
+// Step applies p to the state.
+func (st *ReplayState) Step(p *seal.Plaintext) {
+	if p.Snapshot {
+		st.leaves.reset(st.changes(p))
+	} else {
+		st.leaves.apply(st.changes(p))
+	}
+}
+
+// StateAt rebuilds the state as of a recorded epoch (empty before the first) from the
+// history index: for each row, its newest version at or before that epoch.
+func (s *Store) StateAt(info *EpochInfo) (*ReplayState, error) {
+	st := &ReplayState{}
+	if info == nil {
+		return st, nil
+	}
+	bound := append(be64(info.Block), be64(info.Seq)...)
+	type newest struct {
+		at   []byte
+		leaf *common.Hash
+	}
+	rows := map[string]newest{}
+	err := s.db.View(func(txn *badger.Txn) error {
+		return scanValues(txn, pHistory, func(k, v []byte) error {
+			if len(k) < len(pHistory)+17 {
+				return nil
+			}
+			at := k[len(k)-16:]
+			if bytes.Compare(at, bound) > 0 {
+				return nil
+			}
+			id := string(k[len(pHistory) : len(k)-17])
+			if cur, ok := rows[id]; ok && bytes.Compare(cur.at, at) > 0 {
+				return nil
+			}
+			var rec histRec
+			if err := decodeJSON(v, &rec); err != nil {
+				return err
+			}
+			n := newest{at: append([]byte(nil), at...)}
+			if rec.Row != nil {
+				l := common.Hash(seal.Leaf(rec.Row))
+				n.leaf = &l
+			}
+			rows[id] = n
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(rows))
+	for id, n := range rows {
+		if n.leaf != nil {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		st.leaves.add(id, *rows[id].leaf)
+	}
+	return st, nil
+}
+
+// WriteVersions writes to the history index the rows p anchored at anchor (only those that differ
+// from before, with onlyChanged) and the deletion of each row of before it removed: those it
+// names, or for a snapshot every one it leaves out.
+func (s *Store) WriteVersions(anchor Anchor, p *seal.Plaintext, before *ReplayState, onlyChanged bool) error {
+	mtime := nanos(seal.ParseCreatedAt(p.CreatedAt))
+	wb := s.db.NewWriteBatch()
+	defer wb.Cancel()
+	puts := map[string]bool{}
+	for i := range p.Rows {
+		row := p.Rows[i]
+		id := row.ID()
+		puts[id] = true
+		if old, ok := before.leaves.get(id); onlyChanged && ok && old == common.Hash(seal.Leaf(&row)) {
+			continue
+		}
+		if err := setHistory(wb, id, anchor.Block, anchor.Seq, &histRec{Row: &row, Anchor: anchor, Mtime: mtime}); err != nil {
+			return err
+		}
+	}
+	gone := func(id string) error {
+		if _, ok := before.leaves.get(id); !ok || puts[id] {
+			return nil
+		}
+		return setHistory(wb, id, anchor.Block, anchor.Seq, &histRec{Anchor: anchor, Mtime: mtime})
+	}
+	if p.Snapshot {
+		for _, e := range before.leaves.e {
+			if err := gone(e.id); err != nil {
+				return err
+			}
+		}
+	} else {
+		for _, d := range p.Deleted {
+			if err := gone(d.ID()); err != nil {
+				return err
+			}
+		}
+	}
+	if err := wb.Flush(); err != nil {
+		return fmt.Errorf("record epoch %d: %w", anchor.Seq, err)
+	}
+	return nil
+}
+
+func setHistory(wb *badger.WriteBatch, id string, block, seq uint64, rec *histRec) error {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	return wb.Set(historyKey(id, block, seq), b)
+}
+
+// BlockAt is the block of the newest recorded epoch whose block timestamp is at or before t
+// (0, the tree before the first epoch, when none is). It needs no chain: the times are
+// recorded as epochs are pushed and pulled. A time that falls where this machine holds no
+// history, or before the times are read, is refused with ErrHistoryIncomplete.
+func (s *Store) BlockAt(t time.Time) (uint64, error) {
+	if t.Unix() < 0 {
+		return 0, nil
+	}
+	at := uint64(t.Unix())
+	var block uint64
+	err := s.db.View(func(txn *badger.Txn) error {
+		var prev *EpochInfo
+		return scanValues(txn, pEpoch, func(k, v []byte) error {
+			var info EpochInfo
+			if err := decodeJSON(v, &info); err != nil {
+				return err
+			}
+			defer func() { prev = &info }()
+			if info.Time == 0 {
+				return fmt.Errorf("%w: the block time of epoch %d is not recorded yet (the next pull records it)", ErrHistoryIncomplete, info.Seq)
+			}
+			if info.Time > at {
+				// the newest epoch at or before t could be one this machine never fetched
+				if hole := (prev == nil && info.Seq > 1) || (prev != nil && prev.Seq+1 != info.Seq); hole {
+					return fmt.Errorf("%w: %s lies under snapshot %d, and the epochs under it were never fetched here; kintfs pull --full fetches them",
+						ErrHistoryIncomplete, t.UTC().Format(time.RFC3339), info.Seq)
+				}
+				return errStopScan
+			}
+			block = info.Block
+			return nil
+		})
+	})
+	if errors.Is(err, errStopScan) {
+		err = nil
+	}
+	return block, err
+}
+
+var errStopScan = errors.New("stop")
+
+// RecordHistory writes the epoch record of an epoch whose versions WriteVersions recorded
+// (which marks it recorded), with the category count at it, never touching the mirror.
+func (s *Store) RecordHistory(info *EpochInfo) error {
+	return s.db.Update(func(txn *badger.Txn) error {
+		if err := s.recordCategoryCount(txn, info.Block, info.Seq); err != nil {
+			return err
+		}
+		return setJSON(txn, pEpoch+string(be64(info.Seq)), info)
+	})
+}
+
+// RecordBoundary writes the category count at the snapshot above a filled hole.
+func (s *Store) RecordBoundary(block, seq uint64) error {
+	return s.db.Update(func(txn *badger.Txn) error { return s.recordCategoryCount(txn, block, seq) })
+}
+
+// HistorySkipped lists the epochs under a snapshot that the backfill could not open.
+func (s *Store) HistorySkipped() ([]Gap, error) {
+	var skipped []Gap
+	err := s.getState(kHistSkipped, &skipped)
+	return skipped, err
+}
+
+// SetHistorySkipped records the epochs the backfill could not open.
+func (s *Store) SetHistorySkipped(skipped []Gap) error { return s.setState(kHistSkipped, skipped) }
+
+// EpochsWithoutTime lists the recorded epochs whose block timestamp is not recorded yet.
+func (s *Store) EpochsWithoutTime() ([]EpochInfo, error) {
+	var missing []EpochInfo
+	err := s.db.View(func(txn *badger.Txn) error {
+		return scanValues(txn, pEpoch, func(k, v []byte) error {
+			var info EpochInfo
+			if err := decodeJSON(v, &info); err != nil {
+				return err
+			}
+			if info.Time == 0 {
+				missing = append(missing, info)
+			}
+			return nil
+		})
+	})
+	return missing, err
+}
+
+// SetEpochTimes rewrites the epoch records in list with their Time, in one batch.
+func (s *Store) SetEpochTimes(list []EpochInfo) error {
+	wb := s.db.NewWriteBatch()
+	defer wb.Cancel()
+	for i := range list {
+		b, err := json.Marshal(&list[i])
+		if err != nil {
+			return err
+		}
+		if err := wb.Set([]byte(pEpoch+string(be64(list[i].Seq))), b); err != nil {
+			return err
+		}
+	}
+	return wb.Flush()
+}

@@ -1,0 +1,276 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/ethereum/go-ethereum/common"
+
+	"kintfs/seal"
+)
+
+// CollectStaged reads the staged rows that can be anchored and the deletions, and lists the
+// held ones. With mark set, it marks what it read as sealing in the same instant, so no
+// change can slip between the read and the mark.
+func (s *Store) CollectStaged(mark bool) (rows []seal.Row, dels []seal.Deleted, held []HeldRow, err error) {
+	s.t.mu.Lock()
+	defer s.t.mu.Unlock()
+	err = s.db.View(func(txn *badger.Txn) error {
+		return scanStaged(txn, true, func(id string, st *stagedRec) error {
+			if mark && st.Held == "" {
+				s.sealing[id] = true
+			}
+			switch {
+			case st.Del:
+				if _, err := txn.Get([]byte(pMirror + id)); errors.Is(err, badger.ErrKeyNotFound) {
+					return nil // a row that was never anchored: nothing to delete
+				}
+				dels = append(dels, seal.Deleted{Tier: st.Row.Tier, Category: st.Row.Category, Key: st.Row.Key})
+			case st.Held != "":
+				held = append(held, HeldRow{Tier: st.Row.Tier, Category: st.Row.Category, Key: st.Row.Key, Reason: st.Held})
+			default:
+				rows = append(rows, st.Row)
+			}
+			return nil
+		})
+	})
+	return
+}
+
+// Hold marks a staged row as held with reason, persisted so status and xattrs show it.
+func (s *Store) Hold(row seal.Row, reason string) error {
+	id := row.ID()
+	return s.update(func(txn *badger.Txn, apply *[]func()) error {
+		st, found, err := getStaged(txn, id)
+		if err != nil || !found {
+			return err
+		}
+		if st.Del || seal.Leaf(&st.Row) != seal.Leaf(&row) {
+			return nil // changed since the push read it: the new version gets its own check
+		}
+		st.Held = reason
+		if err := putStaged(txn, id, &st); err != nil {
+			return err
+		}
+		k := rowKey(&st.Row)
+		*apply = append(*apply, func() { s.t.setHeld(k, reason) })
+		return nil
+	})
+}
+
+// RootAfter is the rows_root and the row count of the mirror with chunk applied, or of the
+// chunk alone for a snapshot.
+func (s *Store) RootAfter(chunk seal.Chunk, snapshot bool) (common.Hash, int) {
+	puts := make(map[string]common.Hash, len(chunk.Rows))
+	for i := range chunk.Rows {
+		puts[chunk.Rows[i].ID()] = seal.Leaf(&chunk.Rows[i])
+	}
+	dels := make(map[string]seal.Deleted, len(chunk.Deleted))
+	for _, d := range chunk.Deleted {
+		dels[d.ID()] = d
+	}
+	changes := leafChanges(puts, dels)
+	s.t.mu.RLock()
+	defer s.t.mu.RUnlock()
+	return s.leaves.rootWith(changes, snapshot)
+}
+
+func pendingKey(seq uint64) string { return pPending + string(be64(seq)) }
+
+// MirrorHead is the head of the mirror.
+func (s *Store) MirrorHead() (Head, error) {
+	var h Head
+	err := s.db.View(func(txn *badger.Txn) error {
+		_, err := getJSON(txn, kHead, &h)
+		return err
+	})
+	return h, err
+}
+
+// getState reads the state record key into v (left as it is when absent).
+func (s *Store) getState(key string, v any) error {
+	return s.db.View(func(txn *badger.Txn) error {
+		_, err := getJSON(txn, key, v)
+		return err
+	})
+}
+
+// setState writes the state record key.
+func (s *Store) setState(key string, v any) error {
+	return s.db.Update(func(txn *badger.Txn) error { return setJSON(txn, key, v) })
+}
+
+// Epochs lists the epochs this machine holds, oldest first.
+func (s *Store) Epochs() ([]EpochInfo, error) {
+	var out []EpochInfo
+	err := s.db.View(func(txn *badger.Txn) error {
+		return scanPrefix(txn, pEpoch, func(k, v []byte) error {
+			var e EpochInfo
+			if err := decodeJSON(v, &e); err != nil {
+				return err
+			}
+			out = append(out, e)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// BlocksText is .kint/blocks: one line per anchored epoch held here.
+func (s *Store) BlocksText() []byte {
+	eps, err := s.Epochs()
+	if err != nil {
+		return []byte(fmt.Sprintf("error: %v\n", err))
+	}
+	var b []byte
+	for _, e := range eps {
+		b = fmt.Appendf(b, "%d %d %s\n", e.Seq, e.Block, e.Tx)
+	}
+	return b
+}
+
+// Gaps are the epochs the pulls so far could not apply.
+func (s *Store) Gaps() ([]Gap, error) {
+	var gaps []Gap
+	err := s.getState(kGaps, &gaps)
+	return gaps, err
+}
+
+// SetGaps records the epochs the pulls so far could not apply.
+func (s *Store) SetGaps(gaps []Gap) error { return s.setState(kGaps, gaps) }
+
+// Seen is the newest chain head this machine has seen (the watermark).
+func (s *Store) Seen() (Head, error) {
+	var h Head
+	err := s.getState(kSeen, &h)
+	return h, err
+}
+
+// SetSeen records the newest chain head this machine has seen.
+func (s *Store) SetSeen(h Head) error { return s.setState(kSeen, &h) }
+
+// Bucket is the bucket ratchet: the largest padding bucket of an epoch applied so far.
+func (s *Store) Bucket() (int, error) {
+	var b int
+	err := s.getState(kBucket, &b)
+	return b, err
+}
+
+// SetBucket records the bucket ratchet.
+func (s *Store) SetBucket(b int) error { return s.setState(kBucket, b) }
+
+// EpochRecord is the record of the applied or recorded epoch seq; found is false when there
+// is none.
+func (s *Store) EpochRecord(seq uint64) (info EpochInfo, found bool, err error) {
+	err = s.db.View(func(txn *badger.Txn) error {
+		var err error
+		found, err = getJSON(txn, pEpoch+string(be64(seq)), &info)
+		return err
+	})
+	return info, found, err
+}
+
+// PutPending writes a push journal entry, before its transaction is sent.
+func (s *Store) PutPending(p *PendingPush) error { return s.setState(pendingKey(p.Seq), p) }
+
+// DeletePending clears the push journal entry of seq.
+func (s *Store) DeletePending(seq uint64) error {
+	return s.db.Update(func(txn *badger.Txn) error { return txn.Delete([]byte(pendingKey(seq))) })
+}
+
+// PendingPushes lists the push journal's entries, oldest first.
+func (s *Store) PendingPushes() ([]PendingPush, error) {
+	var pend []PendingPush
+	err := s.db.View(func(txn *badger.Txn) error {
+		return scanPrefix(txn, pPending, func(k, v []byte) error {
+			var p PendingPush
+			if err := decodeJSON(v, &p); err != nil {
+				return err
+			}
+			pend = append(pend, p)
+			return nil
+		})
+	})
+	return pend, err
+}
+
+// Summary is the local store's part of the status.
+type Summary struct {
+	Seen        Head // the newest chain head this machine has seen
+	Mirror      Head
+	Conflicts   []Conflict
+	Gaps        []Gap
+	PendingPush []uint64 // the seqs the push journal holds
+	StagedRows  int
+	StagedDels  int
+	StagedBytes int64
+	Held        []HeldRow
+	// OldestStaged is when the oldest staged change was made; zero when nothing is staged.
+	OldestStaged time.Time
+	// HistoryFrom is the oldest epoch from which every version is recorded (HistoryFrom).
+	HistoryFrom Head
+	Holes       int // runs of epochs under a snapshot whose versions are not recorded
+}
+
+// Summary reads the local store's part of the status.
+func (s *Store) Summary() (*Summary, error) {
+	sum := &Summary{Held: []HeldRow{}, Conflicts: []Conflict{}, Gaps: []Gap{}}
+	var oldest int64
+	err := s.db.View(func(txn *badger.Txn) error {
+		for key, v := range map[string]any{kSeen: &sum.Seen, kHead: &sum.Mirror, kConflict: &sum.Conflicts, kGaps: &sum.Gaps} {
+			if _, err := getJSON(txn, key, v); err != nil {
+				return err
+			}
+		}
+		err := scanPrefix(txn, pPending, func(k, v []byte) error {
+			sum.PendingPush = append(sum.PendingPush, beUint64(k[len(pPending):]))
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		return scanStaged(txn, false, func(id string, st *stagedRec) error {
+			if st.Del {
+				sum.StagedDels++
+			} else {
+				sum.StagedRows++
+				sum.StagedBytes += st.Size
+			}
+			if st.Held != "" {
+				sum.Held = append(sum.Held, HeldRow{Tier: st.Row.Tier, Category: st.Row.Category, Key: st.Row.Key, Reason: st.Held})
+			}
+			if oldest == 0 || st.At < oldest {
+				oldest = st.At
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	holes, err := s.HistoryHoles()
+	if err != nil {
+		return nil, err
+	}
+	sum.Holes = len(holes)
+	if sum.HistoryFrom, err = s.historyFrom(holes); err != nil {
+		return nil, err
+	}
+	if oldest != 0 {
+		sum.OldestStaged = fromNanos(oldest)
+	}
+	return sum, nil
+}
+
+// OnStage installs fn, told after each commit that staged something (the worker's kick).
+func (s *Store) OnStage(fn func()) { s.onStage = fn }
+
+// Anchorable is the content bytes of the staged rows that are not held: what the size
+// trigger of the worker counts.
+func (s *Store) Anchorable() int64 {
+	s.t.mu.RLock()
+	defer s.t.mu.RUnlock()
+	return s.t.anchorable
+}
