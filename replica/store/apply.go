@@ -89,11 +89,8 @@ func (s *Store) applyLocked(info EpochInfo, p *seal.Plaintext, opt ApplyOptions,
 	if s.applyErr != nil {
 		return nil, nil, s.applyErr
 	}
-	var head Head
-	if err := s.db.View(func(txn *badger.Txn) error {
-		_, err := getJSON(txn, kHead, &head)
-		return err
-	}); err != nil {
+	head, err := s.MirrorHead()
+	if err != nil {
 		return nil, nil, err
 	}
 	if info.Seq != head.Seq+1 && !p.Snapshot {
@@ -101,42 +98,64 @@ func (s *Store) applyLocked(info EpochInfo, p *seal.Plaintext, opt ApplyOptions,
 	}
 	e := s.prepareApply(info, p, opt)
 	if !redo {
-		root, nRows := s.leaves.rootWith(e.changes, p.Snapshot)
-		if root != common.Hash(p.RowsRoot) {
-			return nil, nil, fmt.Errorf("epoch %d: %w (computed %x, anchored %x)", info.Seq, ErrRootMismatch, root[:6], p.RowsRoot[:6])
-		}
-		if nRows != p.NRows {
-			return nil, nil, fmt.Errorf("epoch %d: n_rows says %d, the state holds %d", info.Seq, p.NRows, nRows)
-		}
-		if err := CheckApplicable(p); err != nil {
-			return nil, nil, fmt.Errorf("epoch %d: %w", info.Seq, err)
+		if err := s.checkRoot(e); err != nil {
+			return nil, nil, err
 		}
 	}
 	batches := s.applyBatches(e)
 	if len(batches) <= 1 && !redo {
-		// the common case: the whole epoch in one transaction, no marker needed
-		var apply []func()
-		var changed []Key
-		var conflicts []Conflict
-		saved := s.t.inoNext
-		err := s.db.Update(func(txn *badger.Txn) error {
-			var b []leafChange
-			if len(batches) == 1 {
-				b = batches[0]
-			}
-			var err error
-			if changed, conflicts, err = s.applyBatch(txn, &apply, e, b); err != nil {
-				return err
-			}
-			return s.finishEpoch(txn, e, false)
-		})
-		if err != nil {
-			s.forgetInos(saved)
-			return nil, nil, err
-		}
-		s.runApply(apply, e)
-		return changed, conflicts, nil
+		return s.applyWhole(e, batches)
 	}
+	return s.applyMarked(e, batches, redo)
+}
+
+// checkRoot checks the epoch against the running root and row count, and that this code can
+// write every row of it.
+func (s *Store) checkRoot(e *epochApply) error {
+	info, p := e.info, e.p
+	root, nRows := s.leaves.rootWith(e.changes, p.Snapshot)
+	if root != common.Hash(p.RowsRoot) {
+		return fmt.Errorf("epoch %d: %w (computed %x, anchored %x)", info.Seq, ErrRootMismatch, root[:6], p.RowsRoot[:6])
+	}
+	if nRows != p.NRows {
+		return fmt.Errorf("epoch %d: n_rows says %d, the state holds %d", info.Seq, p.NRows, nRows)
+	}
+	if err := CheckApplicable(p); err != nil {
+		return fmt.Errorf("epoch %d: %w", info.Seq, err)
+	}
+	return nil
+}
+
+// applyWhole is the common case: the whole epoch (at most one batch) in one transaction, no
+// marker needed.
+func (s *Store) applyWhole(e *epochApply, batches [][]leafChange) ([]Key, []Conflict, error) {
+	var apply []func()
+	var changed []Key
+	var conflicts []Conflict
+	saved := s.t.inoNext
+	err := s.db.Update(func(txn *badger.Txn) error {
+		var b []leafChange
+		if len(batches) == 1 {
+			b = batches[0]
+		}
+		var err error
+		if changed, conflicts, err = s.applyBatch(txn, &apply, e, b); err != nil {
+			return err
+		}
+		return s.finishEpoch(txn, e, false)
+	})
+	if err != nil {
+		s.forgetInos(saved)
+		return nil, nil, err
+	}
+	s.runApply(apply, e)
+	return changed, conflicts, nil
+}
+
+// applyMarked writes the epoch in batches under a durable marker (written here unless redo
+// finishes the apply it names), then moves the head and deletes the marker.
+func (s *Store) applyMarked(e *epochApply, batches [][]leafChange, redo bool) ([]Key, []Conflict, error) {
+	info := e.info
 	if !redo {
 		if err := s.writeMarker(e, len(batches)); err != nil {
 			return nil, nil, fmt.Errorf("epoch %d: %w", info.Seq, err)
@@ -242,53 +261,15 @@ func (s *Store) prepareApply(info EpochInfo, p *seal.Plaintext, opt ApplyOptions
 func (s *Store) applyBatch(txn *badger.Txn, apply *[]func(), e *epochApply, batch []leafChange) ([]Key, []Conflict, error) {
 	var changed []Key
 	var conflicts []Conflict
-	info, opt := e.info, e.opt
 	for _, ch := range batch {
-		id := ch.id
+		var k []Key
+		var c []Conflict
+		var err error
 		if ch.del {
-			m, found, err := getMirror(txn, id, false)
-			if err != nil {
-				return nil, nil, err
-			}
-			if !found {
-				continue
-			}
-			if err := delMirror(txn, id); err != nil {
-				return nil, nil, err
-			}
-			if err := setJSON(txn, string(historyKey(id, info.Block, info.Seq)), &histRec{Anchor: e.anchor, Mtime: nanos(e.mtime)}); err != nil {
-				return nil, nil, err
-			}
-			k, c, err := s.settle(txn, apply, id, rowKey(&m.Row), nil, info, opt)
-			if err != nil {
-				return nil, nil, err
-			}
-			changed = append(changed, k...)
-			conflicts = append(conflicts, c...)
-			continue
+			k, c, err = s.applyDelete(txn, apply, e, ch.id)
+		} else {
+			k, c, err = s.applyPut(txn, apply, e, ch.id)
 		}
-		r := e.puts[id]
-		m, found, err := getMirror(txn, id, false)
-		if err != nil {
-			return nil, nil, err
-		}
-		if found && m.Leaf == e.next[id] && eqStrp(m.Row.Category, r.Category) {
-			continue // a snapshot repeating a row unchanged, or a batch already applied
-		}
-		rowMtime := e.mtime
-		if st, found, err := getStaged(txn, id); err != nil {
-			return nil, nil, err
-		} else if found && opt.Own && !st.Del && seal.Leaf(&st.Row) == e.next[id] {
-			rowMtime = fromNanos(st.Mtime)
-		}
-		rec := newMirrorRec(*r, e.next[id], e.anchor, nanos(rowMtime))
-		if err := putMirror(txn, id, &rec); err != nil {
-			return nil, nil, err
-		}
-		if err := setJSON(txn, string(historyKey(id, info.Block, info.Seq)), &histRec{Row: r, Anchor: e.anchor, Mtime: nanos(rowMtime)}); err != nil {
-			return nil, nil, err
-		}
-		k, c, err := s.settle(txn, apply, id, rowKey(r), &rec, info, opt)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -306,6 +287,52 @@ func (s *Store) applyBatch(txn *badger.Txn, apply *[]func(), e *epochApply, batc
 		}
 	}
 	return changed, conflicts, nil
+}
+
+// applyDelete removes id from the mirror, records its deletion in the history index and
+// settles the live tree; an id not in the mirror (never there, or a batch already applied)
+// is skipped.
+func (s *Store) applyDelete(txn *badger.Txn, apply *[]func(), e *epochApply, id string) ([]Key, []Conflict, error) {
+	info := e.info
+	m, found, err := getMirror(txn, id, false)
+	if err != nil || !found {
+		return nil, nil, err
+	}
+	if err := delMirror(txn, id); err != nil {
+		return nil, nil, err
+	}
+	if err := setJSON(txn, string(historyKey(id, info.Block, info.Seq)), &histRec{Anchor: e.anchor, Mtime: nanos(e.mtime)}); err != nil {
+		return nil, nil, err
+	}
+	return s.settle(txn, apply, id, rowKey(&m.Row), nil, info, e.opt)
+}
+
+// applyPut writes the epoch's row id to the mirror and the history index and settles the
+// live tree; a row the mirror already holds as it is is skipped.
+func (s *Store) applyPut(txn *badger.Txn, apply *[]func(), e *epochApply, id string) ([]Key, []Conflict, error) {
+	info, opt := e.info, e.opt
+	r := e.puts[id]
+	m, found, err := getMirror(txn, id, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	if found && m.Leaf == e.next[id] && eqStrp(m.Row.Category, r.Category) {
+		return nil, nil, nil // a snapshot repeating a row unchanged, or a batch already applied
+	}
+	rowMtime := e.mtime
+	if st, found, err := getStaged(txn, id); err != nil {
+		return nil, nil, err
+	} else if found && opt.Own && !st.Del && seal.Leaf(&st.Row) == e.next[id] {
+		rowMtime = fromNanos(st.Mtime)
+	}
+	rec := newMirrorRec(*r, e.next[id], e.anchor, nanos(rowMtime))
+	if err := putMirror(txn, id, &rec); err != nil {
+		return nil, nil, err
+	}
+	if err := setJSON(txn, string(historyKey(id, info.Block, info.Seq)), &histRec{Row: r, Anchor: e.anchor, Mtime: nanos(rowMtime)}); err != nil {
+		return nil, nil, err
+	}
+	return s.settle(txn, apply, id, rowKey(r), &rec, info, opt)
 }
 
 // finishEpoch records the applied epoch and moves the head, deleting the marker of a
@@ -348,63 +375,22 @@ func (s *Store) settle(txn *badger.Txn, apply *[]func(), id string, k Key, m *mi
 	}
 	changed := []Key{k}
 	var conflicts []Conflict
-	var chainLeaf common.Hash
-	if m != nil {
-		chainLeaf = m.Leaf
-	}
 	if found {
-		same := (st.Del && m == nil) || (!st.Del && m != nil && seal.Leaf(&st.Row) == m.Leaf)
-		switch {
-		case same:
-			if err := delStaged(txn, id); err != nil {
-				return nil, nil, err
-			}
-			found = false
-		case opt.Own || st.Base == chainLeaf:
-			// changed again after sealing, or the chain did not touch what it was based on:
-			// the staged change rebases on the new mirror
-			st.Base = chainLeaf
-			if err := putStaged(txn, id, &st); err != nil {
-				return nil, nil, err
-			}
-		default:
-			c := Conflict{Tier: st.Row.Tier, Category: st.Row.Category, Key: st.Row.Key, Seq: info.Seq,
-				At: time.Now().UTC().Format(time.RFC3339)}
-			if !st.Del {
-				local := Key{Tier: k.Tier, Category: rowKey(&st.Row).Category, Local: true,
-					Key: "." + conflictName(st.Row.Key) + fmt.Sprintf(".conflict-%d", info.Seq)}
-				body := RenderContent(&st.Row)
-				if _, err := s.putLocal(txn, apply, local, body, fromNanos(st.Mtime)); err != nil {
-					return nil, nil, err
-				}
-				c.Copy = local.Key
-				changed = append(changed, local)
-			}
-			if err := delStaged(txn, id); err != nil {
-				return nil, nil, err
-			}
-			conflicts = append(conflicts, c)
-			found = false
-		}
-	}
-	var n *node
-	switch {
-	case found && !st.Del:
-		var a *Anchor
-		if m != nil {
-			a = s.sharedAnchor(m.Anchor)
-		}
-		n = nodeFromStaged(&st, a)
-	case found && st.Del:
-	case m != nil:
-		n = s.nodeFromMirror(m)
-	}
-	if n != nil {
-		ino, err := s.t.ino(txn, inoName(n.key))
-		if err != nil {
+		var c *Conflict
+		var copyKey *Key
+		if found, c, copyKey, err = s.reconcile(txn, apply, id, k, &st, m, info, opt); err != nil {
 			return nil, nil, err
 		}
-		n.ino = ino
+		if copyKey != nil {
+			changed = append(changed, *copyKey)
+		}
+		if c != nil {
+			conflicts = append(conflicts, *c)
+		}
+	}
+	n, err := s.settledNode(txn, &st, found, m)
+	if err != nil {
+		return nil, nil, err
 	}
 	stagedBefore := s.t.get(k)
 	*apply = append(*apply, func() {
@@ -423,6 +409,69 @@ func (s *Store) settle(txn *badger.Txn, apply *[]func(), id string, k Key, m *mi
 		}
 	})
 	return changed, conflicts, nil
+}
+
+// reconcile settles the staged change st to the row id against its new mirror version m (nil:
+// deleted): dropped when it matches, rebased when this machine sealed it or the chain did not
+// touch its base, else turned into a conflict (with a local copy of what was staged, unless
+// a deletion). staged says whether the change stays staged.
+func (s *Store) reconcile(txn *badger.Txn, apply *[]func(), id string, k Key, st *stagedRec, m *mirrorRec, info EpochInfo, opt ApplyOptions) (staged bool, c *Conflict, copyKey *Key, err error) {
+	var chainLeaf common.Hash
+	if m != nil {
+		chainLeaf = m.Leaf
+	}
+	same := (st.Del && m == nil) || (!st.Del && m != nil && seal.Leaf(&st.Row) == m.Leaf)
+	switch {
+	case same:
+		return false, nil, nil, delStaged(txn, id)
+	case opt.Own || st.Base == chainLeaf:
+		// changed again after sealing, or the chain did not touch what it was based on:
+		// the staged change rebases on the new mirror
+		st.Base = chainLeaf
+		return true, nil, nil, putStaged(txn, id, st)
+	}
+	c = &Conflict{Tier: st.Row.Tier, Category: st.Row.Category, Key: st.Row.Key, Seq: info.Seq,
+		At: time.Now().UTC().Format(time.RFC3339)}
+	if !st.Del {
+		local := Key{Tier: k.Tier, Category: rowKey(&st.Row).Category, Local: true,
+			Key: "." + conflictName(st.Row.Key) + fmt.Sprintf(".conflict-%d", info.Seq)}
+		body := RenderContent(&st.Row)
+		if _, err := s.putLocal(txn, apply, local, body, fromNanos(st.Mtime)); err != nil {
+			return false, nil, nil, err
+		}
+		c.Copy = local.Key
+		copyKey = &local
+	}
+	if err := delStaged(txn, id); err != nil {
+		return false, nil, nil, err
+	}
+	return false, c, copyKey, nil
+}
+
+// settledNode is the live node of a row after settle: its staged version (staged, unless a
+// deletion), else the mirror's m, else none; with its inode number.
+func (s *Store) settledNode(txn *badger.Txn, st *stagedRec, staged bool, m *mirrorRec) (*node, error) {
+	var n *node
+	switch {
+	case staged && !st.Del:
+		var a *Anchor
+		if m != nil {
+			a = s.sharedAnchor(m.Anchor)
+		}
+		n = nodeFromStaged(st, a)
+	case staged && st.Del:
+	case m != nil:
+		n = s.nodeFromMirror(m)
+	}
+	if n == nil {
+		return nil, nil
+	}
+	ino, err := s.t.ino(txn, inoName(n.key))
+	if err != nil {
+		return nil, err
+	}
+	n.ino = ino
+	return n, nil
 }
 
 var conflictEscaper = strings.NewReplacer("%", "%25", "/", "%2F", "\x00", "%00")

@@ -114,9 +114,6 @@ func (s *Store) Close() error {
 	return s.db.Close()
 }
 
-// DB is the badger database, for the replica's own use.
-func (s *Store) DB() *badger.DB { return s.db }
-
 func (s *Store) nodeFromMirror(m *mirrorRec) *node {
 	row := m.Row
 	n := &node{key: rowKey(&row), size: m.Size, mtime: fromNanos(m.Mtime), leaf: m.Leaf, anchor: s.sharedAnchor(m.Anchor)}
@@ -156,88 +153,93 @@ func contentSize(r *seal.Row) int64 {
 	return int64(len(*r.Body))
 }
 
+// load reads the live tree, the inode numbers and the local attributes from the database.
 func (s *Store) load() error {
-	t := s.t
 	return s.db.View(func(txn *badger.Txn) error {
-		var next [8]byte
-		if item, err := txn.Get([]byte(kInoNext)); err == nil {
-			if err := item.Value(func(b []byte) error { copy(next[:], b); return nil }); err != nil {
+		for _, step := range []func(*badger.Txn) error{s.loadInos, s.loadRows, s.loadLocal, s.loadAttrs, s.loadTrashDirs} {
+			if err := step(txn); err != nil {
 				return err
 			}
-			t.inoNext = binary.BigEndian.Uint64(next[:])
-		}
-		err := scanPrefix(txn, pIno, func(k, v []byte) error {
-			t.inos[string(k[len(pIno):])] = binary.BigEndian.Uint64(v)
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		anchors := map[string]*Anchor{}
-		err = scanValues(txn, pMirror, func(k, v []byte) error {
-			var m mirrorRec
-			if err := json.Unmarshal(v, &m); err != nil {
-				return fmt.Errorf("mirror row %q: %w", k, err)
-			}
-			id := string(k[len(pMirror):])
-			n := s.nodeFromMirror(&m)
-			n.ino = t.inos[inoName(n.key)]
-			anchors[id] = n.anchor
-			s.leaves.add(id, m.Leaf)
-			t.put(n)
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		err = scanStaged(txn, true, func(id string, r *stagedRec) error {
-			key := rowKey(&r.Row)
-			if r.Del {
-				t.remove(key)
-				return nil
-			}
-			if old := t.get(key); old != nil {
-				t.remove(key) // a null and an empty category share an id but not a directory
-			}
-			n := nodeFromStaged(r, anchors[id])
-			n.ino = t.inos[inoName(n.key)]
-			t.put(n)
-			s.stagedBytes += n.size
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		err = scanPrefix(txn, pLocal, func(k, v []byte) error {
-			var l localRec
-			if err := json.Unmarshal(v, &l); err != nil {
-				return fmt.Errorf("local file %q: %w", k, errUndecodable)
-			}
-			size := int64(len(l.Body))
-			if l.RawBody {
-				item, err := txn.Get([]byte(pLocalBody + string(k[len(pLocal):])))
-				if err != nil {
-					return fmt.Errorf("local file %s: its content: %w", keyString(l.Key), err)
-				}
-				size = item.ValueSize()
-			}
-			t.put(&node{key: l.Key, size: size, mtime: fromNanos(l.Mtime),
-				ino: t.inos[inoName(l.Key)], row: seal.Row{Tier: l.Key.Tier, Key: l.Key.Key, Category: l.Key.Category}})
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		if err := s.loadAttrs(txn); err != nil {
-			return err
-		}
-		if err := s.loadTrashDirs(txn); err != nil {
-			return err
 		}
 		return scanPrefix(txn, pCategory, func(k, v []byte) error {
-			t.madeCat[string(k[len(pCategory):])] = true
+			s.t.madeCat[string(k[len(pCategory):])] = true
 			return nil
 		})
+	})
+}
+
+// loadInos reads the inode numbers and the counter they are allocated from.
+func (s *Store) loadInos(txn *badger.Txn) error {
+	t := s.t
+	var next [8]byte
+	if item, err := txn.Get([]byte(kInoNext)); err == nil {
+		if err := item.Value(func(b []byte) error { copy(next[:], b); return nil }); err != nil {
+			return err
+		}
+		t.inoNext = binary.BigEndian.Uint64(next[:])
+	}
+	return scanPrefix(txn, pIno, func(k, v []byte) error {
+		t.inos[string(k[len(pIno):])] = binary.BigEndian.Uint64(v)
+		return nil
+	})
+}
+
+// loadRows reads the mirror, with its leaves, and the staged rows over it.
+func (s *Store) loadRows(txn *badger.Txn) error {
+	t := s.t
+	anchors := map[string]*Anchor{}
+	err := scanValues(txn, pMirror, func(k, v []byte) error {
+		var m mirrorRec
+		if err := json.Unmarshal(v, &m); err != nil {
+			return fmt.Errorf("mirror row %q: %w", k, err)
+		}
+		id := string(k[len(pMirror):])
+		n := s.nodeFromMirror(&m)
+		n.ino = t.inos[inoName(n.key)]
+		anchors[id] = n.anchor
+		s.leaves.add(id, m.Leaf)
+		t.put(n)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return scanStaged(txn, true, func(id string, r *stagedRec) error {
+		key := rowKey(&r.Row)
+		if r.Del {
+			t.remove(key)
+			return nil
+		}
+		if old := t.get(key); old != nil {
+			t.remove(key) // a null and an empty category share an id but not a directory
+		}
+		n := nodeFromStaged(r, anchors[id])
+		n.ino = t.inos[inoName(n.key)]
+		t.put(n)
+		s.stagedBytes += n.size
+		return nil
+	})
+}
+
+// loadLocal reads the local-only files.
+func (s *Store) loadLocal(txn *badger.Txn) error {
+	t := s.t
+	return scanPrefix(txn, pLocal, func(k, v []byte) error {
+		var l localRec
+		if err := json.Unmarshal(v, &l); err != nil {
+			return fmt.Errorf("local file %q: %w", k, errUndecodable)
+		}
+		size := int64(len(l.Body))
+		if l.RawBody {
+			item, err := txn.Get([]byte(pLocalBody + string(k[len(pLocal):])))
+			if err != nil {
+				return fmt.Errorf("local file %s: its content: %w", keyString(l.Key), err)
+			}
+			size = item.ValueSize()
+		}
+		t.put(&node{key: l.Key, size: size, mtime: fromNanos(l.Mtime),
+			ino: t.inos[inoName(l.Key)], row: seal.Row{Tier: l.Key.Tier, Key: l.Key.Key, Category: l.Key.Category}})
+		return nil
 	})
 }
 

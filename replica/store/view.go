@@ -239,64 +239,74 @@ func (s *Store) Rename(from, to Key) error {
 	if (from.Tier == seal.TierJournal || to.Tier == seal.TierJournal) && !(from.Local && to.Local) {
 		return fmt.Errorf("%w: journal events cannot be renamed", ErrReadOnly)
 	}
-	return s.update(func(txn *badger.Txn, apply *[]func()) error {
-		src := s.t.get(from)
-		if src == nil {
-			return ErrNotFound
-		}
-		if from == to || from.Equal(to) {
-			return nil
-		}
-		content, err := s.readContent(txn, src)
-		if err != nil {
+	return s.update(func(txn *badger.Txn, apply *[]func()) error { return s.renameTx(txn, apply, from, to) })
+}
+
+// renameTx is Rename inside its transaction.
+func (s *Store) renameTx(txn *badger.Txn, apply *[]func(), from, to Key) error {
+	src := s.t.get(from)
+	if src == nil {
+		return ErrNotFound
+	}
+	if from == to || from.Equal(to) {
+		return nil
+	}
+	content, err := s.readContent(txn, src)
+	if err != nil {
+		return err
+	}
+	dst := s.t.get(to)
+	if dst != nil && dst.ino != src.ino {
+		if err := s.dropAttr(txn, apply, dst.ino); err != nil {
 			return err
 		}
-		dst := s.t.get(to)
-		if dst != nil && dst.ino != src.ino {
-			if err := s.dropAttr(txn, apply, dst.ino); err != nil {
-				return err
-			}
-		}
-		if _, _, err := s.t.moveIno(txn, inoName(from), inoName(to)); err != nil {
-			return err
-		}
-		trashed, err := s.moveTrashRow(txn, src, from, to)
-		if err != nil {
-			return err
-		}
-		var n *node
-		if to.Local {
-			n, err = s.putLocal(txn, apply, to, content, src.mtime)
-		} else {
-			row := seal.Row{Tier: to.Tier, Key: to.Key, Category: to.Category}
-			switch {
-			case !from.Local:
-				row = src.row
-				row.Key, row.Category = to.Key, to.Category
-			case trashed != nil:
-				row.Status, row.Meta = trashed.Status, trashed.Meta
-			case dst != nil:
-				row = dst.row
-				row.Category = to.Category
-			}
-			body := string(content)
-			row.Body = &body
-			n, err = s.stagePut(txn, apply, row, src.mtime)
-		}
-		if err != nil {
-			return err
-		}
-		if err := s.carryTimes(txn, apply, n, src, nil); err != nil {
-			return err
-		}
-		if !from.Local && !to.Local && seal.CanonicalID(from.Tier, from.Category, from.Key) ==
-			seal.CanonicalID(to.Tier, to.Category, to.Key) {
-			// entity/x and entity/%/x are one row: moving between them is a category change
-			*apply = append(*apply, func() { s.t.remove(from) })
-			return nil
-		}
-		return s.removeTx(txn, apply, from)
-	})
+	}
+	if _, _, err := s.t.moveIno(txn, inoName(from), inoName(to)); err != nil {
+		return err
+	}
+	trashed, err := s.moveTrashRow(txn, src, from, to)
+	if err != nil {
+		return err
+	}
+	var n *node
+	if to.Local {
+		n, err = s.putLocal(txn, apply, to, content, src.mtime)
+	} else {
+		n, err = s.stagePut(txn, apply, renamedRow(from, to, src, dst, trashed, content), src.mtime)
+	}
+	if err != nil {
+		return err
+	}
+	if err := s.carryTimes(txn, apply, n, src, nil); err != nil {
+		return err
+	}
+	if !from.Local && !to.Local && seal.CanonicalID(from.Tier, from.Category, from.Key) ==
+		seal.CanonicalID(to.Tier, to.Category, to.Key) {
+		// entity/x and entity/%/x are one row: moving between them is a category change
+		*apply = append(*apply, func() { s.t.remove(from) })
+		return nil
+	}
+	return s.removeTx(txn, apply, from)
+}
+
+// renamedRow is the row a rename onto the row to stages: the row moved (a row keeps its
+// status and meta), the one it takes back out of the trash, or the content of a local file
+// saved over dst (which keeps dst's status and meta).
+func renamedRow(from, to Key, src, dst *node, trashed *seal.Row, content []byte) seal.Row {
+	row := seal.Row{Tier: to.Tier, Key: to.Key, Category: to.Category}
+	switch {
+	case !from.Local:
+		row = src.row
+		row.Key, row.Category = to.Key, to.Category
+	case trashed != nil:
+		row.Status, row.Meta = trashed.Status, trashed.Meta
+	case dst != nil:
+		row = dst.row
+		row.Category = to.Category
+	}
+	body := string(content)
+	row.Body = &body
+	return row
 }
 
 // Mkdir makes an empty entity category.
