@@ -105,33 +105,9 @@ func stuck(skipped []Gap, h store.HistoryHole) bool {
 // fillHole walks the events of h from the snapshot above it down, then fetches, checks and
 // records them oldest first, a batch of blobs at a time.
 func (r *Replica) fillHole(ctx context.Context, h store.HistoryHole, o BackfillOptions, rep *BackfillReport) error {
-	var floor uint64
-	if h.Below != nil {
-		floor = h.Below.Block
-	}
-	d := r.Client().NewDiscovery(ctx, r.vault.Owner, r.vault.Space, floor)
-	defer d.Close()
-	above, err := d.Next(ctx, h.Above.Block, h.Above.Seq, h.Above.Digest)
+	evs, err := r.holeEvents(ctx, h)
 	if err != nil {
 		return err
-	}
-	if above.Digest != h.Above.Digest {
-		return fmt.Errorf("%w: the chain has digest %s at seq %d, this machine applied %s", ErrFork, short(above.Digest), above.Seq, short(h.Above.Digest))
-	}
-	evs := []*chain.EpochEvent{above} // newest first
-	for seq, block := h.Hi, above.PrevBlock; seq >= h.Lo; seq-- {
-		ev, err := d.Next(ctx, block, seq, evs[len(evs)-1].Prev)
-		if err != nil {
-			return err
-		}
-		if next := evs[len(evs)-1]; next.Prev != ev.Digest {
-			return fmt.Errorf("%w: epoch %d names prev %s but epoch %d has digest %s", ErrStaleRPC, next.Seq, short(next.Prev), seq, short(ev.Digest))
-		}
-		evs = append(evs, ev)
-		block = ev.PrevBlock
-	}
-	if oldest := evs[len(evs)-1]; h.Below != nil && oldest.Prev != h.Below.Digest {
-		return fmt.Errorf("%w: epoch %d names prev %s, this machine recorded %s at seq %d", ErrFork, oldest.Seq, short(oldest.Prev), short(h.Below.Digest), h.Below.Seq)
 	}
 	state, err := r.StateAt(h.Below)
 	if err != nil {
@@ -151,43 +127,92 @@ func (r *Replica) fillHole(ctx context.Context, h store.HistoryHole, o BackfillO
 		if err := r.stampTimes(ctx, batch, 0); err != nil {
 			return err
 		}
-		for _, w := range batch {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			opened, reason := r.openForHistory(w, state)
-			if reason != "" {
-				g := Gap{Seq: w.ev.Seq, Block: w.ev.Block, Reason: reason, SupersededBy: h.Above.Seq}
-				rep.Skipped = append(rep.Skipped, g)
-				r.warnf("history: epoch %d cannot be recorded (%s); superseded by snapshot %d", g.Seq, g.Reason, g.SupersededBy)
-				skipped, err := r.HistorySkipped()
-				if err != nil {
-					return err
-				}
-				return r.SetHistorySkipped(append(skipped, g))
-			}
-			if err := r.recordHistory(w, opened, state); err != nil {
-				return err
-			}
-			state.Step(opened.Plaintext)
-			rep.Recorded++
-			if w.ev.Seq == h.Hi {
-				return r.closeHole(ctx, above, state)
-			}
-			if o.Max > 0 && rep.Recorded >= o.Max {
-				return nil
-			}
-			if o.Pause > 0 {
-				select {
-				case <-ctx.Done():
-					return ctx.Err()
-				case <-time.After(o.Pause):
-				}
-			}
+		if done, err := r.recordBatch(ctx, h, evs[0], batch, state, o, rep); done || err != nil {
+			return err
 		}
 		end = start
 	}
 	return nil
+}
+
+// holeEvents walks the events of h from the snapshot above it down to its oldest epoch,
+// checking that they chain up and that they join the recorded epochs on both sides. The
+// result is newest first: the snapshot above, then epochs hi down to lo.
+func (r *Replica) holeEvents(ctx context.Context, h store.HistoryHole) ([]*chain.EpochEvent, error) {
+	var floor uint64
+	if h.Below != nil {
+		floor = h.Below.Block
+	}
+	d := r.Client().NewDiscovery(ctx, r.vault.Owner, r.vault.Space, floor)
+	defer d.Close()
+	above, err := d.Next(ctx, h.Above.Block, h.Above.Seq, h.Above.Digest)
+	if err != nil {
+		return nil, err
+	}
+	if above.Digest != h.Above.Digest {
+		return nil, fmt.Errorf("%w: the chain has digest %s at seq %d, this machine applied %s", ErrFork, short(above.Digest), above.Seq, short(h.Above.Digest))
+	}
+	evs := []*chain.EpochEvent{above} // newest first
+	for seq, block := h.Hi, above.PrevBlock; seq >= h.Lo; seq-- {
+		ev, err := d.Next(ctx, block, seq, evs[len(evs)-1].Prev)
+		if err != nil {
+			return nil, err
+		}
+		if next := evs[len(evs)-1]; next.Prev != ev.Digest {
+			return nil, fmt.Errorf("%w: epoch %d names prev %s but epoch %d has digest %s", ErrStaleRPC, next.Seq, short(next.Prev), seq, short(ev.Digest))
+		}
+		evs = append(evs, ev)
+		block = ev.PrevBlock
+	}
+	if oldest := evs[len(evs)-1]; h.Below != nil && oldest.Prev != h.Below.Digest {
+		return nil, fmt.Errorf("%w: epoch %d names prev %s, this machine recorded %s at seq %d", ErrFork, oldest.Seq, short(oldest.Prev), short(h.Below.Digest), h.Below.Seq)
+	}
+	return evs, nil
+}
+
+// recordBatch checks and records the fetched epochs of batch, oldest first, stepping state
+// along. done is true when the backfill of h stops here: an epoch that cannot be recorded
+// (noted as skipped), the hole filled (closed at the snapshot above), or o.Max reached.
+func (r *Replica) recordBatch(ctx context.Context, h store.HistoryHole, above *chain.EpochEvent, batch []walked, state *store.ReplayState, o BackfillOptions, rep *BackfillReport) (done bool, err error) {
+	for _, w := range batch {
+		if err := ctx.Err(); err != nil {
+			return true, err
+		}
+		opened, reason := r.openForHistory(w, state)
+		if reason != "" {
+			return true, r.skipHistory(Gap{Seq: w.ev.Seq, Block: w.ev.Block, Reason: reason, SupersededBy: h.Above.Seq}, rep)
+		}
+		if err := r.recordHistory(w, opened, state); err != nil {
+			return true, err
+		}
+		state.Step(opened.Plaintext)
+		rep.Recorded++
+		if w.ev.Seq == h.Hi {
+			return true, r.closeHole(ctx, above, state)
+		}
+		if o.Max > 0 && rep.Recorded >= o.Max {
+			return true, nil
+		}
+		if o.Pause > 0 {
+			select {
+			case <-ctx.Done():
+				return true, ctx.Err()
+			case <-time.After(o.Pause):
+			}
+		}
+	}
+	return false, nil
+}
+
+// skipHistory records g, an epoch under a snapshot that cannot be recorded: the hole stays.
+func (r *Replica) skipHistory(g Gap, rep *BackfillReport) error {
+	rep.Skipped = append(rep.Skipped, g)
+	r.warnf("history: epoch %d cannot be recorded (%s); superseded by snapshot %d", g.Seq, g.Reason, g.SupersededBy)
+	skipped, err := r.HistorySkipped()
+	if err != nil {
+		return err
+	}
+	return r.SetHistorySkipped(append(skipped, g))
 }
 
 // closeHole records, at the snapshot above a filled hole, the rows it changed or deleted

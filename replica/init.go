@@ -55,9 +55,36 @@ func Init(ctx context.Context, o InitOptions) (*InitResult, error) {
 	}
 	space := seal.SpaceID(o.Tenant)
 	v := &homedir.VaultConfig{Owner: o.Owner, Tenant: o.Tenant, Space: space, ChainID: o.Client.ChainID(), RPC: o.RPC, Contract: o.Contract}
-	var kek [32]byte
-	var kind byte
-	var err error
+	kek, kind, err := initKEK(&o, space)
+	if err != nil {
+		return nil, err
+	}
+	head, err := o.Client.Head(ctx, o.Owner, space)
+	if err != nil {
+		return nil, fmt.Errorf("read head: %w", err)
+	}
+	res := &InitResult{Vault: v}
+	var dek [32]byte
+	var headBlob []byte // the epoch whose header gave the key, for the first pull's cache
+	if head.Seq == 0 {
+		dek, err = createVault(&o, res, kek, kind)
+	} else {
+		dek, headBlob, err = adoptVault(ctx, &o, res, head, kek)
+	}
+	if err != nil {
+		return nil, err
+	}
+	id := seal.DEKID(dek)
+	v.DekID = fmt.Sprintf("%x", id[:])
+	if err := saveInit(&o, res, dek, kek, headBlob); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// initKEK is the key-encryption key of the secret init was given, and the kind of wrap it
+// makes; zero (and no kind) for a recovery code, which opens the data key itself.
+func initKEK(o *InitOptions, space common.Hash) (kek [32]byte, kind byte, err error) {
 	switch {
 	case o.Passphrase != nil && o.KEK != nil:
 		kind = seal.KindPassphrase
@@ -68,92 +95,98 @@ func Init(ctx context.Context, o InitOptions) (*InitResult, error) {
 		kind = seal.KindSignature
 		kek, err = seal.KEKFromSignature(o.Signature, o.Owner, space, o.SaltPassphrase)
 	case o.RecoveryCode == nil:
-		return nil, errors.New("init needs a passphrase, a signature or a recovery code")
+		return kek, kind, errors.New("init needs a passphrase, a signature or a recovery code")
 	}
 	if err != nil {
-		return nil, err
+		return kek, kind, err
 	}
 	if o.KEK != nil && o.RecoveryCode == nil {
 		kek = *o.KEK
 	}
-	head, err := o.Client.Head(ctx, o.Owner, space)
+	return kek, kind, nil
+}
+
+// createVault makes the data key of a vault the chain has no epoch of yet, wraps it under
+// kek and writes its recovery code to the recovery file.
+func createVault(o *InitOptions, res *InitResult, kek [32]byte, kind byte) (dek [32]byte, err error) {
+	v := res.Vault
+	if o.RecoveryCode != nil {
+		return dek, errors.New("the vault has no epoch yet: a recovery code can only unlock an existing vault")
+	}
+	if _, err := rand.Read(dek[:]); err != nil {
+		return dek, err
+	}
+	var nonce [12]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return dek, err
+	}
+	v.SetWraps([]seal.Wrap{seal.WrapDEK(kek, kind, dek, nonce)})
+	res.Created = true
+	v.CreatedHere = true
+	res.RecoveryCode = seal.EncodeRecoveryCode(dek)
+	res.RecoveryFile = o.Home.Path("RECOVERY-" + v.Space16() + ".txt")
+	text := "kint recovery code for owner " + o.Owner.Hex() + " tenant " + o.Tenant + ":\n" + res.RecoveryCode + "\n"
+	if err := o.Home.WriteFile([]byte(text), "RECOVERY-"+v.Space16()+".txt"); err != nil {
+		return dek, err
+	}
+	return dek, nil
+}
+
+// adoptVault opens the data key of an existing vault from the header of its newest readable
+// epoch, with kek or the recovery code; blob is that epoch.
+func adoptVault(ctx context.Context, o *InitOptions, res *InitResult, head chain.Head, kek [32]byte) (dek [32]byte, blob []byte, err error) {
+	v := res.Vault
+	h, seq, blob, err := headHeader(ctx, o.Client, o.Owner, v.Space, head)
 	if err != nil {
-		return nil, fmt.Errorf("read head: %w", err)
+		return dek, nil, err
 	}
-	res := &InitResult{Vault: v}
-	var dek [32]byte
-	var headBlob []byte // the epoch whose header gave the key, for the first pull's cache
-	if head.Seq == 0 {
-		if o.RecoveryCode != nil {
-			return nil, errors.New("the vault has no epoch yet: a recovery code can only unlock an existing vault")
-		}
-		if _, err := rand.Read(dek[:]); err != nil {
-			return nil, err
-		}
-		var nonce [12]byte
-		if _, err := rand.Read(nonce[:]); err != nil {
-			return nil, err
-		}
-		v.SetWraps([]seal.Wrap{seal.WrapDEK(kek, kind, dek, nonce)})
-		res.Created = true
-		v.CreatedHere = true
-		res.RecoveryCode = seal.EncodeRecoveryCode(dek)
-		res.RecoveryFile = o.Home.Path("RECOVERY-" + v.Space16() + ".txt")
-		text := "kint recovery code for owner " + o.Owner.Hex() + " tenant " + o.Tenant + ":\n" + res.RecoveryCode + "\n"
-		if err := o.Home.WriteFile([]byte(text), "RECOVERY-"+v.Space16()+".txt"); err != nil {
-			return nil, err
-		}
-	} else {
-		h, seq, blob, err := headHeader(ctx, o.Client, o.Owner, space, head)
+	res.AdoptedAt = seq
+	if o.RecoveryCode != nil {
+		dek, err = seal.DecodeRecoveryCode(*o.RecoveryCode)
 		if err != nil {
-			return nil, err
+			return dek, nil, err
 		}
-		res.AdoptedAt = seq
-		headBlob = blob
-		if o.RecoveryCode != nil {
-			dek, err = seal.DecodeRecoveryCode(*o.RecoveryCode)
-			if err != nil {
-				return nil, err
-			}
-			if seal.DEKID(dek) != h.DekID {
-				return nil, seal.ErrDekIDMismatch
-			}
-		} else if dek, err = seal.DEKFromHeader(h, kek); errors.Is(err, seal.ErrNoWrap) {
-			what := "passphrase"
-			if o.Signature != nil {
-				what = "signature"
-			}
-			return nil, wrongSecretError(fmt.Sprintf("the %s does not open this vault (no key wrap in epoch %d opens with it): check it, or connect with --recovery-code-stdin",
-				what, seq))
-		} else if err != nil {
-			return nil, fmt.Errorf("epoch %d: %w", seq, err)
+		if seal.DEKID(dek) != h.DekID {
+			return dek, nil, seal.ErrDekIDMismatch
 		}
-		v.SetWraps(h.Wraps)
+	} else if dek, err = seal.DEKFromHeader(h, kek); errors.Is(err, seal.ErrNoWrap) {
+		what := "passphrase"
+		if o.Signature != nil {
+			what = "signature"
+		}
+		return dek, nil, wrongSecretError(fmt.Sprintf("the %s does not open this vault (no key wrap in epoch %d opens with it): check it, or connect with --recovery-code-stdin",
+			what, seq))
+	} else if err != nil {
+		return dek, nil, fmt.Errorf("epoch %d: %w", seq, err)
 	}
-	id := seal.DEKID(dek)
-	v.DekID = fmt.Sprintf("%x", id[:])
+	v.SetWraps(h.Wraps)
+	return dek, blob, nil
+}
+
+// saveInit writes what init made to KINT_HOME: the data key, the epoch the key came from
+// (headBlob, nil when created), the key-encryption key (unless a recovery code opened the
+// vault) and vault.json.
+func saveInit(o *InitOptions, res *InitResult, dek, kek [32]byte, headBlob []byte) error {
+	v := res.Vault
 	if _, err := o.Home.Ensure(); err != nil {
-		return nil, err
+		return err
 	}
-	if err := o.Home.SaveDEK(space, dek); err != nil {
-		return nil, err
+	if err := o.Home.SaveDEK(v.Space, dek); err != nil {
+		return err
 	}
 	if headBlob != nil {
 		// the first pull takes it from the cache (checked against the event's digest there)
 		// rather than fetching it again
 		if err := homedir.NewEpochCache(o.Home, v.Space16()).PutBlob(res.AdoptedAt, headBlob); err != nil {
-			return nil, fmt.Errorf("cache epoch %d: %w", res.AdoptedAt, err)
+			return fmt.Errorf("cache epoch %d: %w", res.AdoptedAt, err)
 		}
 	}
 	if o.RecoveryCode == nil {
-		if err := o.Home.SaveKEK(space, kek); err != nil {
-			return nil, err
+		if err := o.Home.SaveKEK(v.Space, kek); err != nil {
+			return err
 		}
 	}
-	if err := o.Home.SaveVault(v); err != nil {
-		return nil, err
-	}
-	return res, nil
+	return o.Home.SaveVault(v)
 }
 
 // headHeader returns the header of the newest epoch whose header parses, walking back through

@@ -197,68 +197,118 @@ func (r *Replica) walk(ctx context.Context, head, mirror Head, full, pastSnapsho
 	}
 	d := r.Client().NewDiscovery(ctx, r.vault.Owner, r.vault.Space, floor)
 	defer d.Close()
-	var list []walked
-	fetched := 0 // list[:fetched] have blobs, or are being fetched
-	batch := fetchFirst
 	// after the first batch, calldata is fetched while the walk goes on
 	fctx, cancelFetch := context.WithCancel(ctx)
-	fa := r.newFetchAhead(fctx)
-	defer func() { cancelFetch(); fa.wg.Wait() }()
+	w := &walkState{batch: fetchFirst, fa: r.newFetchAhead(fctx), rep: rep, pastSnapshots: pastSnapshots}
+	defer func() { cancelFetch(); w.fa.wg.Wait() }()
 	block, seq, want := head.Block, head.Seq, head.Digest
 	for seq >= 1 {
 		if !full && seq <= mirror.Seq {
 			break
 		}
-		ev, err := d.Next(ctx, block, seq, want)
+		ev, err := r.walkEvent(ctx, d, w.list, block, seq, want, mirror)
 		if err != nil {
 			return nil, err
 		}
-		if n := len(list); n > 0 && list[n-1].ev.Prev != ev.Digest {
-			return nil, fmt.Errorf("%w: epoch %d names prev %s but epoch %d has digest %s", ErrStaleRPC, seq+1, short(list[n-1].ev.Prev), seq, short(ev.Digest))
-		}
-		list = append(list, walked{ev: ev})
-		if seq == mirror.Seq && ev.Digest != mirror.Digest && mirror.Seq > 0 {
-			return nil, fmt.Errorf("%w: the chain has digest %s at seq %d, this machine applied %s", ErrFork, short(ev.Digest), seq, short(mirror.Digest))
-		}
-		if ev.PrevBlock == 0 || seq == 1 {
+		w.list = append(w.list, walked{ev: ev})
+		if r.walkEnds(ev, seq, pastSnapshots) {
 			break
 		}
-		if !pastSnapshots {
-			if b, ok := r.cache.Blob(seq, ev.Digest); ok && isSnapshotBlob(b) {
-				break // a snapshot already here (init fetched it): nothing under it is needed
-			}
-		}
 		block, seq, want = ev.PrevBlock, seq-1, ev.Prev
-		if len(list)-fetched >= batch {
-			if fetched == 0 {
-				// the first, small batch at once: a snapshot near the head ends the walk there
-				stop, err := r.fetch(ctx, list, fetched, rep)
-				if err != nil {
-					return nil, err
-				}
-				if stop >= 0 && !pastSnapshots {
-					rep.Walked = stop + 1
-					return list[:stop+1], nil
-				}
-			} else {
-				fa.submit(list, fetched, len(list))
-			}
-			fetched = len(list)
-			batch = min(2*batch, fetchMax)
-			if stop, err := fa.state(); err != nil || (stop >= 0 && !pastSnapshots) {
-				break
-			}
+		if len(w.list)-w.fetched < w.batch {
+			continue
+		}
+		done, more, err := r.fetchBatch(ctx, w)
+		if err != nil {
+			return nil, err
+		}
+		if done != nil {
+			return done, nil
+		}
+		if !more {
+			break
 		}
 	}
-	fa.submit(list, fetched, len(list))
-	stop, err := fa.finish(list, rep)
+	return r.endWalk(w, mirror, full)
+}
+
+// walkState is a walk under way.
+type walkState struct {
+	list          []walked // newest first
+	fetched       int      // list[:fetched] have blobs, or are being fetched
+	batch         int      // the size of the next batch to fetch
+	fa            *fetchAhead
+	rep           *PullReport
+	pastSnapshots bool
+}
+
+// walkEvent reads the event of seq and checks it against the event after it (the last of
+// list) and against the mirror.
+func (r *Replica) walkEvent(ctx context.Context, d chain.EventFinder, list []walked, block, seq uint64, want common.Hash, mirror Head) (*chain.EpochEvent, error) {
+	ev, err := d.Next(ctx, block, seq, want)
 	if err != nil {
 		return nil, err
 	}
-	if stop >= 0 && !pastSnapshots {
+	if n := len(list); n > 0 && list[n-1].ev.Prev != ev.Digest {
+		return nil, fmt.Errorf("%w: epoch %d names prev %s but epoch %d has digest %s", ErrStaleRPC, seq+1, short(list[n-1].ev.Prev), seq, short(ev.Digest))
+	}
+	if seq == mirror.Seq && ev.Digest != mirror.Digest && mirror.Seq > 0 {
+		return nil, fmt.Errorf("%w: the chain has digest %s at seq %d, this machine applied %s", ErrFork, short(ev.Digest), seq, short(mirror.Digest))
+	}
+	return ev, nil
+}
+
+// walkEnds reports whether nothing under ev is needed: it is the first epoch, or (unless
+// pastSnapshots) a snapshot already in the cache.
+func (r *Replica) walkEnds(ev *chain.EpochEvent, seq uint64, pastSnapshots bool) bool {
+	if ev.PrevBlock == 0 || seq == 1 {
+		return true
+	}
+	if !pastSnapshots {
+		if b, ok := r.cache.Blob(seq, ev.Digest); ok && isSnapshotBlob(b) {
+			return true // a snapshot already here (init fetched it): nothing under it is needed
+		}
+	}
+	return false
+}
+
+// fetchBatch fetches the batch of events the walk just filled: the first, small one at once
+// (a snapshot near the head ends the walk there, and done is the list cut after it), later
+// ones ahead of the walk. more is false when the walk can stop.
+func (r *Replica) fetchBatch(ctx context.Context, w *walkState) (done []walked, more bool, err error) {
+	if w.fetched == 0 {
+		stop, err := r.fetch(ctx, w.list, w.fetched, w.rep)
+		if err != nil {
+			return nil, false, err
+		}
+		if stop >= 0 && !w.pastSnapshots {
+			w.rep.Walked = stop + 1
+			return w.list[:stop+1], false, nil
+		}
+	} else {
+		w.fa.submit(w.list, w.fetched, len(w.list))
+	}
+	w.fetched = len(w.list)
+	w.batch = min(2*w.batch, fetchMax)
+	if stop, err := w.fa.state(); err != nil || (stop >= 0 && !w.pastSnapshots) {
+		return nil, false, nil
+	}
+	return nil, true, nil
+}
+
+// endWalk fetches what the walk has not, cuts the list after the newest snapshot (unless
+// pastSnapshots) and checks that its oldest epoch follows the mirror.
+func (r *Replica) endWalk(w *walkState, mirror Head, full bool) ([]walked, error) {
+	list := w.list
+	w.fa.submit(list, w.fetched, len(list))
+	stop, err := w.fa.finish(list, w.rep)
+	if err != nil {
+		return nil, err
+	}
+	if stop >= 0 && !w.pastSnapshots {
 		list = list[:stop+1]
 	}
-	rep.Walked = len(list)
+	w.rep.Walked = len(list)
 	if n := len(list); n > 0 && !full && mirror.Seq > 0 {
 		if oldest := list[n-1]; oldest.ev.Seq == mirror.Seq+1 && oldest.ev.Prev != mirror.Digest {
 			return nil, fmt.Errorf("%w: epoch %d names prev %s, this machine applied %s at seq %d", ErrFork, oldest.ev.Seq, short(oldest.ev.Prev), short(mirror.Digest), mirror.Seq)
