@@ -1,10 +1,14 @@
-// Package replica is the sync engine under the mount: it stages changes in the local store,
-// seals and pushes them as epochs (with a durable push journal between prepare, send and
-// receipt), walks, fetches, verifies and applies the chain's epochs, rebases what a pull
-// overtakes, backfills history, and runs the mount's background worker.
+// Package replica is the sync engine under the mount: it seals and pushes the staged changes
+// as epochs (with a durable push journal between prepare, send and receipt, and its recovery
+// after a crash), walks, fetches, verifies and applies the chain's epochs, rebases what a pull
+// overtakes, backfills history, follows the chain's new epochs, runs the mount's background
+// worker, and inits, rekeys, rebuilds from the epoch cache and discards a vault's local state.
 //
-// It imports seal for the format, chain for its types and the RPC client, and
-// replica/homedir for KINT_HOME, the vault config and keys. The chain is reached only
-// through the Chain interface, so its tests run on replica/memchain; fs imports replica,
-// never the other way.
+// It keeps no state of its own on disk: the local store is replica/store, reached only
+// through its exported API (Replica embeds *store.Store, and the store's types and errors
+// that fs and the CLI name have aliases here). It imports seal for the format, chain for its
+// types and the RPC client, replica/store for the badger state and replica/homedir for
+// KINT_HOME, the vault config, keys and the epoch cache. The chain is reached only through the
+// Chain interface, so its tests run on replica/memchain; fs imports replica, never the other
+// way.
 package replica
