@@ -168,3 +168,8 @@ func sendRaw(t testing.TB, r *Replica, prev common.Hash, ct []byte) *chain.PushR
 	}
 	return rc
 }
+
+// strp and cat are pointers to s, for rows' optional fields.
+func strp(s string) *string { return &s }
+
+func cat(s string) *string { return &s }

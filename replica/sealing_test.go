@@ -367,7 +367,3 @@ func failedFlushKeepsNewerChange(t *testing.T, newEnv func(testing.TB) *chainEnv
 		})
 	}
 }
-
-func strp(s string) *string { return &s }
-
-func cat(s string) *string { return &s }

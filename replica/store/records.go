@@ -211,15 +211,3 @@ type HeldRow struct {
 	Key      string  `json:"key"`
 	Reason   string  `json:"reason"`
 }
-
-// PendingPush is the durable push journal entry written before a transaction is sent, so a
-// crash between send and receipt is adopted on the next start instead of read as a fork.
-type PendingPush struct {
-	Seq       uint64      `json:"seq"`
-	Prev      common.Hash `json:"prev"`
-	Digest    common.Hash `json:"digest"`
-	Tx        common.Hash `json:"tx"`
-	RawTx     []byte      `json:"raw_tx"`
-	Plaintext []byte      `json:"plaintext"`
-	Bucket    int         `json:"bucket"`
-}

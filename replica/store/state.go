@@ -1,83 +1,11 @@
 package store
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
-	"github.com/ethereum/go-ethereum/common"
-
-	"kintfs/seal"
 )
-
-// CollectStaged reads the staged rows that can be anchored and the deletions, and lists the
-// held ones. With mark set, it marks what it read as sealing in the same instant, so no
-// change can slip between the read and the mark.
-func (s *Store) CollectStaged(mark bool) (rows []seal.Row, dels []seal.Deleted, held []HeldRow, err error) {
-	s.t.mu.Lock()
-	defer s.t.mu.Unlock()
-	err = s.db.View(func(txn *badger.Txn) error {
-		return scanStaged(txn, true, func(id string, st *stagedRec) error {
-			if mark && st.Held == "" {
-				s.sealing[id] = true
-			}
-			switch {
-			case st.Del:
-				if _, err := txn.Get([]byte(pMirror + id)); errors.Is(err, badger.ErrKeyNotFound) {
-					return nil // a row that was never anchored: nothing to delete
-				}
-				dels = append(dels, seal.Deleted{Tier: st.Row.Tier, Category: st.Row.Category, Key: st.Row.Key})
-			case st.Held != "":
-				held = append(held, HeldRow{Tier: st.Row.Tier, Category: st.Row.Category, Key: st.Row.Key, Reason: st.Held})
-			default:
-				rows = append(rows, st.Row)
-			}
-			return nil
-		})
-	})
-	return
-}
-
-// Hold marks a staged row as held with reason, persisted so status and xattrs show it.
-func (s *Store) Hold(row seal.Row, reason string) error {
-	id := row.ID()
-	return s.update(func(txn *badger.Txn, apply *[]func()) error {
-		st, found, err := getStaged(txn, id)
-		if err != nil || !found {
-			return err
-		}
-		if st.Del || seal.Leaf(&st.Row) != seal.Leaf(&row) {
-			return nil // changed since the push read it: the new version gets its own check
-		}
-		st.Held = reason
-		if err := putStaged(txn, id, &st); err != nil {
-			return err
-		}
-		k := rowKey(&st.Row)
-		*apply = append(*apply, func() { s.t.setHeld(k, reason) })
-		return nil
-	})
-}
-
-// RootAfter is the rows_root and the row count of the mirror with chunk applied, or of the
-// chunk alone for a snapshot.
-func (s *Store) RootAfter(chunk seal.Chunk, snapshot bool) (common.Hash, int) {
-	puts := make(map[string]common.Hash, len(chunk.Rows))
-	for i := range chunk.Rows {
-		puts[chunk.Rows[i].ID()] = seal.Leaf(&chunk.Rows[i])
-	}
-	dels := make(map[string]seal.Deleted, len(chunk.Deleted))
-	for _, d := range chunk.Deleted {
-		dels[d.ID()] = d
-	}
-	changes := leafChanges(puts, dels)
-	s.t.mu.RLock()
-	defer s.t.mu.RUnlock()
-	return s.leaves.rootWith(changes, snapshot)
-}
-
-func pendingKey(seq uint64) string { return pPending + string(be64(seq)) }
 
 // MirrorHead is the head of the mirror.
 func (s *Store) MirrorHead() (Head, error) {
@@ -170,30 +98,6 @@ func (s *Store) EpochRecord(seq uint64) (info EpochInfo, found bool, err error) 
 		return err
 	})
 	return info, found, err
-}
-
-// PutPending writes a push journal entry, before its transaction is sent.
-func (s *Store) PutPending(p *PendingPush) error { return s.setState(pendingKey(p.Seq), p) }
-
-// DeletePending clears the push journal entry of seq.
-func (s *Store) DeletePending(seq uint64) error {
-	return s.db.Update(func(txn *badger.Txn) error { return txn.Delete([]byte(pendingKey(seq))) })
-}
-
-// PendingPushes lists the push journal's entries, oldest first.
-func (s *Store) PendingPushes() ([]PendingPush, error) {
-	var pend []PendingPush
-	err := s.db.View(func(txn *badger.Txn) error {
-		return scanPrefix(txn, pPending, func(k, v []byte) error {
-			var p PendingPush
-			if err := decodeJSON(v, &p); err != nil {
-				return err
-			}
-			pend = append(pend, p)
-			return nil
-		})
-	})
-	return pend, err
 }
 
 // Summary is the local store's part of the status.

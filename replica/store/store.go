@@ -27,7 +27,7 @@ const (
 	pIno        = "i/" // name -> uint64 inode number
 	pHistory    = "h/" // canonical id \x00 block(8) seq(8) -> histRec
 	pEpoch      = "e/" // seq(8) -> EpochInfo
-	pPending    = "p/" // seq(8) -> pendingPush: the durable push journal
+	pPending    = "p/" // seq(8) -> PendingPush: the durable push journal
 	kInoNext    = "x/ino"
 	kHead       = "x/head"      // Head of the mirror
 	kSeen       = "x/seen"      // the newest chain head this machine has seen (the watermark)

@@ -1,0 +1,215 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/ethereum/go-ethereum/common"
+
+	"kintfs/seal"
+)
+
+// What a push reads from the store and writes back: the staged rows it seals (marked as
+// sealing until it settles), the held ones, the root after an epoch, and the push journal.
+
+// PendingPush is the durable push journal entry written before a transaction is sent, so a
+// crash between send and receipt is adopted on the next start instead of read as a fork.
+type PendingPush struct {
+	Seq       uint64      `json:"seq"`
+	Prev      common.Hash `json:"prev"`
+	Digest    common.Hash `json:"digest"`
+	Tx        common.Hash `json:"tx"`
+	RawTx     []byte      `json:"raw_tx"`
+	Plaintext []byte      `json:"plaintext"`
+	Bucket    int         `json:"bucket"`
+}
+
+// CollectStaged reads the staged rows that can be anchored and the deletions, and lists the
+// held ones. With mark set, it marks what it read as sealing in the same instant, so no
+// change can slip between the read and the mark.
+func (s *Store) CollectStaged(mark bool) (rows []seal.Row, dels []seal.Deleted, held []HeldRow, err error) {
+	s.t.mu.Lock()
+	defer s.t.mu.Unlock()
+	err = s.db.View(func(txn *badger.Txn) error {
+		return scanStaged(txn, true, func(id string, st *stagedRec) error {
+			if mark && st.Held == "" {
+				s.sealing[id] = true
+			}
+			switch {
+			case st.Del:
+				if _, err := txn.Get([]byte(pMirror + id)); errors.Is(err, badger.ErrKeyNotFound) {
+					return nil // a row that was never anchored: nothing to delete
+				}
+				dels = append(dels, seal.Deleted{Tier: st.Row.Tier, Category: st.Row.Category, Key: st.Row.Key})
+			case st.Held != "":
+				held = append(held, HeldRow{Tier: st.Row.Tier, Category: st.Row.Category, Key: st.Row.Key, Reason: st.Held})
+			default:
+				rows = append(rows, st.Row)
+			}
+			return nil
+		})
+	})
+	return
+}
+
+// Hold marks a staged row as held with reason, persisted so status and xattrs show it.
+func (s *Store) Hold(row seal.Row, reason string) error {
+	id := row.ID()
+	return s.update(func(txn *badger.Txn, apply *[]func()) error {
+		st, found, err := getStaged(txn, id)
+		if err != nil || !found {
+			return err
+		}
+		if st.Del || seal.Leaf(&st.Row) != seal.Leaf(&row) {
+			return nil // changed since the push read it: the new version gets its own check
+		}
+		st.Held = reason
+		if err := putStaged(txn, id, &st); err != nil {
+			return err
+		}
+		k := rowKey(&st.Row)
+		*apply = append(*apply, func() { s.t.setHeld(k, reason) })
+		return nil
+	})
+}
+
+// RootAfter is the rows_root and the row count of the mirror with chunk applied, or of the
+// chunk alone for a snapshot.
+func (s *Store) RootAfter(chunk seal.Chunk, snapshot bool) (common.Hash, int) {
+	puts := make(map[string]common.Hash, len(chunk.Rows))
+	for i := range chunk.Rows {
+		puts[chunk.Rows[i].ID()] = seal.Leaf(&chunk.Rows[i])
+	}
+	dels := make(map[string]seal.Deleted, len(chunk.Deleted))
+	for _, d := range chunk.Deleted {
+		dels[d.ID()] = d
+	}
+	changes := leafChanges(puts, dels)
+	s.t.mu.RLock()
+	defer s.t.mu.RUnlock()
+	return s.leaves.rootWith(changes, snapshot)
+}
+
+func pendingKey(seq uint64) string { return pPending + string(be64(seq)) }
+
+// PutPending writes a push journal entry, before its transaction is sent.
+func (s *Store) PutPending(p *PendingPush) error { return s.setState(pendingKey(p.Seq), p) }
+
+// DeletePending clears the push journal entry of seq.
+func (s *Store) DeletePending(seq uint64) error {
+	return s.db.Update(func(txn *badger.Txn) error { return txn.Delete([]byte(pendingKey(seq))) })
+}
+
+// PendingPushes lists the push journal's entries, oldest first.
+func (s *Store) PendingPushes() ([]PendingPush, error) {
+	var pend []PendingPush
+	err := s.db.View(func(txn *badger.Txn) error {
+		return scanPrefix(txn, pPending, func(k, v []byte) error {
+			var p PendingPush
+			if err := decodeJSON(v, &p); err != nil {
+				return err
+			}
+			pend = append(pend, p)
+			return nil
+		})
+	})
+	return pend, err
+}
+
+// EndSealing settles the rows a push or a push journal entry marked as sealing, once none
+// holds them any more: a staged change that is back to the anchored version is unstaged, and
+// a staged deletion of a row that was never anchored is dropped. Rows still in the journal
+// (a push whose outcome is unknown) stay marked.
+func (s *Store) EndSealing() error {
+	keep, err := s.journalIDs()
+	if err != nil {
+		return err
+	}
+	return s.update(func(txn *badger.Txn, apply *[]func()) error {
+		for id := range s.sealing {
+			if keep[id] {
+				continue
+			}
+			if err := s.unstageIfAnchored(txn, apply, id); err != nil {
+				return err
+			}
+		}
+		*apply = append(*apply, func() { s.sealing = keep })
+		return nil
+	})
+}
+
+// LoadSealing marks the rows the push journal's entries carry as sealing: an interrupted
+// push sent them, and they stay sealing until its entry is settled.
+func (s *Store) LoadSealing() error {
+	ids, err := s.journalIDs()
+	if err != nil {
+		return err
+	}
+	s.t.mu.Lock()
+	s.sealing = ids
+	s.t.mu.Unlock()
+	return nil
+}
+
+// unstageIfAnchored drops the staged record of id when it changes nothing the mirror holds.
+func (s *Store) unstageIfAnchored(txn *badger.Txn, apply *[]func(), id string) error {
+	st, found, err := getStaged(txn, id)
+	if err != nil || !found {
+		return err
+	}
+	m, inMirror, err := getMirror(txn, id, false)
+	if err != nil {
+		return err
+	}
+	k := rowKey(&st.Row)
+	switch {
+	case st.Del && !inMirror:
+		if err := delStaged(txn, id); err != nil {
+			return err
+		}
+	case !st.Del && inMirror && seal.Leaf(&st.Row) == m.Leaf && eqStrp(m.Row.Category, st.Row.Category):
+		if err := delStaged(txn, id); err != nil {
+			return err
+		}
+		n := s.nodeFromMirror(&m)
+		ino, err := s.t.ino(txn, inoName(n.key))
+		if err != nil {
+			return err
+		}
+		n.ino = ino
+		*apply = append(*apply, func() {
+			if old := s.t.get(k); old != nil && old.staged {
+				s.stagedBytes -= old.size
+			}
+			s.t.put(n)
+		})
+	}
+	return nil
+}
+
+// journalIDs are the canonical ids of the rows the push journal's entries carry.
+func (s *Store) journalIDs() (map[string]bool, error) {
+	ids := map[string]bool{}
+	err := s.db.View(func(txn *badger.Txn) error {
+		return scanPrefix(txn, pPending, func(k, v []byte) error {
+			var p PendingPush
+			if err := decodeJSON(v, &p); err != nil {
+				return err
+			}
+			pt, err := seal.DecodePlaintext(p.Plaintext)
+			if err != nil {
+				return fmt.Errorf("push journal entry %d: %w", p.Seq, err)
+			}
+			for i := range pt.Rows {
+				ids[pt.Rows[i].ID()] = true
+			}
+			for _, d := range pt.Deleted {
+				ids[d.ID()] = true
+			}
+			return nil
+		})
+	})
+	return ids, err
+}
