@@ -48,7 +48,7 @@ var (
 	ErrTxNotFound       = errors.New("transaction not found")
 	ErrTxMismatch       = errors.New("RPC returned a different transaction than asked for")
 	ErrBrokenChain      = errors.New("epochs do not chain")
-	ErrEventMismatch    = errors.New("Epoch event does not match what was sent")
+	ErrEventMismatch    = errors.New("the Epoch event does not match what was sent")
 	ErrNoEvent          = errors.New("no Epoch event")
 )
 
