@@ -18,7 +18,7 @@ import (
 // event from a range is only a hint. Next hands out the hint for (block, seq) when it is the
 // only one there and its digest is the one the caller expects (the digest the newer epoch
 // names as prev, or the head's); otherwise, or when the range left it out, it asks the exact
-// block as Walk does, and that answer is what the caller checks, as before. A lying range can
+// block (EpochAt), and that answer is what the caller checks. A lying range can
 // therefore cost requests, never an epoch: a dropped event is found at its block, an added one
 // is never asked for, an altered one is asked for again.
 //
@@ -28,7 +28,7 @@ import (
 // the events keep coming, further ranges below are read ahead, a bounded number at once.
 //
 // An RPC that serves no ranged logs at all (method not found, or refusals down to the
-// smallest window) costs the exact-block walk, no more.
+// smallest window) costs one exact-block query per epoch, no more.
 type Discovery struct {
 	c     *Client
 	owner common.Address

@@ -40,7 +40,8 @@ var (
 	// ErrNoContract: there is no code at the contract address.
 	ErrNoContract = errors.New("no contract at this address")
 
-	// Reading epochs back: what FetchBlobs, Walk and WaitPush refuse.
+	// Reading epochs back: what FetchBlobs and WaitPush refuse, and ErrBrokenChain for a walk
+	// whose epochs do not link.
 	ErrNotPush          = errors.New("transaction is not a push call")
 	ErrWrongContract    = errors.New("transaction is not addressed to the contract")
 	ErrCalldataMismatch = errors.New("push calldata does not match the Epoch event")

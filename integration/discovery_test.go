@@ -65,10 +65,7 @@ func TestRangedRestore(t *testing.T) {
 	if head.Seq != epochs {
 		t.Fatalf("head at seq %d, want %d", head.Seq, epochs)
 	}
-	evs, err := c.Walk(t.Context(), a.ownerAddr(), a.space(), head, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	evs := chainEvents(t, c, a, head)
 	bySeq := func(seq uint64) string { return strings.ToLower(evs[epochs-seq].TxHash.Hex()) }
 	target := uint64(6)
 	eventsIn := func(from, to uint64) int {
@@ -153,18 +150,18 @@ func TestRangedRestore(t *testing.T) {
 		b := newMachine(t, dc, "ranged")
 		b.useRPC(proxy.URL)
 		b.connect("ranged restore passphrase")
-		proxy.resetStats()
-		proxy.setLie(tc.lie)
-		proxy.setRefuse(tc.refuse)
+		proxy.ResetStats()
+		proxy.SetRewrite(tc.lie)
+		proxy.SetRefuse(tc.refuse)
 		out, errs, code := b.run("", "pull", "--json")
-		st := proxy.snapshot()
+		st := proxy.Stats()
 		var mirror any
 		if tc.reason != "" {
 			// status refreshes first: through the same lie, so that it shows what the pull left
 			mirror = b.statusJSON()["mirror"].(map[string]any)["seq"]
 		}
-		proxy.setLie(nil)
-		proxy.setRefuse(nil)
+		proxy.SetRewrite(nil)
+		proxy.SetRefuse(nil)
 		t.Logf("%s: exit %d, %d requests (%d eth_getLogs, %d refused)", tc.name, code, st.Requests, st.Seen["eth_getLogs"], st.Faults["refused"])
 		recordFigure(t, "ranged restore: "+tc.name, "exit %d, %d requests for %d epochs (%d eth_getLogs, %d refused)",
 			code, st.Requests, epochs, st.Seen["eth_getLogs"], st.Faults["refused"])
