@@ -16,8 +16,8 @@ import (
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/ethereum/go-ethereum/ethclient"
 
-	"kintfs/chain/rpcproxy"
 	"kintfs/chain"
+	"kintfs/chain/rpcproxy"
 	"kintfs/contracts"
 	"kintfs/seal"
 )
