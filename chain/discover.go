@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/big"
 	"sync"
 
-	"github.com/ethereum/go-ethereum"
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/rpc"
@@ -341,12 +339,7 @@ func noRangedLogs(err error) bool {
 // for. Logs that do not decode or fall outside the filter are dropped: a range's events are
 // hints, checked by Next.
 func (c *Client) rangeLogs(ctx context.Context, owner common.Address, space common.Hash, from, to uint64) ([]*EpochEvent, error) {
-	q := ethereum.FilterQuery{
-		FromBlock: new(big.Int).SetUint64(from),
-		ToBlock:   new(big.Int).SetUint64(to),
-		Addresses: []common.Address{c.contract},
-		Topics:    [][]common.Hash{{epochTopic}, {common.BytesToHash(owner.Bytes())}, {space}},
-	}
+	q := c.epochFilter(owner, space, from, to)
 	var logs []types.Log
 	err := c.doRetrying(ctx, min(c.opt.Retries, rangeRetries), func(ctx context.Context) (err error) {
 		logs, err = c.eth.FilterLogs(ctx, q)

@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/ethereum/go-ethereum/common"
-	"github.com/ethereum/go-ethereum/common/hexutil"
 
 	"kintfs/chain"
+	"kintfs/chain/rpcproxy"
 )
 
 // walkOpts says where a walk ends and how it asks.
@@ -62,21 +62,14 @@ func (e *env) walk(c *chain.Client, head chain.Head, o walkOpts) ([]*chain.Epoch
 	return walkDown(e.ctx, c, e.owner, e.space, head, o)
 }
 
-// logRange reads the block range of an eth_getLogs call.
-func logRange(params json.RawMessage) (from, to uint64, ok bool) {
-	var ps []struct {
-		FromBlock hexutil.Uint64 `json:"fromBlock"`
-		ToBlock   hexutil.Uint64 `json:"toBlock"`
-	}
-	if json.Unmarshal(params, &ps) != nil || len(ps) != 1 {
-		return 0, 0, false
-	}
-	return uint64(ps[0].FromBlock), uint64(ps[0].ToBlock), true
-}
-
-func ranged(method string, params json.RawMessage) bool {
-	from, to, ok := logRange(params)
-	return method == "eth_getLogs" && ok && from != to
+// withoutTx is an eth_getLogs answer without the logs of transaction tx.
+func withoutTx(result json.RawMessage, tx common.Hash) json.RawMessage {
+	return rpcproxy.EditLogs(result, func(l map[string]any) []map[string]any {
+		if l["transactionHash"] == tx.Hex() {
+			return nil
+		}
+		return []map[string]any{l}
+	})
 }
 
 // Ranged discovery finds the same events as the exact-block walk, in one query on an honest
@@ -121,7 +114,7 @@ func TestDiscoveryRanged(t *testing.T) {
 
 	// a cap of 4 blocks per range: refused wider ranges, the window narrows to fit
 	p.SetRefuse(func(method string, params json.RawMessage) string {
-		if from, to, ok := logRange(params); method == "eth_getLogs" && ok && to-from+1 > 4 {
+		if from, to, ok := rpcproxy.LogRange(params); method == "eth_getLogs" && ok && to-from+1 > 4 {
 			return "block range too large: at most 4 blocks"
 		}
 		return ""
@@ -142,7 +135,7 @@ func TestDiscoveryRanged(t *testing.T) {
 	p.SetRewrite(nil)
 	c3 := dial(t, p.URL, e.dev.Contract(), testOpts)
 	p.SetRefuse(func(method string, params json.RawMessage) string {
-		from, to, ok := logRange(params)
+		from, to, ok := rpcproxy.LogRange(params)
 		if method != "eth_getLogs" || !ok {
 			return ""
 		}
@@ -171,19 +164,10 @@ func TestDiscoveryRanged(t *testing.T) {
 	// one event dropped from every ranged answer: found by the exact-block query
 	dropped := want[5]
 	p.SetRewrite(func(method string, params, result json.RawMessage) json.RawMessage {
-		if !ranged(method, params) {
+		if !rpcproxy.RangedLogs(method, params) {
 			return result
 		}
-		var all []map[string]any
-		json.Unmarshal(result, &all)
-		var keep []map[string]any
-		for _, l := range all {
-			if l["transactionHash"] != dropped.TxHash.Hex() {
-				keep = append(keep, l)
-			}
-		}
-		b, _ := json.Marshal(keep)
-		return b
+		return withoutTx(result, dropped.TxHash)
 	})
 	evs, st, err = e.walk(dial(t, p.URL, e.dev.Contract(), testOpts), h, walkOpts{})
 	if err != nil {
@@ -198,14 +182,11 @@ func TestDiscoveryRanged(t *testing.T) {
 	// one altered: neither is taken, the exact block answers
 	alteredDigest := strings.Repeat("cd", 32)
 	p.SetRewrite(func(method string, params, result json.RawMessage) json.RawMessage {
-		if !ranged(method, params) {
+		if !rpcproxy.RangedLogs(method, params) {
 			return result
 		}
-		var all []map[string]any
-		json.Unmarshal(result, &all)
-		var out []map[string]any
-		for _, l := range all {
-			out = append(out, l)
+		return rpcproxy.EditLogs(result, func(l map[string]any) []map[string]any {
+			out := []map[string]any{l}
 			if l["transactionHash"] == want[2].TxHash.Hex() {
 				fake := map[string]any{}
 				for k, v := range l {
@@ -218,9 +199,8 @@ func TestDiscoveryRanged(t *testing.T) {
 			if l["transactionHash"] == want[8].TxHash.Hex() {
 				l["data"] = strings.Replace(l["data"].(string), want[8].Digest.Hex()[2:], alteredDigest, 1)
 			}
-		}
-		b, _ := json.Marshal(out)
-		return b
+			return out
+		})
 	})
 	evs, st, err = e.walk(dial(t, p.URL, e.dev.Contract(), testOpts), h, walkOpts{})
 	if err != nil {
@@ -234,16 +214,7 @@ func TestDiscoveryRanged(t *testing.T) {
 	// dropped from the exact answer too: refused by name
 	p.SetRewrite(func(method string, params, result json.RawMessage) json.RawMessage {
 		if method == "eth_getLogs" && strings.Contains(string(result), dropped.TxHash.Hex()) {
-			var all []map[string]any
-			json.Unmarshal(result, &all)
-			var keep []map[string]any
-			for _, l := range all {
-				if l["transactionHash"] != dropped.TxHash.Hex() {
-					keep = append(keep, l)
-				}
-			}
-			b, _ := json.Marshal(keep)
-			return b
+			return withoutTx(result, dropped.TxHash)
 		}
 		return result
 	})
@@ -256,7 +227,7 @@ func TestDiscoveryRanged(t *testing.T) {
 	// no ranged logs at all (method not found for ranges): the exact-block walk
 	p.SetRewrite(nil)
 	p.SetRefuse(func(method string, params json.RawMessage) string {
-		if ranged(method, params) {
+		if rpcproxy.RangedLogs(method, params) {
 			return "the method eth_getLogs does not exist/is not available"
 		}
 		return ""

@@ -49,13 +49,7 @@ func (c *Client) Head(ctx context.Context, owner common.Address, space common.Ha
 // = block, filtered by the contract, the Epoch topic, owner and space. Logs that do not
 // decode or do not match the filter are refused, not skipped: the RPC is lying.
 func (c *Client) epochLogs(ctx context.Context, owner common.Address, space common.Hash, block uint64) ([]*EpochEvent, error) {
-	b := new(big.Int).SetUint64(block)
-	q := ethereum.FilterQuery{
-		FromBlock: b,
-		ToBlock:   b,
-		Addresses: []common.Address{c.contract},
-		Topics:    [][]common.Hash{{epochTopic}, {common.BytesToHash(owner.Bytes())}, {space}},
-	}
+	q := c.epochFilter(owner, space, block, block)
 	var logs []types.Log
 	err := c.do(ctx, func(ctx context.Context) (err error) {
 		logs, err = c.eth.FilterLogs(ctx, q)
@@ -81,6 +75,16 @@ func (c *Client) epochLogs(ctx context.Context, owner common.Address, space comm
 		evs = append(evs, ev)
 	}
 	return evs, nil
+}
+
+// epochFilter selects the Epoch events of (owner, space) from the contract in blocks from..to.
+func (c *Client) epochFilter(owner common.Address, space common.Hash, from, to uint64) ethereum.FilterQuery {
+	return ethereum.FilterQuery{
+		FromBlock: new(big.Int).SetUint64(from),
+		ToBlock:   new(big.Int).SetUint64(to),
+		Addresses: []common.Address{c.contract},
+		Topics:    [][]common.Hash{{epochTopic}, {common.BytesToHash(owner.Bytes())}, {space}},
+	}
 }
 
 func (c *Client) decodeEpochLog(l *types.Log) (*EpochEvent, error) {

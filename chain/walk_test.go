@@ -16,6 +16,7 @@ import (
 
 	"kintfs/chain"
 	"kintfs/chain/devchain"
+	"kintfs/chain/rpcproxy"
 )
 
 func TestHeadWalkFetch(t *testing.T) {
@@ -122,7 +123,7 @@ func TestWalkStop(t *testing.T) {
 	var mu sync.Mutex
 	lowest := ^uint64(0) // the lowest block a log query asked for
 	p.SetRewrite(func(method string, params, result json.RawMessage) json.RawMessage {
-		if from, _, ok := logRange(params); method == "eth_getLogs" && ok {
+		if from, _, ok := rpcproxy.LogRange(params); method == "eth_getLogs" && ok {
 			mu.Lock()
 			lowest = min(lowest, from)
 			mu.Unlock()
