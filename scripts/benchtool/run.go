@@ -97,9 +97,6 @@ func loadConfig(root string) (*benchConfig, error) {
 	return c, nil
 }
 
-// needle is what grep looks for: one row in 100 holds it (gen's default).
-const needle = Needle
-
 // bench is one run: its directories, binaries and the processes it started.
 type bench struct {
 	cfg          *benchConfig

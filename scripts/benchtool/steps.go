@@ -51,7 +51,7 @@ func (b *bench) populate() error {
 }
 
 // grepCmd and the like are the shell commands hyperfine times.
-func grepCmd(dir string) string { return fmt.Sprintf("grep -r %s %s | wc -l", needle, dir) }
+func grepCmd(dir string) string { return fmt.Sprintf("grep -r %s %s | wc -l", Needle, dir) }
 
 func (b *bench) warm() error {
 	if b.cfg.skip["warm"] {
