@@ -91,9 +91,13 @@ func TestLiveSubscription(t *testing.T) {
 		}
 		return nil
 	})
-	if !strings.Contains(mb.log.String(), "live: websocket subscription lost") {
-		t.Errorf("B's log does not say the subscription was lost:\n%s", mb.log.String())
-	}
+	// the status is noted just before the warning is logged: give the log a moment
+	eventually(t, 5*time.Second, "B's log says the subscription was lost", func() error {
+		if !strings.Contains(mb.log.String(), "live: websocket subscription lost") {
+			return fmt.Errorf("B's log:\n%s", mb.log.String())
+		}
+		return nil
+	})
 	writeFile(t, ma.path("state/three"), "third, found by the poll")
 	ma.mustCtl("flush")
 	took, err = mb.waitMirror(3, poll+5*time.Second)
