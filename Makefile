@@ -4,7 +4,7 @@ BIN      ?= bin/kintfs
 MNT      ?= $(HOME)/kint
 FUZZTIME ?= 5s
 
-.PHONY: build cross test test-unit stress run bench fuzz vet contracts contracts-check clean
+.PHONY: build cross test test-unit stress run bench fuzz vet lint contracts contracts-check clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/kintfs
@@ -35,6 +35,11 @@ test-unit:
 
 vet:
 	$(GO) vet ./...
+
+# staticcheck at a pinned version (the module proxy serves it; nothing to install).
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+lint: vet
+	$(GO) run $(STATICCHECK) ./...
 
 # Mount a vault on the embedded development chain (not Base) at $(MNT).
 run: build

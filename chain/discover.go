@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/big"
 	"sync"
 
-	"github.com/ethereum/go-ethereum"
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/rpc"
@@ -18,7 +16,7 @@ import (
 // event from a range is only a hint. Next hands out the hint for (block, seq) when it is the
 // only one there and its digest is the one the caller expects (the digest the newer epoch
 // names as prev, or the head's); otherwise, or when the range left it out, it asks the exact
-// block as Walk does, and that answer is what the caller checks, as before. A lying range can
+// block (EpochAt), and that answer is what the caller checks. A lying range can
 // therefore cost requests, never an epoch: a dropped event is found at its block, an added one
 // is never asked for, an altered one is asked for again.
 //
@@ -28,7 +26,7 @@ import (
 // the events keep coming, further ranges below are read ahead, a bounded number at once.
 //
 // An RPC that serves no ranged logs at all (method not found, or refusals down to the
-// smallest window) costs the exact-block walk, no more.
+// smallest window) costs one exact-block query per epoch, no more.
 type Discovery struct {
 	c     *Client
 	owner common.Address
@@ -341,12 +339,7 @@ func noRangedLogs(err error) bool {
 // for. Logs that do not decode or fall outside the filter are dropped: a range's events are
 // hints, checked by Next.
 func (c *Client) rangeLogs(ctx context.Context, owner common.Address, space common.Hash, from, to uint64) ([]*EpochEvent, error) {
-	q := ethereum.FilterQuery{
-		FromBlock: new(big.Int).SetUint64(from),
-		ToBlock:   new(big.Int).SetUint64(to),
-		Addresses: []common.Address{c.contract},
-		Topics:    [][]common.Hash{{epochTopic}, {common.BytesToHash(owner.Bytes())}, {space}},
-	}
+	q := c.epochFilter(owner, space, from, to)
 	var logs []types.Log
 	err := c.doRetrying(ctx, min(c.opt.Retries, rangeRetries), func(ctx context.Context) (err error) {
 		logs, err = c.eth.FilterLogs(ctx, q)

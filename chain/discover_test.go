@@ -1,6 +1,7 @@
 package chain_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,47 +9,67 @@ import (
 	"testing"
 
 	"github.com/ethereum/go-ethereum/common"
-	"github.com/ethereum/go-ethereum/common/hexutil"
 
 	"kintfs/chain"
+	"kintfs/chain/rpcproxy"
 )
 
-// discoverAll walks head down to seq 1 the way a pull does: Next for each epoch, each link
-// checked.
-func discoverAll(e *env, c *chain.Client, head chain.Head) ([]*chain.EpochEvent, chain.DiscoveryStats, error) {
-	d := c.NewDiscovery(e.ctx, e.owner, e.space, 0)
+// walkOpts says where a walk ends and how it asks.
+type walkOpts struct {
+	known chain.Head // an epoch already applied: the walk ends above it (zero: at seq 1)
+	exact bool       // every Next asks its exact block (a floor above the head: no ranges)
+}
+
+// walkDown follows the epochs of (owner, space) from head downwards the way a pull does: one
+// Discovery, Next for each epoch at the block and seq the newer one names, each link checked
+// (ErrBrokenChain): the newest has the head's digest, each names the one below as prev, the
+// first builds on nothing, and the oldest walked builds on the known epoch. It returns the
+// events newest first, with those walked before an error.
+func walkDown(ctx context.Context, c *chain.Client, owner common.Address, space common.Hash, head chain.Head, o walkOpts) ([]*chain.EpochEvent, chain.DiscoveryStats, error) {
+	floor := o.known.Block
+	if o.exact {
+		floor = head.Block + 1
+	}
+	d := c.NewDiscovery(ctx, owner, space, floor)
 	defer d.Close()
 	var out []*chain.EpochEvent
 	block, seq, want := head.Block, head.Seq, head.Digest
-	for seq > 0 {
-		ev, err := d.Next(e.ctx, block, seq, want)
+	for seq > o.known.Seq {
+		ev, err := d.Next(ctx, block, seq, want)
 		if err != nil {
 			return out, d.Stats(), err
 		}
 		if ev.Digest != want {
-			return out, d.Stats(), fmt.Errorf("%w: epoch %d has digest %s, want %s", chain.ErrBrokenChain, seq, ev.Digest.Hex(), want.Hex())
+			return out, d.Stats(), fmt.Errorf("%w: epoch %d has digest %s, the newer one (or the head) says %s", chain.ErrBrokenChain, seq, ev.Digest.Hex(), want.Hex())
 		}
 		out = append(out, ev)
+		if seq == 1 && (ev.Prev != common.Hash{} || ev.PrevBlock != 0) {
+			return out, d.Stats(), fmt.Errorf("%w: epoch 1 builds on %s at block %d", chain.ErrBrokenChain, ev.Prev.Hex(), ev.PrevBlock)
+		}
+		if seq > 1 && (ev.PrevBlock == 0 || ev.PrevBlock > ev.Block) {
+			return out, d.Stats(), fmt.Errorf("%w: epoch %d at block %d points back to block %d", chain.ErrBrokenChain, ev.Seq, ev.Block, ev.PrevBlock)
+		}
 		block, seq, want = ev.PrevBlock, seq-1, ev.Prev
+	}
+	if n := len(out); n > 0 && o.known.Seq > 0 && out[n-1].Prev != o.known.Digest {
+		return out, d.Stats(), fmt.Errorf("%w: epoch %d builds on %s, the known epoch %d has digest %s", chain.ErrBrokenChain, out[n-1].Seq, out[n-1].Prev.Hex(), o.known.Seq, o.known.Digest.Hex())
 	}
 	return out, d.Stats(), nil
 }
 
-// logRange reads the block range of an eth_getLogs call.
-func logRange(params json.RawMessage) (from, to uint64, ok bool) {
-	var ps []struct {
-		FromBlock hexutil.Uint64 `json:"fromBlock"`
-		ToBlock   hexutil.Uint64 `json:"toBlock"`
-	}
-	if json.Unmarshal(params, &ps) != nil || len(ps) != 1 {
-		return 0, 0, false
-	}
-	return uint64(ps[0].FromBlock), uint64(ps[0].ToBlock), true
+// walk is walkDown of e's owner and space down to seq 1, through c.
+func (e *env) walk(c *chain.Client, head chain.Head, o walkOpts) ([]*chain.EpochEvent, chain.DiscoveryStats, error) {
+	return walkDown(e.ctx, c, e.owner, e.space, head, o)
 }
 
-func ranged(method string, params json.RawMessage) bool {
-	from, to, ok := logRange(params)
-	return method == "eth_getLogs" && ok && from != to
+// withoutTx is an eth_getLogs answer without the logs of transaction tx.
+func withoutTx(result json.RawMessage, tx common.Hash) json.RawMessage {
+	return rpcproxy.EditLogs(result, func(l map[string]any) []map[string]any {
+		if l["transactionHash"] == tx.Hex() {
+			return nil
+		}
+		return []map[string]any{l}
+	})
 }
 
 // Ranged discovery finds the same events as the exact-block walk, in one query on an honest
@@ -58,7 +79,7 @@ func TestDiscoveryRanged(t *testing.T) {
 	e := newEnv(t)
 	e.pushN(12)
 	h := e.head()
-	want, err := e.c.Walk(e.ctx, e.owner, e.space, h, nil)
+	want, _, err := e.walk(e.c, h, walkOpts{exact: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,21 +96,14 @@ func TestDiscoveryRanged(t *testing.T) {
 	}
 
 	p := newProxy(t, e.dev.Info().RPC)
-	c := dial(t, p.URL(), e.dev.Contract(), testOpts)
+	c := dial(t, p.URL, e.dev.Contract(), testOpts)
 	logs := func() int {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		n := 0
-		for _, m := range p.requests {
-			if m == "eth_getLogs" {
-				n++
-			}
-		}
-		p.requests = nil
+		n := p.Stats().Seen["eth_getLogs"]
+		p.ResetStats()
 		return n
 	}
 
-	evs, st, err := discoverAll(e, c, h)
+	evs, st, err := e.walk(c, h, walkOpts{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,16 +113,14 @@ func TestDiscoveryRanged(t *testing.T) {
 	}
 
 	// a cap of 4 blocks per range: refused wider ranges, the window narrows to fit
-	p.set(func(p *rpcProxy) {
-		p.refuse = func(method string, params json.RawMessage) string {
-			if from, to, ok := logRange(params); method == "eth_getLogs" && ok && to-from+1 > 4 {
-				return "block range too large: at most 4 blocks"
-			}
-			return ""
+	p.SetRefuse(func(method string, params json.RawMessage) string {
+		if from, to, ok := rpcproxy.LogRange(params); method == "eth_getLogs" && ok && to-from+1 > 4 {
+			return "block range too large: at most 4 blocks"
 		}
+		return ""
 	})
-	c2 := dial(t, p.URL(), e.dev.Contract(), testOpts)
-	evs, st, err = discoverAll(e, c2, h)
+	c2 := dial(t, p.URL, e.dev.Contract(), testOpts)
+	evs, st, err = e.walk(c2, h, walkOpts{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,30 +131,26 @@ func TestDiscoveryRanged(t *testing.T) {
 	t.Logf("range cap of 4 blocks: %d eth_getLogs, %+v", logs(), st)
 
 	// a cap on results: more than 3 events in an answer is refused
-	p.set(func(p *rpcProxy) { p.refuse = nil })
-	p.set(func(p *rpcProxy) {
-		p.rewrite = nil
-	})
-	c3 := dial(t, p.URL(), e.dev.Contract(), testOpts)
-	p.set(func(p *rpcProxy) {
-		p.refuse = func(method string, params json.RawMessage) string {
-			from, to, ok := logRange(params)
-			if method != "eth_getLogs" || !ok {
-				return ""
-			}
-			n := 0
-			for _, ev := range want {
-				if ev.Block >= from && ev.Block <= to {
-					n++
-				}
-			}
-			if n > 3 {
-				return "query returned more than 3 results"
-			}
+	p.SetRefuse(nil)
+	p.SetRewrite(nil)
+	c3 := dial(t, p.URL, e.dev.Contract(), testOpts)
+	p.SetRefuse(func(method string, params json.RawMessage) string {
+		from, to, ok := rpcproxy.LogRange(params)
+		if method != "eth_getLogs" || !ok {
 			return ""
 		}
+		n := 0
+		for _, ev := range want {
+			if ev.Block >= from && ev.Block <= to {
+				n++
+			}
+		}
+		if n > 3 {
+			return "query returned more than 3 results"
+		}
+		return ""
 	})
-	evs, st, err = discoverAll(e, c3, h)
+	evs, st, err = e.walk(c3, h, walkOpts{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,28 +159,17 @@ func TestDiscoveryRanged(t *testing.T) {
 		t.Fatalf("result cap: %+v", st)
 	}
 	t.Logf("result cap of 3 events: %d eth_getLogs, %+v", logs(), st)
-	p.set(func(p *rpcProxy) { p.refuse = nil })
+	p.SetRefuse(nil)
 
 	// one event dropped from every ranged answer: found by the exact-block query
 	dropped := want[5]
-	p.set(func(p *rpcProxy) {
-		p.rewrite = func(method string, params, result json.RawMessage) json.RawMessage {
-			if !ranged(method, params) {
-				return result
-			}
-			var all []map[string]any
-			json.Unmarshal(result, &all)
-			var keep []map[string]any
-			for _, l := range all {
-				if l["transactionHash"] != dropped.TxHash.Hex() {
-					keep = append(keep, l)
-				}
-			}
-			b, _ := json.Marshal(keep)
-			return b
+	p.SetRewrite(func(method string, params, result json.RawMessage) json.RawMessage {
+		if !rpcproxy.RangedLogs(method, params) {
+			return result
 		}
+		return withoutTx(result, dropped.TxHash)
 	})
-	evs, st, err = discoverAll(e, dial(t, p.URL(), e.dev.Contract(), testOpts), h)
+	evs, st, err = e.walk(dial(t, p.URL, e.dev.Contract(), testOpts), h, walkOpts{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,34 +181,28 @@ func TestDiscoveryRanged(t *testing.T) {
 	// an event added beside a real one in a range (same block and seq, another digest), and
 	// one altered: neither is taken, the exact block answers
 	alteredDigest := strings.Repeat("cd", 32)
-	p.set(func(p *rpcProxy) {
-		p.rewrite = func(method string, params, result json.RawMessage) json.RawMessage {
-			if !ranged(method, params) {
-				return result
-			}
-			var all []map[string]any
-			json.Unmarshal(result, &all)
-			var out []map[string]any
-			for _, l := range all {
-				out = append(out, l)
-				if l["transactionHash"] == want[2].TxHash.Hex() {
-					fake := map[string]any{}
-					for k, v := range l {
-						fake[k] = v
-					}
-					fake["data"] = strings.Replace(l["data"].(string), want[2].Digest.Hex()[2:], alteredDigest, 1)
-					fake["logIndex"] = "0x7"
-					out = append(out, fake)
-				}
-				if l["transactionHash"] == want[8].TxHash.Hex() {
-					l["data"] = strings.Replace(l["data"].(string), want[8].Digest.Hex()[2:], alteredDigest, 1)
-				}
-			}
-			b, _ := json.Marshal(out)
-			return b
+	p.SetRewrite(func(method string, params, result json.RawMessage) json.RawMessage {
+		if !rpcproxy.RangedLogs(method, params) {
+			return result
 		}
+		return rpcproxy.EditLogs(result, func(l map[string]any) []map[string]any {
+			out := []map[string]any{l}
+			if l["transactionHash"] == want[2].TxHash.Hex() {
+				fake := map[string]any{}
+				for k, v := range l {
+					fake[k] = v
+				}
+				fake["data"] = strings.Replace(l["data"].(string), want[2].Digest.Hex()[2:], alteredDigest, 1)
+				fake["logIndex"] = "0x7"
+				out = append(out, fake)
+			}
+			if l["transactionHash"] == want[8].TxHash.Hex() {
+				l["data"] = strings.Replace(l["data"].(string), want[8].Digest.Hex()[2:], alteredDigest, 1)
+			}
+			return out
+		})
 	})
-	evs, st, err = discoverAll(e, dial(t, p.URL(), e.dev.Contract(), testOpts), h)
+	evs, st, err = e.walk(dial(t, p.URL, e.dev.Contract(), testOpts), h, walkOpts{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,41 +212,28 @@ func TestDiscoveryRanged(t *testing.T) {
 	}
 
 	// dropped from the exact answer too: refused by name
-	p.set(func(p *rpcProxy) {
-		p.rewrite = func(method string, params, result json.RawMessage) json.RawMessage {
-			if method == "eth_getLogs" && strings.Contains(string(result), dropped.TxHash.Hex()) {
-				var all []map[string]any
-				json.Unmarshal(result, &all)
-				var keep []map[string]any
-				for _, l := range all {
-					if l["transactionHash"] != dropped.TxHash.Hex() {
-						keep = append(keep, l)
-					}
-				}
-				b, _ := json.Marshal(keep)
-				return b
-			}
-			return result
+	p.SetRewrite(func(method string, params, result json.RawMessage) json.RawMessage {
+		if method == "eth_getLogs" && strings.Contains(string(result), dropped.TxHash.Hex()) {
+			return withoutTx(result, dropped.TxHash)
 		}
+		return result
 	})
-	_, _, err = discoverAll(e, dial(t, p.URL(), e.dev.Contract(), testOpts), h)
+	_, _, err = e.walk(dial(t, p.URL, e.dev.Contract(), testOpts), h, walkOpts{})
 	var ne *chain.NoEventError
 	if !errors.As(err, &ne) || ne.Seq != dropped.Seq || ne.Block != dropped.Block {
 		t.Fatalf("dropped everywhere: %v", err)
 	}
 
 	// no ranged logs at all (method not found for ranges): the exact-block walk
-	p.set(func(p *rpcProxy) {
-		p.rewrite = nil
-		p.refuse = func(method string, params json.RawMessage) string {
-			if ranged(method, params) {
-				return "the method eth_getLogs does not exist/is not available"
-			}
-			return ""
+	p.SetRewrite(nil)
+	p.SetRefuse(func(method string, params json.RawMessage) string {
+		if rpcproxy.RangedLogs(method, params) {
+			return "the method eth_getLogs does not exist/is not available"
 		}
+		return ""
 	})
 	logs()
-	evs, st, err = discoverAll(e, dial(t, p.URL(), e.dev.Contract(), testOpts), h)
+	evs, st, err = e.walk(dial(t, p.URL, e.dev.Contract(), testOpts), h, walkOpts{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,5 +242,4 @@ func TestDiscoveryRanged(t *testing.T) {
 		t.Fatalf("no ranged logs: %+v", st)
 	}
 	t.Logf("no ranged logs: %d eth_getLogs for 12 epochs, %+v", logs(), st)
-	_ = common.Hash{}
 }

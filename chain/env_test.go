@@ -4,12 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/ecdsa"
-	"encoding/json"
 	"fmt"
-	"io"
 	"math/big"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -26,6 +22,7 @@ import (
 
 	"kintfs/chain"
 	"kintfs/chain/devchain"
+	"kintfs/chain/rpcproxy"
 )
 
 // One dev chain serves the tests of this package; each test writes to spaces of its own.
@@ -143,149 +140,16 @@ func (e *env) newKey(funded bool) (*ecdsa.PrivateKey, common.Address) {
 	return k, a
 }
 
-// rpcProxy sits between a client and the dev chain to inject transport failures and to
-// rewrite answers, as a flaky or lying RPC would.
-type rpcProxy struct {
-	target string
-	srv    *httptest.Server
-
-	mu       sync.Mutex
-	dropNext int           // close the connection without answering
-	fail502  int           // answer 502
-	slowNext int           // answer after delay
-	delay    time.Duration // for slowNext
-	rewrite  func(method string, params, result json.RawMessage) json.RawMessage
-	// refuse answers a single call with a JSON-RPC error carrying its message, when it
-	// returns one
-	refuse   func(method string, params json.RawMessage) string
-	requests []string // methods seen, batch elements included
-}
-
-type rpcMsg struct {
-	JSONRPC string          `json:"jsonrpc,omitempty"`
-	ID      json.RawMessage `json:"id,omitempty"`
-	Method  string          `json:"method,omitempty"`
-	Params  json.RawMessage `json:"params,omitempty"`
-	Result  json.RawMessage `json:"result,omitempty"`
-	Error   json.RawMessage `json:"error,omitempty"`
-}
-
-func newProxy(t *testing.T, target string) *rpcProxy {
-	p := &rpcProxy{target: target}
-	p.srv = httptest.NewServer(http.HandlerFunc(p.serve))
-	t.Cleanup(p.srv.Close)
-	return p
-}
-
-func (p *rpcProxy) URL() string { return p.srv.URL }
-
-func (p *rpcProxy) serve(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	batch := len(bytes.TrimSpace(body)) > 0 && bytes.TrimSpace(body)[0] == '['
-	var reqs []rpcMsg
-	if batch {
-		json.Unmarshal(body, &reqs)
-	} else {
-		var m rpcMsg
-		json.Unmarshal(body, &m)
-		reqs = []rpcMsg{m}
-	}
-
-	p.mu.Lock()
-	for _, m := range reqs {
-		p.requests = append(p.requests, m.Method)
-	}
-	drop, fail, slow := p.dropNext > 0, p.fail502 > 0 && p.dropNext == 0, p.slowNext > 0 && p.dropNext == 0 && p.fail502 == 0
-	switch {
-	case drop:
-		p.dropNext--
-	case fail:
-		p.fail502--
-	case slow:
-		p.slowNext--
-	}
-	delay, rewrite, refuse := p.delay, p.rewrite, p.refuse
-	p.mu.Unlock()
-
-	if refuse != nil && !batch {
-		if msg := refuse(reqs[0].Method, reqs[0].Params); msg != "" {
-			b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": reqs[0].ID,
-				"error": map[string]any{"code": -32005, "message": msg}})
-			w.Header().Set("Content-Type", "application/json")
-			w.Write(b)
-			return
-		}
-	}
-
-	if drop {
-		conn, _, err := w.(http.Hijacker).Hijack()
-		if err == nil {
-			conn.Close()
-		}
-		return
-	}
-	if fail {
-		http.Error(w, "bad gateway", http.StatusBadGateway)
-		return
-	}
-	if slow {
-		select {
-		case <-time.After(delay):
-		case <-r.Context().Done():
-			return
-		}
-	}
-
-	resp, err := http.Post(p.target, "application/json", bytes.NewReader(body))
+// newProxy is a JSON-RPC proxy between a client and the dev chain, to inject transport
+// failures and rewrite answers as a flaky or lying RPC would; closed with the test.
+func newProxy(t *testing.T, target string) *rpcproxy.Proxy {
+	t.Helper()
+	p, err := rpcproxy.Start(target, "")
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
-		return
+		t.Fatal(err)
 	}
-	out, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if rewrite != nil {
-		out = p.rewriteBody(out, reqs, batch, rewrite)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Write(out)
-}
-
-func (p *rpcProxy) rewriteBody(out []byte, reqs []rpcMsg, batch bool, rewrite func(string, json.RawMessage, json.RawMessage) json.RawMessage) []byte {
-	var resps []rpcMsg
-	if batch {
-		if json.Unmarshal(out, &resps) != nil {
-			return out
-		}
-	} else {
-		var m rpcMsg
-		if json.Unmarshal(out, &m) != nil {
-			return out
-		}
-		resps = []rpcMsg{m}
-	}
-	byID := map[string]rpcMsg{}
-	for _, q := range reqs {
-		byID[string(q.ID)] = q
-	}
-	for i, r := range resps {
-		q := byID[string(r.ID)]
-		if r.Error == nil {
-			resps[i].Result = rewrite(q.Method, q.Params, r.Result)
-		}
-	}
-	var b []byte
-	if batch {
-		b, _ = json.Marshal(resps)
-	} else {
-		b, _ = json.Marshal(resps[0])
-	}
-	return b
-}
-
-func (p *rpcProxy) set(f func(p *rpcProxy)) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	f(p)
+	t.Cleanup(p.Close)
+	return p
 }
 
 // rpcCall makes one raw JSON-RPC call, bypassing the client under test.

@@ -49,13 +49,7 @@ func (c *Client) Head(ctx context.Context, owner common.Address, space common.Ha
 // = block, filtered by the contract, the Epoch topic, owner and space. Logs that do not
 // decode or do not match the filter are refused, not skipped: the RPC is lying.
 func (c *Client) epochLogs(ctx context.Context, owner common.Address, space common.Hash, block uint64) ([]*EpochEvent, error) {
-	b := new(big.Int).SetUint64(block)
-	q := ethereum.FilterQuery{
-		FromBlock: b,
-		ToBlock:   b,
-		Addresses: []common.Address{c.contract},
-		Topics:    [][]common.Hash{{epochTopic}, {common.BytesToHash(owner.Bytes())}, {space}},
-	}
+	q := c.epochFilter(owner, space, block, block)
 	var logs []types.Log
 	err := c.do(ctx, func(ctx context.Context) (err error) {
 		logs, err = c.eth.FilterLogs(ctx, q)
@@ -81,6 +75,16 @@ func (c *Client) epochLogs(ctx context.Context, owner common.Address, space comm
 		evs = append(evs, ev)
 	}
 	return evs, nil
+}
+
+// epochFilter selects the Epoch events of (owner, space) from the contract in blocks from..to.
+func (c *Client) epochFilter(owner common.Address, space common.Hash, from, to uint64) ethereum.FilterQuery {
+	return ethereum.FilterQuery{
+		FromBlock: new(big.Int).SetUint64(from),
+		ToBlock:   new(big.Int).SetUint64(to),
+		Addresses: []common.Address{c.contract},
+		Topics:    [][]common.Hash{{epochTopic}, {common.BytesToHash(owner.Bytes())}, {space}},
+	}
 }
 
 func (c *Client) decodeEpochLog(l *types.Log) (*EpochEvent, error) {
@@ -130,61 +134,4 @@ func PickSeq(evs []*EpochEvent, block, seq uint64) (*EpochEvent, error) {
 		return nil, &NoEventError{Seq: seq, Block: block}
 	}
 	return found, nil
-}
-
-// Walk follows the chain of epochs from head backwards, one exact-block log query per
-// epoch (to PrevBlock, seq-1), and returns the events newest first. It checks that each
-// epoch's Prev is the digest of the one before it, that the newest matches head, and that
-// the first (seq 1) builds on nothing.
-//
-// stop is asked about each event once its link to the newer one is checked; when it
-// returns true the walk ends there and that event is NOT included (it means "this epoch is
-// already applied here"). A nil stop walks down to seq 1. On error the events walked so
-// far are returned with it. Epochs that share a block (PrevBlock == Block) cost one query.
-func (c *Client) Walk(ctx context.Context, owner common.Address, space common.Hash, head Head, stop func(ev *EpochEvent) bool) ([]*EpochEvent, error) {
-	var (
-		out         []*EpochEvent
-		seq         = head.Seq
-		block       = head.Block
-		cached      []*EpochEvent // the logs of cachedBlock
-		cachedBlock uint64
-		haveCache   bool
-	)
-	for seq > 0 {
-		if !haveCache || cachedBlock != block {
-			evs, err := c.epochLogs(ctx, owner, space, block)
-			if err != nil {
-				return out, err
-			}
-			cached, cachedBlock, haveCache = evs, block, true
-		}
-		ev, err := PickSeq(cached, block, seq)
-		if err != nil {
-			return out, err
-		}
-		if len(out) == 0 {
-			if ev.Digest != head.Digest {
-				return out, fmt.Errorf("%w: the Epoch event for seq %d has digest %s, the head says %s",
-					ErrBrokenChain, seq, ev.Digest.Hex(), head.Digest.Hex())
-			}
-		} else if newer := out[len(out)-1]; newer.Prev != ev.Digest {
-			return out, fmt.Errorf("%w: epoch %d builds on %s but epoch %d has digest %s",
-				ErrBrokenChain, newer.Seq, newer.Prev.Hex(), ev.Seq, ev.Digest.Hex())
-		}
-		if stop != nil && stop(ev) {
-			return out, nil
-		}
-		out = append(out, ev)
-		if seq == 1 {
-			if ev.Prev != (common.Hash{}) || ev.PrevBlock != 0 {
-				return out, fmt.Errorf("%w: epoch 1 builds on %s at block %d", ErrBrokenChain, ev.Prev.Hex(), ev.PrevBlock)
-			}
-			break
-		}
-		if ev.PrevBlock == 0 || ev.PrevBlock > ev.Block {
-			return out, fmt.Errorf("%w: epoch %d at block %d points back to block %d", ErrBrokenChain, ev.Seq, ev.Block, ev.PrevBlock)
-		}
-		seq, block = seq-1, ev.PrevBlock
-	}
-	return out, nil
 }

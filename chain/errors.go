@@ -40,7 +40,8 @@ var (
 	// ErrNoContract: there is no code at the contract address.
 	ErrNoContract = errors.New("no contract at this address")
 
-	// Reading epochs back: what FetchBlobs, Walk and WaitPush refuse.
+	// Reading epochs back: what FetchBlobs and WaitPush refuse, and ErrBrokenChain for a walk
+	// whose epochs do not link.
 	ErrNotPush          = errors.New("transaction is not a push call")
 	ErrWrongContract    = errors.New("transaction is not addressed to the contract")
 	ErrCalldataMismatch = errors.New("push calldata does not match the Epoch event")
@@ -48,7 +49,7 @@ var (
 	ErrTxNotFound       = errors.New("transaction not found")
 	ErrTxMismatch       = errors.New("RPC returned a different transaction than asked for")
 	ErrBrokenChain      = errors.New("epochs do not chain")
-	ErrEventMismatch    = errors.New("Epoch event does not match what was sent")
+	ErrEventMismatch    = errors.New("the Epoch event does not match what was sent")
 	ErrNoEvent          = errors.New("no Epoch event")
 )
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"math/big"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -222,27 +223,26 @@ func TestWaitPushWaitsForConfirmations(t *testing.T) {
 func TestWaitPushChecksTheEvent(t *testing.T) {
 	e := newEnv(t)
 	p := newProxy(t, e.dev.Info().RPC)
-	c := dial(t, p.URL(), e.dev.Contract(), testOpts)
+	c := dial(t, p.URL, e.dev.Contract(), testOpts)
 	pp, err := c.PreparePush(e.ctx, e.key, e.owner, e.space, common.Hash{}, []byte("sent"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	forge := true
-	p.set(func(p *rpcProxy) {
-		p.rewrite = func(method string, params, result json.RawMessage) json.RawMessage {
-			if method == "eth_getTransactionReceipt" && string(result) != "null" {
-				if forge {
-					result = json.RawMessage(strings.ReplaceAll(string(result), pp.Digest.Hex()[2:], strings.Repeat("cd", 32)))
-				}
-				// An OP-stack receipt carries the L1 data fee.
-				var m map[string]any
-				json.Unmarshal(result, &m)
-				m["l1Fee"] = "0x2a"
-				b, _ := json.Marshal(m)
-				return b
+	var forge atomic.Bool // read by the proxy
+	forge.Store(true)
+	p.SetRewrite(func(method string, params, result json.RawMessage) json.RawMessage {
+		if method == "eth_getTransactionReceipt" && string(result) != "null" {
+			if forge.Load() {
+				result = json.RawMessage(strings.ReplaceAll(string(result), pp.Digest.Hex()[2:], strings.Repeat("cd", 32)))
 			}
-			return result
+			// An OP-stack receipt carries the L1 data fee.
+			var m map[string]any
+			json.Unmarshal(result, &m)
+			m["l1Fee"] = "0x2a"
+			b, _ := json.Marshal(m)
+			return b
 		}
+		return result
 	})
 	if err := c.Send(e.ctx, pp); err != nil {
 		t.Fatal(err)
@@ -252,7 +252,7 @@ func TestWaitPushChecksTheEvent(t *testing.T) {
 		t.Fatalf("forged read-back: %v", err)
 	}
 	// Without the forgery the same push reads back fine, and the l1Fee is in the cost.
-	p.set(func(*rpcProxy) { forge = false })
+	forge.Store(false)
 	r, err := c.WaitPush(e.ctx, pp, e.owner, e.space, 1)
 	if err != nil {
 		t.Fatal(err)

@@ -10,15 +10,17 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 
 	"kintfs/chain"
+	"kintfs/chain/rpcproxy"
 )
 
 func TestRetriesTransportFailures(t *testing.T) {
 	e := newEnv(t)
 	p := newProxy(t, e.dev.Info().RPC)
-	c := dial(t, p.URL(), e.dev.Contract(), testOpts)
+	c := dial(t, p.URL, e.dev.Contract(), testOpts)
 
 	// Dropped connections and 502s are retried, each retry counted.
-	p.set(func(p *rpcProxy) { p.dropNext, p.fail502 = 2, 1 })
+	p.FaultNext("", rpcproxy.Drop, 2)
+	p.FaultNext("", rpcproxy.Error, 1)
 	if _, err := c.BlockNumber(e.ctx); err != nil {
 		t.Fatalf("after 3 transport failures: %v", err)
 	}
@@ -28,8 +30,8 @@ func TestRetriesTransportFailures(t *testing.T) {
 	}
 
 	// A slow answer: the attempt times out on its own and is retried.
-	slow := dial(t, p.URL(), e.dev.Contract(), chain.Options{CallTimeout: time.Second, Backoff: 10 * time.Millisecond})
-	p.set(func(p *rpcProxy) { p.slowNext, p.delay = 1, 20*time.Second })
+	slow := dial(t, p.URL, e.dev.Contract(), chain.Options{CallTimeout: time.Second, Backoff: 10 * time.Millisecond})
+	p.DelayNext("", 20*time.Second, 1)
 	start := time.Now()
 	if _, err := slow.Head(e.ctx, e.owner, e.space); err != nil {
 		t.Fatalf("after a timeout: %v", err)
@@ -40,11 +42,11 @@ func TestRetriesTransportFailures(t *testing.T) {
 
 	// Batches are retried whole.
 	e.pushN(1)
-	evs, err := e.c.Walk(e.ctx, e.owner, e.space, e.head(), nil)
+	evs, _, err := e.walk(e.c, e.head(), walkOpts{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.set(func(p *rpcProxy) { p.dropNext = 1 })
+	p.FaultNext("", rpcproxy.Drop, 1)
 	before := c.Stats()
 	if _, err := c.FetchBlobs(e.ctx, evs); err != nil {
 		t.Fatal(err)
@@ -54,15 +56,15 @@ func TestRetriesTransportFailures(t *testing.T) {
 	}
 
 	// Bounded: after Retries extra attempts the failure is returned.
-	bounded := dial(t, p.URL(), e.dev.Contract(), chain.Options{Retries: 2, Backoff: time.Millisecond})
-	p.set(func(p *rpcProxy) { p.dropNext = 10 })
+	bounded := dial(t, p.URL, e.dev.Contract(), chain.Options{Retries: 2, Backoff: time.Millisecond})
+	p.FaultNext("", rpcproxy.Drop, 10)
 	if _, err := bounded.BlockNumber(e.ctx); err == nil {
 		t.Fatal("no error after the retries ran out")
 	}
 	if st := bounded.Stats(); st.Retries != 2 {
 		t.Fatalf("bounded retries: %+v", st)
 	}
-	p.set(func(p *rpcProxy) { p.dropNext = 0 })
+	p.ClearFaults()
 }
 
 func TestNoRetryOnAnswers(t *testing.T) {

@@ -2,62 +2,15 @@ package chain_test
 
 import (
 	"errors"
-	"io"
-	"net"
 	"net/url"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
 
 	"kintfs/chain"
+	"kintfs/chain/rpcproxy"
 )
-
-// tcpCut forwards TCP connections to target until cut, which closes them all and stops
-// listening: a websocket that drops.
-type tcpCut struct {
-	ln    net.Listener
-	mu    sync.Mutex
-	conns []net.Conn
-}
-
-func newTCPCut(t *testing.T, target string) *tcpCut {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &tcpCut{ln: ln}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			u, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c, u)
-			p.mu.Unlock()
-			go func() { io.Copy(u, c); u.Close() }()
-			go func() { io.Copy(c, u); c.Close() }()
-		}
-	}()
-	t.Cleanup(p.cut)
-	return p
-}
-
-func (p *tcpCut) cut() {
-	p.ln.Close()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range p.conns {
-		c.Close()
-	}
-}
 
 // TestSubscribeEpochs: a subscription on the dev chain's websocket hears a push of its space
 // within a second, not one of another space, and ends with an error when the socket drops.
@@ -68,13 +21,17 @@ func TestSubscribeEpochs(t *testing.T) {
 		t.Fatalf("devchain ws URL %q", info.WS)
 	}
 	u, _ := url.Parse(info.WS)
-	cut := newTCPCut(t, u.Host)
+	cut, err := rpcproxy.StartCut(u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cut.Cut)
 	ctx, cancel := contextWithTimeout(t, 30*time.Second)
 	defer cancel()
 	if _, err := chain.SubscribeEpochs(ctx, info.WS, info.ChainID+1, e.dev.Contract(), e.owner, e.space); err == nil {
 		t.Fatal("a subscription on the wrong chain id was accepted")
 	}
-	sub, err := chain.SubscribeEpochs(ctx, "ws://"+cut.ln.Addr().String(), info.ChainID, e.dev.Contract(), e.owner, e.space)
+	sub, err := chain.SubscribeEpochs(ctx, "ws://"+cut.Addr(), info.ChainID, e.dev.Contract(), e.owner, e.space)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +58,7 @@ func TestSubscribeEpochs(t *testing.T) {
 	case <-time.After(300 * time.Millisecond):
 	}
 
-	cut.cut()
+	cut.Cut()
 	select {
 	case err := <-sub.Err():
 		if err == nil || errors.Is(err, chain.ErrSubscriptionClosed) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math/big"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -15,6 +16,7 @@ import (
 
 	"kintfs/chain"
 	"kintfs/chain/devchain"
+	"kintfs/chain/rpcproxy"
 )
 
 func TestHeadWalkFetch(t *testing.T) {
@@ -22,7 +24,7 @@ func TestHeadWalkFetch(t *testing.T) {
 	if h := e.head(); h != (chain.Head{}) {
 		t.Fatalf("fresh space head %+v", h)
 	}
-	if evs, err := e.c.Walk(e.ctx, e.owner, e.space, chain.Head{}, nil); err != nil || len(evs) != 0 {
+	if evs, _, err := e.walk(e.c, chain.Head{}, walkOpts{}); err != nil || len(evs) != 0 {
 		t.Fatalf("walk of an empty space: %v, %v", evs, err)
 	}
 	cts := e.pushN(4)
@@ -31,8 +33,9 @@ func TestHeadWalkFetch(t *testing.T) {
 		t.Fatalf("head %+v", h)
 	}
 
+	// the exact-block path (what discovery falls back to): one log query per epoch
 	before := e.c.Stats()
-	evs, err := e.c.Walk(e.ctx, e.owner, e.space, h, nil)
+	evs, _, err := e.walk(e.c, h, walkOpts{exact: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,6 +77,20 @@ func TestHeadWalkFetch(t *testing.T) {
 	if n := after.Methods["eth_getTransactionByHash"] - before.Methods["eth_getTransactionByHash"]; n != 4 {
 		t.Errorf("%d eth_getTransactionByHash, want 4", n)
 	}
+	// the ranged path finds the same events in one log query
+	before = e.c.Stats()
+	ranged, st, err := e.walk(e.c, h, walkOpts{})
+	if err != nil || len(ranged) != len(evs) || st.FromRange != 4 {
+		t.Fatalf("ranged walk: %d events, %+v, %v", len(ranged), st, err)
+	}
+	for i := range ranged {
+		if *ranged[i] != *evs[i] {
+			t.Fatalf("ranged event %d is %+v, want %+v", i, ranged[i], evs[i])
+		}
+	}
+	if n := e.c.Stats().Methods["eth_getLogs"] - before.Methods["eth_getLogs"]; n != 1 {
+		t.Errorf("ranged walk of 4 epochs: %d eth_getLogs, want 1", n)
+	}
 
 	// EpochAt finds each one at its block, and nothing at the wrong block or seq.
 	ev, err := e.c.EpochAt(e.ctx, e.owner, e.space, evs[1].Block, 3)
@@ -88,28 +105,56 @@ func TestHeadWalkFetch(t *testing.T) {
 	}
 }
 
+// A walk down to an epoch already applied here reads nothing at or below its block, ends
+// above it, and is refused when the newest epoch walked does not build on it.
 func TestWalkStop(t *testing.T) {
 	e := newEnv(t)
 	e.pushN(5)
 	h := e.head()
-	var asked []uint64
-	evs, err := e.c.Walk(e.ctx, e.owner, e.space, h, func(ev *chain.EpochEvent) bool {
-		asked = append(asked, ev.Seq)
-		return ev.Seq == 3 // "already applied"
-	})
+	all, _, err := e.walk(e.c, h, walkOpts{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(evs) != 2 || evs[0].Seq != 5 || evs[1].Seq != 4 {
+	ev3 := all[2] // "already applied"
+	known := chain.Head{Digest: ev3.Digest, Seq: ev3.Seq, Block: ev3.Block}
+
+	p := newProxy(t, e.dev.Info().RPC)
+	c := dial(t, p.URL, e.dev.Contract(), testOpts)
+	var mu sync.Mutex
+	lowest := ^uint64(0) // the lowest block a log query asked for
+	p.SetRewrite(func(method string, params, result json.RawMessage) json.RawMessage {
+		if from, _, ok := rpcproxy.LogRange(params); method == "eth_getLogs" && ok {
+			mu.Lock()
+			lowest = min(lowest, from)
+			mu.Unlock()
+		}
+		return result
+	})
+	evs, _, err := e.walk(c, h, walkOpts{known: known})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 2 || evs[0].Seq != 5 || evs[1].Seq != 4 || evs[1].Prev != known.Digest {
 		t.Fatalf("walk stopped with %d events", len(evs))
 	}
-	if len(asked) != 3 || asked[2] != 3 {
-		t.Fatalf("stop asked about %v", asked)
+	mu.Lock()
+	if lowest < known.Block {
+		t.Fatalf("a log query asked for block %d, below the known epoch's %d", lowest, known.Block)
 	}
-	// stop on the head itself: nothing new.
-	evs, err = e.c.Walk(e.ctx, e.owner, e.space, h, func(*chain.EpochEvent) bool { return true })
-	if err != nil || len(evs) != 0 {
-		t.Fatalf("walk stopped at head: %d events, %v", len(evs), err)
+	mu.Unlock()
+
+	// a known epoch the chain does not build on: refused
+	forked := known
+	forked.Digest = common.Hash{3}
+	if _, _, err := e.walk(c, h, walkOpts{known: forked}); !errors.Is(err, chain.ErrBrokenChain) {
+		t.Fatalf("walk onto another epoch 3: %v", err)
+	}
+
+	// known is the head itself: nothing new, nothing asked
+	p.ResetStats()
+	evs, _, err = e.walk(c, h, walkOpts{known: h})
+	if err != nil || len(evs) != 0 || p.Stats().Seen["eth_getLogs"] != 0 {
+		t.Fatalf("walk stopped at head: %d events, %v, %v", len(evs), p.Stats().Seen, err)
 	}
 }
 
@@ -165,7 +210,7 @@ func TestWalkEpochsInOneBlock(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := c.Stats().Methods["eth_getLogs"]
-	evs, err := c.Walk(ctx, owner, space, h, nil)
+	evs, _, err := walkDown(ctx, c, owner, space, h, walkOpts{})
 	if err != nil || len(evs) != 2 {
 		t.Fatalf("walk: %d events, %v", len(evs), err)
 	}
@@ -183,23 +228,22 @@ func TestWalkRefusesLyingRPC(t *testing.T) {
 	e := newEnv(t)
 	e.pushN(3)
 	h := e.head()
-	good, err := e.c.Walk(e.ctx, e.owner, e.space, h, nil)
+	exact := walkOpts{exact: true} // the answers of the exact blocks, which a range cannot override
+	good, _, err := e.walk(e.c, h, exact)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := newProxy(t, e.dev.Info().RPC)
-	c := dial(t, p.URL(), e.dev.Contract(), testOpts)
+	c := dial(t, p.URL, e.dev.Contract(), testOpts)
 
 	// Logs withheld for the middle epoch's block.
-	p.set(func(p *rpcProxy) {
-		p.rewrite = func(method string, params, result json.RawMessage) json.RawMessage {
-			if method == "eth_getLogs" && strings.Contains(string(params), hexutil.EncodeUint64(good[1].Block)) {
-				return json.RawMessage("[]")
-			}
-			return result
+	p.SetRewrite(func(method string, params, result json.RawMessage) json.RawMessage {
+		if method == "eth_getLogs" && strings.Contains(string(params), hexutil.EncodeUint64(good[1].Block)) {
+			return json.RawMessage("[]")
 		}
+		return result
 	})
-	evs, err := c.Walk(e.ctx, e.owner, e.space, h, nil)
+	evs, _, err := e.walk(c, h, exact)
 	if !errors.Is(err, chain.ErrNoEvent) || len(evs) != 1 ||
 		err.Error() != (&chain.NoEventError{Seq: 2, Block: good[1].Block}).Error() {
 		t.Fatalf("withheld logs: %d events, %v", len(evs), err)
@@ -207,28 +251,24 @@ func TestWalkRefusesLyingRPC(t *testing.T) {
 
 	// The middle epoch's digest changed in its own block's logs: the chain no longer links.
 	forged := strings.Repeat("ab", 32)
-	p.set(func(p *rpcProxy) {
-		p.rewrite = func(method string, params, result json.RawMessage) json.RawMessage {
-			if method == "eth_getLogs" && strings.Contains(string(params), hexutil.EncodeUint64(good[1].Block)) {
-				return json.RawMessage(strings.ReplaceAll(string(result), good[1].Digest.Hex()[2:], forged))
-			}
-			return result
+	p.SetRewrite(func(method string, params, result json.RawMessage) json.RawMessage {
+		if method == "eth_getLogs" && strings.Contains(string(params), hexutil.EncodeUint64(good[1].Block)) {
+			return json.RawMessage(strings.ReplaceAll(string(result), good[1].Digest.Hex()[2:], forged))
 		}
+		return result
 	})
-	_, err = c.Walk(e.ctx, e.owner, e.space, h, nil)
+	_, _, err = e.walk(c, h, exact)
 	if !errors.Is(err, chain.ErrBrokenChain) {
 		t.Fatalf("altered digest: %v", err)
 	}
 	// Changed consistently in every log, the events link, but the calldata gives it away.
-	p.set(func(p *rpcProxy) {
-		p.rewrite = func(method string, params, result json.RawMessage) json.RawMessage {
-			if method == "eth_getLogs" {
-				return json.RawMessage(strings.ReplaceAll(string(result), good[1].Digest.Hex()[2:], forged))
-			}
-			return result
+	p.SetRewrite(func(method string, params, result json.RawMessage) json.RawMessage {
+		if method == "eth_getLogs" {
+			return json.RawMessage(strings.ReplaceAll(string(result), good[1].Digest.Hex()[2:], forged))
 		}
+		return result
 	})
-	evs, err = c.Walk(e.ctx, e.owner, e.space, h, nil)
+	evs, _, err = e.walk(c, h, exact)
 	if err != nil || len(evs) != 3 {
 		t.Fatalf("consistent forgery: %d events, %v", len(evs), err)
 	}
@@ -237,37 +277,33 @@ func TestWalkRefusesLyingRPC(t *testing.T) {
 	}
 
 	// The head itself does not match the newest event.
-	p.set(func(p *rpcProxy) { p.rewrite = nil })
+	p.SetRewrite(nil)
 	bad := h
 	bad.Digest = common.Hash{1}
-	if _, err := c.Walk(e.ctx, e.owner, e.space, bad, nil); !errors.Is(err, chain.ErrBrokenChain) {
+	if _, _, err := e.walk(c, bad, exact); !errors.Is(err, chain.ErrBrokenChain) {
 		t.Fatalf("head mismatch: %v", err)
 	}
 
 	// eth_getTransactionByHash answers with another transaction.
-	p.set(func(p *rpcProxy) {
-		p.rewrite = func(method string, params, result json.RawMessage) json.RawMessage {
-			if method == "eth_getTransactionByHash" && strings.Contains(string(params), good[0].TxHash.Hex()[2:]) {
-				var other json.RawMessage
-				if err := rpcCall(e.dev.Info().RPC, &other, "eth_getTransactionByHash", good[2].TxHash); err == nil {
-					return other
-				}
+	p.SetRewrite(func(method string, params, result json.RawMessage) json.RawMessage {
+		if method == "eth_getTransactionByHash" && strings.Contains(string(params), good[0].TxHash.Hex()[2:]) {
+			var other json.RawMessage
+			if err := rpcCall(e.dev.Info().RPC, &other, "eth_getTransactionByHash", good[2].TxHash); err == nil {
+				return other
 			}
-			return result
 		}
+		return result
 	})
 	_, err = c.FetchBlobs(e.ctx, good)
 	if !errors.Is(err, chain.ErrTxMismatch) {
 		t.Fatalf("swapped transaction: %v", err)
 	}
 	// ... or with nothing.
-	p.set(func(p *rpcProxy) {
-		p.rewrite = func(method string, params, result json.RawMessage) json.RawMessage {
-			if method == "eth_getTransactionByHash" {
-				return json.RawMessage("null")
-			}
-			return result
+	p.SetRewrite(func(method string, params, result json.RawMessage) json.RawMessage {
+		if method == "eth_getTransactionByHash" {
+			return json.RawMessage("null")
 		}
+		return result
 	})
 	if _, err = c.FetchBlobs(e.ctx, good); !errors.Is(err, chain.ErrTxNotFound) {
 		t.Fatalf("missing transaction: %v", err)
@@ -278,7 +314,7 @@ func TestWalkRefusesLyingRPC(t *testing.T) {
 func TestFetchBlobsChecks(t *testing.T) {
 	e := newEnv(t)
 	cts := e.pushN(2)
-	evs, err := e.c.Walk(e.ctx, e.owner, e.space, e.head(), nil)
+	evs, _, err := e.walk(e.c, e.head(), walkOpts{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"kintfs/chain/rpcproxy"
 )
 
 // TestRestoreLatencyBench measures a cold restore (init and pull on a fresh machine) of a
@@ -44,7 +46,7 @@ func TestRestoreLatencyBench(t *testing.T) {
 	for _, m := range []string{"eth_chainId", "eth_call", "eth_getLogs", "eth_getTransactionByHash", "eth_getBlockByNumber",
 		"eth_blockNumber", "eth_getTransactionReceipt", "eth_estimateGas", "eth_maxPriorityFeePerGas",
 		"eth_getTransactionCount", "eth_sendRawTransaction", "eth_getBalance", "eth_getCode", "net_version"} {
-		proxy.setRule(m, proxyRule{Delay: delay})
+		proxy.SetRule(m, rpcproxy.Rule{Delay: delay})
 	}
 	bins := []struct{ name, path string }{{"this build", kintfsBin}}
 	if p := os.Getenv("KINT_BENCH_BEFORE"); p != "" {
@@ -59,14 +61,14 @@ func TestRestoreLatencyBench(t *testing.T) {
 		if dir := os.Getenv("KINT_BENCH_PROFILE"); dir != "" {
 			b.extra = append(b.extra, "KINTFS_CPUPROFILE="+filepath.Join(dir, strings.ReplaceAll(bin.name, " ", "-")+".pprof"))
 		}
-		proxy.resetStats()
+		proxy.ResetStats()
 		start := time.Now()
 		b.mustRun("bench restore passphrase\n", "init", "--owner", a.owner(), "--passphrase-stdin")
 		initTime := time.Since(start)
-		initReqs := proxy.snapshot().Requests
+		initReqs := proxy.Stats().Requests
 		out := b.mustRun("", "pull", "--json")
 		total := time.Since(start)
-		st := proxy.snapshot()
+		st := proxy.Stats()
 		var rep pullReport
 		if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Mirror.Seq != uint64(n) {
 			t.Fatalf("%s: pull: %s (%v)", bin.name, out, err)

@@ -51,7 +51,7 @@ func TestColdStartTwoRPCs(t *testing.T) {
 	lying := newMachine(t, dc, "coldstart")
 	lying.extra = append(lying.extra, "KINT_RPC_URL_2="+proxy.URL)
 	headCall := strings.ToLower(hex.EncodeToString(contracts.NewEpochAnchor().PackHead(a.ownerAddr(), a.space())))
-	proxy.setLie(func(method string, params, result json.RawMessage) json.RawMessage {
+	proxy.SetRewrite(func(method string, params, result json.RawMessage) json.RawMessage {
 		if method == "eth_call" && strings.Contains(strings.ToLower(string(params)), headCall) {
 			return encodeHead(chain.Head{Seq: head.Seq + 1, Digest: head.Digest, Block: head.Block})
 		}

@@ -7,42 +7,9 @@ import (
 	"testing"
 
 	"github.com/ethereum/go-ethereum/common/hexutil"
+
+	"kintfs/chain/rpcproxy"
 )
-
-// logRangeOf reads the block range of an eth_getLogs call.
-func logRangeOf(params json.RawMessage) (from, to uint64, ok bool) {
-	var ps []struct {
-		FromBlock hexutil.Uint64 `json:"fromBlock"`
-		ToBlock   hexutil.Uint64 `json:"toBlock"`
-	}
-	if json.Unmarshal(params, &ps) != nil || len(ps) != 1 {
-		return 0, 0, false
-	}
-	return uint64(ps[0].FromBlock), uint64(ps[0].ToBlock), true
-}
-
-func isRangedLogs(method string, params json.RawMessage) bool {
-	from, to, ok := logRangeOf(params)
-	return method == "eth_getLogs" && ok && from != to
-}
-
-// editLogList passes each log of an eth_getLogs answer through f, which returns the logs to
-// answer in its place (none drops it).
-func editLogList(result json.RawMessage, f func(l map[string]any) []map[string]any) json.RawMessage {
-	var all []map[string]any
-	if err := json.Unmarshal(result, &all); err != nil {
-		return result
-	}
-	out := []map[string]any{}
-	for _, l := range all {
-		out = append(out, f(l)...)
-	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return result
-	}
-	return b
-}
 
 // TestRangedRestore: a fresh machine restores a 12-epoch vault by ranged log queries through
 // an honest proxy, one that caps ranges at 3 blocks, one that caps answers at 4 events, one
@@ -65,10 +32,7 @@ func TestRangedRestore(t *testing.T) {
 	if head.Seq != epochs {
 		t.Fatalf("head at seq %d, want %d", head.Seq, epochs)
 	}
-	evs, err := c.Walk(t.Context(), a.ownerAddr(), a.space(), head, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	evs := chainEvents(t, c, a, head)
 	bySeq := func(seq uint64) string { return strings.ToLower(evs[epochs-seq].TxHash.Hex()) }
 	target := uint64(6)
 	eventsIn := func(from, to uint64) int {
@@ -95,22 +59,22 @@ func TestRangedRestore(t *testing.T) {
 	cases := []restoreCase{
 		{name: "honest"},
 		{name: "range cap of 3 blocks", refuse: func(method string, params json.RawMessage) string {
-			if from, to, ok := logRangeOf(params); method == "eth_getLogs" && ok && to-from+1 > 3 {
+			if from, to, ok := rpcproxy.LogRange(params); method == "eth_getLogs" && ok && to-from+1 > 3 {
 				return "block range too large: eth_getLogs is limited to a 3 block range"
 			}
 			return ""
 		}},
 		{name: "result cap of 4 events", refuse: func(method string, params json.RawMessage) string {
-			if from, to, ok := logRangeOf(params); method == "eth_getLogs" && ok && eventsIn(from, to) > 4 {
+			if from, to, ok := rpcproxy.LogRange(params); method == "eth_getLogs" && ok && eventsIn(from, to) > 4 {
 				return "query returned more than 4 results"
 			}
 			return ""
 		}},
 		{name: "event dropped from ranges", lie: func(method string, params, result json.RawMessage) json.RawMessage {
-			if !isRangedLogs(method, params) {
+			if !rpcproxy.RangedLogs(method, params) {
 				return result
 			}
-			return editLogList(result, func(l map[string]any) []map[string]any {
+			return rpcproxy.EditLogs(result, func(l map[string]any) []map[string]any {
 				if isTx(l, target) {
 					return nil
 				}
@@ -118,10 +82,10 @@ func TestRangedRestore(t *testing.T) {
 			})
 		}},
 		{name: "events added to ranges", lie: func(method string, params, result json.RawMessage) json.RawMessage {
-			if !isRangedLogs(method, params) {
+			if !rpcproxy.RangedLogs(method, params) {
 				return result
 			}
-			return editLogList(result, func(l map[string]any) []map[string]any {
+			return rpcproxy.EditLogs(result, func(l map[string]any) []map[string]any {
 				out := []map[string]any{l}
 				if isTx(l, target) || isTx(l, 3) {
 					// a second event at the same block and seq with another digest, and one
@@ -141,7 +105,7 @@ func TestRangedRestore(t *testing.T) {
 		}},
 		{name: "event dropped everywhere", reason: fmt.Sprintf("no Epoch event for seq %d", target),
 			lie: onMethod("eth_getLogs", func(r json.RawMessage) json.RawMessage {
-				return editLogList(r, func(l map[string]any) []map[string]any {
+				return rpcproxy.EditLogs(r, func(l map[string]any) []map[string]any {
 					if isTx(l, target) {
 						return nil
 					}
@@ -153,18 +117,18 @@ func TestRangedRestore(t *testing.T) {
 		b := newMachine(t, dc, "ranged")
 		b.useRPC(proxy.URL)
 		b.connect("ranged restore passphrase")
-		proxy.resetStats()
-		proxy.setLie(tc.lie)
-		proxy.setRefuse(tc.refuse)
+		proxy.ResetStats()
+		proxy.SetRewrite(tc.lie)
+		proxy.SetRefuse(tc.refuse)
 		out, errs, code := b.run("", "pull", "--json")
-		st := proxy.snapshot()
+		st := proxy.Stats()
 		var mirror any
 		if tc.reason != "" {
 			// status refreshes first: through the same lie, so that it shows what the pull left
 			mirror = b.statusJSON()["mirror"].(map[string]any)["seq"]
 		}
-		proxy.setLie(nil)
-		proxy.setRefuse(nil)
+		proxy.SetRewrite(nil)
+		proxy.SetRefuse(nil)
 		t.Logf("%s: exit %d, %d requests (%d eth_getLogs, %d refused)", tc.name, code, st.Requests, st.Seen["eth_getLogs"], st.Faults["refused"])
 		recordFigure(t, "ranged restore: "+tc.name, "exit %d, %d requests for %d epochs (%d eth_getLogs, %d refused)",
 			code, st.Requests, epochs, st.Seen["eth_getLogs"], st.Faults["refused"])

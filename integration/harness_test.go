@@ -126,11 +126,6 @@ func (d *devChain) stop(t *testing.T) {
 	d.cmd = nil
 }
 
-func (d *devChain) restart(t *testing.T) {
-	d.stop(t)
-	d.start(t)
-}
-
 func (d *devChain) client(t *testing.T) *chain.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

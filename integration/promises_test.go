@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"kintfs/chain/rpcproxy"
 )
 
 // Operations keep the promises the README makes: read-only is read-only, commands work beside
@@ -148,8 +150,8 @@ func TestCommandsBesideAMount(t *testing.T) {
 
 	// a push held at its transaction: status, log and attr answer meanwhile
 	writeFile(t, mt.path("state/slow"), "held at the RPC")
-	p.setRule("eth_sendRawTransaction", proxyRule{Hold: true})
-	sentBefore := p.seen("eth_sendRawTransaction")
+	p.SetRule("eth_sendRawTransaction", rpcproxy.Rule{Hold: true})
+	sentBefore := p.Seen("eth_sendRawTransaction")
 	push := exec.Command(kintfsBin, "push")
 	push.Env = a.env()
 	var pushOut syncBuffer
@@ -158,7 +160,7 @@ func TestCommandsBesideAMount(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 30*time.Second, "the push reaches the RPC", func() error {
-		if p.seen("eth_sendRawTransaction") == sentBefore {
+		if p.Seen("eth_sendRawTransaction") == sentBefore {
 			return fmt.Errorf("not yet")
 		}
 		return nil
@@ -178,8 +180,8 @@ func TestCommandsBesideAMount(t *testing.T) {
 		}
 		t.Logf("kintfs %s during a push answered in %v", args[0], took.Round(time.Millisecond))
 	}
-	p.clearRules()
-	p.release(true)
+	p.ClearRules()
+	p.Release(true)
 	if err := push.Wait(); err != nil {
 		t.Fatalf("the held push: %v\n%s", err, pushOut.String())
 	}
@@ -394,8 +396,8 @@ func TestExitCodeTable(t *testing.T) {
 	mo := other.mount()
 	writeFile(t, mo.path("state/other"), "anchored in the window")
 	a.useRPC(proxy.URL)
-	proxy.setRule("eth_estimateGas", proxyRule{Hold: true})
-	before := proxy.seen("eth_estimateGas")
+	proxy.SetRule("eth_estimateGas", rpcproxy.Rule{Hold: true})
+	before := proxy.Seen("eth_estimateGas")
 	push := exec.Command(kintfsBin, "push")
 	push.Env = a.env()
 	var pushErr syncBuffer
@@ -404,14 +406,14 @@ func TestExitCodeTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 30*time.Second, "the push reaches its gas estimate", func() error {
-		if proxy.seen("eth_estimateGas") == before {
+		if proxy.Seen("eth_estimateGas") == before {
 			return fmt.Errorf("not yet")
 		}
 		return nil
 	})
 	mo.mustCtl("flush")
-	proxy.clearRules()
-	proxy.release(true)
+	proxy.ClearRules()
+	proxy.Release(true)
 	err := push.Wait()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 4 || !strings.Contains(pushErr.String(), "the chain moved") ||
@@ -549,12 +551,12 @@ func TestStatusSchema(t *testing.T) {
 	time.Sleep(1100 * time.Millisecond) // oldest_staged_age_seconds past a whole second
 	checkStatusSchema(t, "staged", read())
 
-	p.setRule("eth_sendRawTransaction", proxyRule{Hold: true})
-	sentBefore := p.seen("eth_sendRawTransaction")
+	p.SetRule("eth_sendRawTransaction", rpcproxy.Rule{Hold: true})
+	sentBefore := p.Seen("eth_sendRawTransaction")
 	flushed := make(chan error, 1)
 	go func() { flushed <- mt.ctl("flush") }()
 	eventually(t, 30*time.Second, "the push is held", func() error {
-		if p.seen("eth_sendRawTransaction") == sentBefore {
+		if p.Seen("eth_sendRawTransaction") == sentBefore {
 			return fmt.Errorf("not yet")
 		}
 		return nil
@@ -564,8 +566,8 @@ func TestStatusSchema(t *testing.T) {
 	if !strings.Contains(string(raw), `"pushing": true`) {
 		t.Errorf("pushing: %s", raw)
 	}
-	p.clearRules()
-	p.release(true)
+	p.ClearRules()
+	p.Release(true)
 	if err := <-flushed; err != nil {
 		t.Fatal(err)
 	}

@@ -24,9 +24,9 @@ func TestPrunedNodeSecondRPC(t *testing.T) {
 		ma.mustCtl("flush")
 	}
 	head := chainHead(t, c, a)
-	evs, err := c.Walk(t.Context(), a.ownerAddr(), a.space(), head, nil)
-	if err != nil || len(evs) != epochs {
-		t.Fatalf("walk: %d events, %v", len(evs), err)
+	evs := chainEvents(t, c, a, head)
+	if len(evs) != epochs {
+		t.Fatalf("walk: %d events", len(evs))
 	}
 	prunedTx := map[string]bool{}
 	for _, ev := range evs {
@@ -45,10 +45,10 @@ func TestPrunedNodeSecondRPC(t *testing.T) {
 		return result
 	}
 	primary := startRPCProxy(t, dc.info.RPC)
-	primary.setLie(prune)
+	primary.SetRewrite(prune)
 	second := startRPCProxy(t, dc.info.RPC)
 	alsoPruned := startRPCProxy(t, dc.info.RPC)
-	alsoPruned.setLie(prune)
+	alsoPruned.SetRewrite(prune)
 
 	restore := func(name, second string) (pullReport, string, int) {
 		b := newMachine(t, dc, "pruned")
@@ -79,12 +79,12 @@ func TestPrunedNodeSecondRPC(t *testing.T) {
 	}
 	t.Logf("no second RPC: exit %d: %s", code, strings.TrimSpace(errs))
 
-	primary.resetStats()
+	primary.ResetStats()
 	rep, errs, code := restore("second RPC", second.URL)
 	if code != 0 {
 		t.Fatalf("with a second RPC: exit %d: %s", code, errs)
 	}
-	pst, sst := primary.snapshot(), second.snapshot()
+	pst, sst := primary.Stats(), second.Stats()
 	if rep.Applied != epochs || rep.FromSecondRPC != old {
 		t.Errorf("with a second RPC: applied %d, from the second RPC %d; want %d and %d", rep.Applied, rep.FromSecondRPC, epochs, old)
 	}

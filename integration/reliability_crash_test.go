@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"kintfs/chain/rpcproxy"
 )
 
 // crashContent is what the writer script puts in file i of a trial: JSON, so it would anchor
@@ -184,15 +186,15 @@ func TestCrashDuringPush(t *testing.T) {
 			want[p] = fmt.Sprintf("stage %d row %d", n, i)
 			writeFile(t, mt.path(p), want[p])
 		}
-		before := proxy.seen(stage.hold)
+		before := proxy.Seen(stage.hold)
 		if stage.hold != "" {
-			proxy.setRule(stage.hold, proxyRule{Hold: true})
+			proxy.SetRule(stage.hold, rpcproxy.Rule{Hold: true})
 		}
 		flushed := make(chan error, 1)
 		go func() { flushed <- mt.ctl("flush") }()
 		if stage.hold != "" {
 			eventually(t, 60*time.Second, "the flush reaches "+stage.hold, func() error {
-				if proxy.seen(stage.hold) <= before {
+				if proxy.Seen(stage.hold) <= before {
 					return fmt.Errorf("no %s yet", stage.hold)
 				}
 				return nil
@@ -211,8 +213,8 @@ func TestCrashDuringPush(t *testing.T) {
 		case <-time.After(30 * time.Second):
 			t.Fatalf("stage %q: the ctl write did not return after the mount died", stage.name)
 		}
-		proxy.clearRules()
-		proxy.release(false) // a held call is lost with the process that made it
+		proxy.ClearRules()
+		proxy.Release(false) // a held call is lost with the process that made it
 		landed := chainHead(t, c, m).Seq > prevHead
 		if stage.landed && !landed {
 			// the node may seal the block a moment after it took the transaction
@@ -231,7 +233,7 @@ func TestCrashDuringPush(t *testing.T) {
 			// on a real chain the resent transaction waits in the pool for a while: the
 			// proxy says so the first time it is asked about it
 			var once sync.Once
-			proxy.setLie(func(method string, params, result json.RawMessage) json.RawMessage {
+			proxy.SetRewrite(func(method string, params, result json.RawMessage) json.RawMessage {
 				out := result
 				if method == "eth_getTransactionByHash" && string(result) != "null" {
 					once.Do(func() { out = pendingTx(result) })
@@ -246,7 +248,7 @@ func TestCrashDuringPush(t *testing.T) {
 		want[edited] = fmt.Sprintf("stage %d row 0, edited after the crash", n)
 		writeFile(t, mt.path(edited), want[edited])
 		mt.mustCtl("flush")
-		proxy.setLie(nil)
+		proxy.SetRewrite(nil)
 		st := waitIdle(t, c, m, mt, 60*time.Second)
 		if st.StagedRows != 0 || st.StagedDels != 0 || len(st.Gaps) != 0 || len(st.Conflicts) != 0 {
 			t.Fatalf("stage %q: after the restart: %d staged, %d deletions, gaps %v, conflicts %v", stage.name, st.StagedRows, st.StagedDels, st.Gaps, st.Conflicts)

@@ -129,6 +129,30 @@ func chainHead(t *testing.T, c *chain.Client, m *machine) chain.Head {
 	return h
 }
 
+// chainEvents are the Epoch events of m's vault from head down to seq 1, newest first, found
+// as a pull finds them (chain.Discovery), each linked to the one before it.
+func chainEvents(t *testing.T, c *chain.Client, m *machine, head chain.Head) []*chain.EpochEvent {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	d := c.NewDiscovery(ctx, m.ownerAddr(), m.space(), 0)
+	defer d.Close()
+	var evs []*chain.EpochEvent
+	block, seq, want := head.Block, head.Seq, head.Digest
+	for ; seq >= 1; seq-- {
+		ev, err := d.Next(ctx, block, seq, want)
+		if err != nil {
+			t.Fatalf("epoch %d at block %d: %v", seq, block, err)
+		}
+		if ev.Digest != want {
+			t.Fatalf("epoch %d has digest %s, the newer one names %s", seq, ev.Digest.Hex(), want.Hex())
+		}
+		evs = append(evs, ev)
+		block, want = ev.PrevBlock, ev.Prev
+	}
+	return evs
+}
+
 // vaultKeys derives the vault's KEK from its passphrase, as kint does, and the DEK from the
 // head epoch's header: what a test needs to seal epochs of its own.
 func vaultKeys(t *testing.T, c *chain.Client, m *machine, passphrase string) (kek, dek [32]byte) {

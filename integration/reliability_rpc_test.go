@@ -17,6 +17,7 @@ import (
 	"github.com/ethereum/go-ethereum/ethclient"
 
 	"kintfs/chain"
+	"kintfs/chain/rpcproxy"
 	"kintfs/contracts"
 	"kintfs/seal"
 )
@@ -34,11 +35,11 @@ func TestFaultyRPC(t *testing.T) {
 	a := newMachine(t, dc, "faulty")
 	a.connect("faulty rpc passphrase")
 	a.useRPC(proxy.URL)
-	proxy.setFaults(float64(percent) / 100)
+	proxy.SetFaults(float64(percent) / 100)
 	ma := a.mount()
 	// besides the random faults, the node always runs the first push transaction and its
 	// answer is lost: the retry must count as sent, never as a second epoch
-	proxy.loseNext("eth_sendRawTransaction")
+	proxy.FaultNext("eth_sendRawTransaction", rpcproxy.Lost, 1)
 
 	// pushes: rounds of writes, each flushed through the faulty RPC
 	rounds, rows := 4, 8
@@ -51,19 +52,19 @@ func TestFaultyRPC(t *testing.T) {
 		ma.mustCtl("flush")
 		slowest = max(slowest, time.Since(start))
 	}
-	push := proxy.snapshot()
+	push := proxy.Stats()
 	if h := chainHead(t, c, a); h.Seq != uint64(rounds) {
 		t.Fatalf("chain head seq %d after %d flushes", h.Seq, rounds)
 	}
 
 	// a second machine connects and pulls through the same faults
-	proxy.resetStats()
+	proxy.ResetStats()
 	b := newMachine(t, dc, "faulty")
 	b.useRPC(proxy.URL)
 	b.connect("faulty rpc passphrase")
 	out, errs, code := b.run("", "pull", "--json")
 	if code != 0 {
-		t.Fatalf("pull through a faulty RPC: exit %d\n%s\n%s\nthe proxy's last round trips:\n%s", code, out, errs, proxy.lastRoundTrips())
+		t.Fatalf("pull through a faulty RPC: exit %d\n%s\n%s\nthe proxy's last round trips:\n%s", code, out, errs, proxy.Recent())
 	}
 	var rep struct {
 		Mirror headJSON `json:"mirror"`
@@ -74,12 +75,12 @@ func TestFaultyRPC(t *testing.T) {
 	if rep.Mirror.Seq != uint64(rounds) {
 		t.Fatalf("pull reached seq %d, want %d", rep.Mirror.Seq, rounds)
 	}
-	pull := proxy.snapshot()
+	pull := proxy.Stats()
 
 	// and pushes back; the first machine sees it through its faulty polls
-	proxy.resetStats()
+	proxy.ResetStats()
 	mb := b.mount()
-	proxy.loseNext("eth_sendRawTransaction")
+	proxy.FaultNext("eth_sendRawTransaction", rpcproxy.Lost, 1)
 	for i := 0; i < rows; i++ {
 		writeFile(t, mb.path(fmt.Sprintf("state/from-b-%d", i)), fmt.Sprintf("b wrote %d", i))
 	}
@@ -101,14 +102,14 @@ func TestFaultyRPC(t *testing.T) {
 	}
 	ma.checkNoPanic()
 	mb.checkNoPanic()
-	both := proxy.snapshot()
+	both := proxy.Stats()
 
 	for _, ph := range []struct {
 		name string
-		s    proxyStats
+		s    rpcproxy.Stats
 	}{{"push (4 flushes from a mount)", push}, {"connect + pull (second machine)", pull}, {"push back + poll", both}} {
 		line := fmt.Sprintf("%d round trips (%d calls, %d batches), faults %d (%s), retried %d, longest fault streak %d",
-			ph.s.Requests, ph.s.Calls, ph.s.Batches, ph.s.faultTotal(), ph.s.faultString(), ph.s.Retries, ph.s.LongestStreak)
+			ph.s.Requests, ph.s.Calls, ph.s.Batches, ph.s.FaultTotal(), ph.s.FaultString(), ph.s.Retries, ph.s.LongestStreak)
 		fmt.Printf("faulty RPC at %d%%: %s: %s\n", percent, ph.name, line)
 		recordFigure(t, ph.name+" at "+strconv.Itoa(percent)+"% faults", "%s", line)
 	}
@@ -212,9 +213,9 @@ func TestLyingRPC(t *testing.T) {
 			}},
 	}
 	for _, lc := range cases {
-		proxy.setLie(lc.lie)
+		proxy.SetRewrite(lc.lie)
 		out, errs, code := b.run("", "pull", "--json")
-		proxy.setLie(nil)
+		proxy.SetRewrite(nil)
 		var rep struct {
 			Mirror headJSON `json:"mirror"`
 		}

@@ -5,10 +5,12 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"kintfs/chain/rpcproxy"
 )
 
 // methodList prints the calls of a proxy snapshot, by method.
-func methodList(st proxyStats) string {
+func methodList(st rpcproxy.Stats) string {
 	var parts []string
 	for m, n := range st.Seen {
 		parts = append(parts, fmt.Sprintf("%s %d", m, n))
@@ -29,15 +31,15 @@ func TestRoundTrips(t *testing.T) {
 	a.useRPC(proxy.URL)
 	ma := a.mount("--poll", "1h")
 	const epochs = 5
-	var flush proxyStats
+	var flush rpcproxy.Stats
 	for i := 1; i <= epochs; i++ {
 		writeFile(t, ma.path(fmt.Sprintf("state/r%d", i)), fmt.Sprintf("row %d", i))
 		if i == epochs {
-			proxy.resetStats()
+			proxy.ResetStats()
 		}
 		ma.mustCtl("flush")
 		if i == epochs {
-			flush = proxy.snapshot()
+			flush = proxy.Stats()
 		}
 	}
 	t.Logf("flush of one row: %d requests (%s)", flush.Requests, methodList(flush))
@@ -48,12 +50,12 @@ func TestRoundTrips(t *testing.T) {
 
 	b := newMachine(t, dc, "roundtrips")
 	b.useRPC(proxy.URL)
-	proxy.resetStats()
+	proxy.ResetStats()
 	b.mustRun("round trips passphrase\n", "init", "--owner", b.owner(), "--passphrase-stdin")
-	initSt := proxy.snapshot()
-	proxy.resetStats()
+	initSt := proxy.Stats()
+	proxy.ResetStats()
 	rep := b.pull()
-	pullSt := proxy.snapshot()
+	pullSt := proxy.Stats()
 	t.Logf("init: %d requests (%s)", initSt.Requests, methodList(initSt))
 	t.Logf("first pull: %d requests (%s); report %+v", pullSt.Requests, methodList(pullSt), rep)
 	recordFigure(t, "cold restore of 5 epochs", "init %d requests, first pull %d requests (%d transactions fetched)",
@@ -69,12 +71,12 @@ func TestRoundTrips(t *testing.T) {
 	ma.mustCtl("compact")
 	c := newMachine(t, dc, "roundtrips")
 	c.useRPC(proxy.URL)
-	proxy.resetStats()
+	proxy.ResetStats()
 	c.mustRun("round trips passphrase\n", "init", "--owner", c.owner(), "--passphrase-stdin")
-	initSt = proxy.snapshot()
-	proxy.resetStats()
+	initSt = proxy.Stats()
+	proxy.ResetStats()
 	rep = c.pull()
-	pullSt = proxy.snapshot()
+	pullSt = proxy.Stats()
 	t.Logf("after compact: init %d requests (%s)", initSt.Requests, methodList(initSt))
 	t.Logf("after compact: first pull %d requests (%s); report %+v", pullSt.Requests, methodList(pullSt), rep)
 	recordFigure(t, "restore after compact", "init %d requests, first pull %d requests (%d transactions fetched)",

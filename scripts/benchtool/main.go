@@ -1,14 +1,16 @@
-// Command benchtool holds the helpers of scripts/bench.sh that the shell does badly: generating
-// row trees, copying a tree with an fsync per file, timing reads under @<block>, counting
-// JSON-RPC calls, and checking push gas against the EIP-7623 calldata floor.
+// Command benchtool is the kintfs benchmark (make bench, through scripts/bench.sh): run drives
+// the whole of it and writes docs/benchmarks.md; the other subcommands are its steps, which it
+// runs as processes of their own (and hyperfine runs copy): generating row trees, copying a
+// tree with an fsync per file, timing reads under @<block>, and checking push gas against the
+// EIP-7623 calldata floor.
 //
+//	benchtool run      (knobs in the environment: see scripts/bench.sh)
 //	benchtool gen      -dir D -cats N -keys N -size B [-variant V] [-flush-every N -ctl F]
 //	benchtool copy     -src S -dst D [-fsync]
 //	benchtool readhist -cur F -hist 'MNT/@%d/entity/c/k' -versions F [-n N]
-//	benchtool rpcproxy -target URL
 //	benchtool gas      -rpc URL -blocks F [-from-seq N]
 //
-// Every subcommand prints one JSON object (rpcproxy: its URL, then serves until killed).
+// Every subcommand but run prints one JSON object.
 package main
 
 import (
@@ -25,8 +27,8 @@ func main() {
 		"gen":      cmdGen,
 		"copy":     cmdCopy,
 		"readhist": cmdReadHist,
-		"rpcproxy": cmdRPCProxy,
 		"gas":      cmdGas,
+		"run":      cmdRun,
 	}
 	run, ok := cmds[os.Args[1]]
 	if !ok {
@@ -39,7 +41,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: benchtool gen|copy|readhist|rpcproxy|gas [flags]")
+	fmt.Fprintln(os.Stderr, "usage: benchtool run|gen|copy|readhist|gas [flags]")
 	os.Exit(2)
 }
 
