@@ -34,22 +34,29 @@ func MerkleRoot(leaves [][32]byte) [32]byte {
 	return level[0]
 }
 
+// PairHasher hashes merkle node pairs, keccak256(left || right), reusing one keccak state:
+// a state of a hundred thousand rows hashes as many pairs.
+type PairHasher struct {
+	kh  crypto.KeccakState
+	buf [64]byte
+}
+
+// Pair is the parent of left and right.
+func (h *PairHasher) Pair(left, right *[32]byte) [32]byte {
+	if h.kh == nil {
+		h.kh = crypto.NewKeccakState()
+	}
+	copy(h.buf[:32], left[:])
+	copy(h.buf[32:], right[:])
+	return crypto.HashData(h.kh, h.buf[:])
+}
+
 // MerkleBuilder computes MerkleRoot of leaves added one at a time, in order, keeping only one
 // node per level: a state of any size is hashed without holding its leaves.
 type MerkleBuilder struct {
 	// stack holds the roots of complete subtrees, largest first; heights strictly decrease.
 	stack []merkleNode
-	kh    crypto.KeccakState // reused: a state of a hundred thousand rows hashes as many pairs
-	buf   [64]byte
-}
-
-func (b *MerkleBuilder) pair(left, right *[32]byte) [32]byte {
-	if b.kh == nil {
-		b.kh = crypto.NewKeccakState()
-	}
-	copy(b.buf[:32], left[:])
-	copy(b.buf[32:], right[:])
-	return crypto.HashData(b.kh, b.buf[:])
+	h     PairHasher
 }
 
 type merkleNode struct {
@@ -58,12 +65,16 @@ type merkleNode struct {
 }
 
 // Add appends the next leaf.
-func (b *MerkleBuilder) Add(leaf [32]byte) {
-	n := merkleNode{hash: leaf}
+func (b *MerkleBuilder) Add(leaf [32]byte) { b.AddSubtree(leaf, 0) }
+
+// AddSubtree appends the root of a complete subtree of 2^height leaves, as if its leaves were
+// added one by one. It must sit where such a subtree can: after a multiple of 2^height leaves.
+func (b *MerkleBuilder) AddSubtree(hash [32]byte, height int) {
+	n := merkleNode{hash: hash, height: height}
 	for len(b.stack) > 0 && b.stack[len(b.stack)-1].height == n.height {
 		top := b.stack[len(b.stack)-1]
 		b.stack = b.stack[:len(b.stack)-1]
-		n = merkleNode{hash: b.pair(&top.hash, &n.hash), height: n.height + 1}
+		n = merkleNode{hash: b.h.Pair(&top.hash, &n.hash), height: n.height + 1}
 	}
 	b.stack = append(b.stack, n)
 }
@@ -76,7 +87,7 @@ func (b *MerkleBuilder) Root() [32]byte {
 	}
 	acc := b.stack[len(b.stack)-1].hash
 	for i := len(b.stack) - 2; i >= 0; i-- {
-		acc = b.pair(&b.stack[i].hash, &acc)
+		acc = b.h.Pair(&b.stack[i].hash, &acc)
 	}
 	return acc
 }

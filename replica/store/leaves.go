@@ -2,6 +2,7 @@ package store
 
 import (
 	"sort"
+	"sync"
 
 	"github.com/ethereum/go-ethereum/common"
 
@@ -24,8 +25,16 @@ type leafChange struct {
 // leafSet is the mirror's leaves in canonical-id order, the order rows_root hashes them in.
 // Each epoch's root is computed by merging its changes into this order as it is walked, so
 // an epoch costs no copy of the state and no sort of it.
+//
+// The merkle levels above the leaves are kept too (merkletree.go), so that an epoch rehashes
+// only what it changes: the paths of the leaves it replaces, or everything after the first id
+// it adds or deletes.
 type leafSet struct {
 	e []leafEntry
+
+	mu    sync.Mutex // guards building tree lazily, which readers of the set may do at once
+	tree  [][]common.Hash
+	built bool
 }
 
 func (s *leafSet) len() int { return len(s.e) }
@@ -50,6 +59,7 @@ func (s *leafSet) get(id string) (common.Hash, bool) {
 func (s *leafSet) add(id string, leaf common.Hash) {
 	if n := len(s.e); n == 0 || s.e[n-1].id < id {
 		s.e = append(s.e, leafEntry{id, leaf})
+		s.built = false
 		return
 	}
 	s.apply([]leafChange{{id: id, leaf: leaf}})
@@ -84,23 +94,43 @@ func merge(base []leafEntry, ch []leafChange, fn func(id string, leaf common.Has
 // rootWith is the rows_root and the row count of the set with the sorted changes applied,
 // without building that set; from nothing (fromEmpty) it is the root of the changes alone.
 func (s *leafSet) rootWith(ch []leafChange, fromEmpty bool) (common.Hash, int) {
-	base := s.e
 	if fromEmpty {
-		base = nil
+		var b seal.MerkleBuilder
+		n := 0
+		merge(nil, ch, func(_ string, leaf common.Hash) {
+			b.Add(leaf)
+			n++
+		})
+		return b.Root(), n
 	}
+	s.ensureTree()
+	if s.replacesOnly(ch) {
+		return s.replacedRoot(ch, false), len(s.e)
+	}
+	// Everything before the first id changed keeps its place: its complete subtrees are taken
+	// as they are, and only the leaves from there on are hashed again.
+	p, _ := s.find(ch[0].id)
 	var b seal.MerkleBuilder
-	n := 0
-	merge(base, ch, func(_ string, leaf common.Hash) {
+	s.addPrefix(&b, p)
+	n := p
+	merge(s.e[p:], ch, func(_ string, leaf common.Hash) {
 		b.Add(leaf)
 		n++
 	})
 	return b.Root(), n
 }
 
-// apply applies the sorted changes. Changes that only replace leaves are made in place; an id
-// added or deleted costs one new slice.
+// apply applies the sorted changes. Changes that only replace leaves are made in place, with
+// their paths; an id added or deleted costs one new slice and the levels after it.
 func (s *leafSet) apply(ch []leafChange) {
+	if len(ch) == 0 {
+		return
+	}
 	if s.replacesOnly(ch) {
+		if s.built {
+			s.replacedRoot(ch, true)
+			return
+		}
 		for _, c := range ch {
 			if i, ok := s.find(c.id); ok {
 				s.e[i].leaf = c.leaf
@@ -108,9 +138,13 @@ func (s *leafSet) apply(ch []leafChange) {
 		}
 		return
 	}
+	p, _ := s.find(ch[0].id)
 	out := make([]leafEntry, 0, len(s.e)+len(ch))
 	merge(s.e, ch, func(id string, leaf common.Hash) { out = append(out, leafEntry{id, leaf}) })
 	s.e = out
+	if s.built {
+		s.rehashFrom(p)
+	}
 }
 
 // replacesOnly reports whether no change adds an id or deletes one held.
@@ -125,8 +159,13 @@ func (s *leafSet) replacesOnly(ch []leafChange) bool {
 
 // reset replaces the whole set with the sorted changes (a snapshot's state).
 func (s *leafSet) reset(ch []leafChange) {
-	s.e = nil
+	s.clear()
 	s.apply(ch)
+}
+
+// clear empties the set.
+func (s *leafSet) clear() {
+	s.e, s.tree, s.built = nil, nil, false
 }
 
 // leaves is the set's leaves in order, for a merkle proof.

@@ -1,0 +1,76 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+)
+
+// BenchmarkFlush: KINT_BENCH_ROWS (10,000) entity rows of about 1 KB of text are anchored, every one is
+// changed, and the timed part pushes until nothing is staged, on the in-memory chain, so what
+// it measures is the engine's own work (seal, journal, apply), not a node's. Run it with
+// -benchtime=1x: each round builds its own vault.
+func BenchmarkFlush(b *testing.B) {
+	rows := int(envInt("KINT_BENCH_ROWS", 10000))
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		e := newChainEnv(b)
+		a := e.machine()
+		writeRows := func(round int) {
+			rng := rand.New(rand.NewPCG(uint64(round), 1))
+			for n := 0; n < rows; n++ {
+				k := pathKey(fmt.Sprintf("entity/c%03d/k%03d", n/100, n%100))
+				if _, err := a.Write(k, noteBody(rng, 1024), time.Now()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		writeRows(0)
+		flushUntilEmpty(b, a)
+		writeRows(1)
+		b.StartTimer()
+		t0 := time.Now()
+		epochs := flushUntilEmpty(b, a)
+		b.ReportMetric(time.Since(t0).Seconds(), "s/flush")
+		b.ReportMetric(float64(epochs), "epochs")
+	}
+}
+
+// flushUntilEmpty pushes until nothing is staged and returns the number of epochs anchored.
+func flushUntilEmpty(t testing.TB, r *Replica) int {
+	t.Helper()
+	epochs := 0
+	for i := 0; i < 100; i++ {
+		rep, err := r.Push(context.Background(), PushOptions{})
+		if errors.Is(err, ErrNothingToPush) {
+			return epochs
+		}
+		if err != nil {
+			t.Fatalf("push: %v", err)
+		}
+		epochs += len(rep.Epochs)
+	}
+	t.Fatal("still something to push after 100 pushes")
+	return epochs
+}
+
+// noteWords make bodies that compress as notes do.
+var noteWords = strings.Fields(`note task meeting project owner draft review merge release plan
+budget river harbour garden station summer winter market letter answer question reason result
+memory vault chain block anchor epoch mirror staged sealed pulled verified kernel page inode`)
+
+// noteBody is about size bytes of words.
+func noteBody(rng *rand.Rand, size int) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "{\"n\":%d,\"text\":\"", rng.IntN(1<<30))
+	for b.Len() < size-2 {
+		b.WriteString(noteWords[rng.IntN(len(noteWords))])
+		b.WriteByte(' ')
+	}
+	b.WriteString("\"}")
+	return []byte(b.String())
+}
