@@ -138,10 +138,11 @@ func (r *Replica) push(ctx context.Context, opt PushOptions) (*PushReport, error
 	if g := openGaps(gaps, 0, 0); len(g) > 0 && !opt.Snapshot {
 		return rep, fmt.Errorf("%w: epoch %d (%s); if it will never open, kintfs compact --over-skipped anchors a snapshot over it", ErrGapOpen, g[0].Seq, g[0].Reason)
 	}
-	chunks, err := r.planPush(opt, rep)
+	feed, err := r.planPush(opt, rep)
 	if err != nil || opt.DryRun {
 		return rep, err
 	}
+	defer feed.close()
 	head, err := r.pushBase(ctx, c, opt, gaps)
 	if err != nil {
 		return rep, err
@@ -149,30 +150,55 @@ func (r *Replica) push(ctx context.Context, opt PushOptions) (*PushReport, error
 	if r.opt.SessionKey == nil {
 		return rep, fmt.Errorf("%w: no session key on this machine (kintfs session-key create)", ErrNotAuthorized)
 	}
-	for _, chunk := range chunks {
-		// each epoch goes on the mirror as the one before it left it: sendEpoch applies it
-		root, nRows := r.RootAfter(chunk, opt.Snapshot)
-		p := &seal.Plaintext{Tenant: r.vault.Tenant, Space: r.vault.Space, Seq: head.Seq + 1, Prev: head.Digest,
-			Rows: chunk.Rows, Deleted: chunk.Deleted, RowsRoot: root, NRows: nRows,
-			CreatedAt: seal.FormatCreatedAt(time.Now()), Snapshot: opt.Snapshot}
-		if err := store.CheckApplicable(p); err != nil {
-			return rep, fmt.Errorf("refusing to seal epoch %d, this code could not apply it: %w", p.Seq, err)
+	prevBucket, err := r.Bucket()
+	if err != nil {
+		return rep, err
+	}
+	first, ok, err := feed.next()
+	if !ok {
+		if err == nil {
+			err = ErrNothingToPush
 		}
-		er, next, err := r.sendEpoch(ctx, p, head, opt.Confirmations)
+		return rep, err
+	}
+	// Each epoch is sealed while the one before it is sent, waited for and applied (and the
+	// change set is still being split): its prev, bucket floor and rows_root follow from the
+	// sealed epoch before it alone.
+	cur := r.sealChunk(first, seal.Chunk{}, head, prevBucket, opt.Snapshot)
+	for rep.Chunks = 1; ; rep.Chunks++ {
+		if cur.err != nil {
+			return rep, cur.err
+		}
+		ahead := make(chan nextEpoch, 1)
+		go func(prior seal.Chunk, after Head, bucket int) {
+			c, ok, err := feed.next()
+			if !ok {
+				ahead <- nextEpoch{end: true, err: err}
+				return
+			}
+			ahead <- nextEpoch{sealedEpoch: r.sealChunk(c, prior, after, bucket, false)}
+		}(seal.Chunk{Rows: cur.p.Rows, Deleted: cur.p.Deleted}, Head{Seq: cur.p.Seq, Digest: cur.sealed.Digest}, max(prevBucket, cur.sealed.Bucket))
+		er, next, err := r.sendEpoch(ctx, cur, head, opt.Confirmations)
 		if err != nil {
+			feed.close()
+			<-ahead
 			return rep, err
 		}
 		rep.Epochs = append(rep.Epochs, *er)
-		head = next
+		head, prevBucket = next, max(prevBucket, cur.sealed.Bucket)
+		n := <-ahead
+		if n.end {
+			return rep, n.err
+		}
+		cur = n.sealedEpoch
 	}
-	return rep, nil
 }
 
 // planPush reads what the push anchors (marking it sealing unless on a dry run), holds what
-// cannot be anchored, and cuts the rest into the epochs to seal: one snapshot of the whole
-// state, or chunks of the changes. It fills in rep's counts; ErrNothingToPush when there is
-// nothing to anchor.
-func (r *Replica) planPush(opt PushOptions, rep *PushReport) ([]seal.Chunk, error) {
+// cannot be anchored, and starts cutting the rest into the epochs to seal: one snapshot of the
+// whole state, or chunks of the changes. It fills in rep's counts (the number of epochs only
+// on a dry run); ErrNothingToPush when there is nothing to anchor.
+func (r *Replica) planPush(opt PushOptions, rep *PushReport) (*chunkFeed, error) {
 	rows, dels, held, err := r.CollectStaged(!opt.DryRun)
 	if err != nil {
 		return nil, err
@@ -180,9 +206,8 @@ func (r *Replica) planPush(opt PushOptions, rep *PushReport) ([]seal.Chunk, erro
 	if rows, held, err = r.holdUnapplicable(rows, held); err != nil {
 		return nil, err
 	}
-	var chunks []seal.Chunk
 	if !opt.Snapshot {
-		if chunks, rows, held, err = r.chunkDiff(rows, dels, held); err != nil {
+		if rows, held, err = r.holdTooLarge(rows, held); err != nil {
 			return nil, err
 		}
 	}
@@ -195,27 +220,34 @@ func (r *Replica) planPush(opt PushOptions, rep *PushReport) ([]seal.Chunk, erro
 		if err != nil {
 			return nil, err
 		}
-		chunks = []seal.Chunk{{Rows: full, Deleted: dels}}
+		rep.Chunks = 1
+		return feedSnapshot(seal.Chunk{Rows: full, Deleted: dels}), nil
 	}
-	rep.Chunks = len(chunks)
-	return chunks, nil
+	if opt.DryRun {
+		chunks, err := seal.ChunkDiff(rows, dels)
+		rep.Chunks = len(chunks)
+		return nil, err
+	}
+	return feedChunks(rows, dels), nil
 }
 
-// chunkDiff cuts the changes into epochs, holding each row too large for one and cutting
-// again without it.
-func (r *Replica) chunkDiff(rows []seal.Row, dels []seal.Deleted, held []HeldRow) ([]seal.Chunk, []seal.Row, []HeldRow, error) {
-	for {
-		chunks, err := seal.ChunkDiff(rows, dels)
+// holdTooLarge holds each row no epoch can carry even alone, before the rest is split, so
+// that splitting never stops halfway through a push.
+func (r *Replica) holdTooLarge(rows []seal.Row, held []HeldRow) ([]seal.Row, []HeldRow, error) {
+	out := rows[:0]
+	for i := range rows {
+		err := seal.FitsAlone(&rows[i])
 		var big *seal.RowTooLargeError
 		if !errors.As(err, &big) {
-			return chunks, rows, held, err
+			out = append(out, rows[i])
+			continue
 		}
 		if herr := r.Hold(big.Row, err.Error()); herr != nil {
-			return nil, rows, held, herr
+			return nil, nil, herr
 		}
 		held = append(held, HeldRow{Tier: big.Row.Tier, Category: big.Row.Category, Key: big.Row.Key, Reason: err.Error()})
-		rows = removeRow(rows, big.Row.ID())
 	}
+	return out, held, nil
 }
 
 // holdUnapplicable holds the staged rows this code could not apply once anchored, so that
@@ -300,23 +332,46 @@ func (r *Replica) snapshotRows(staged []seal.Row, dels []seal.Deleted) ([]seal.R
 	return out, nil
 }
 
-func removeRow(rows []seal.Row, id string) []seal.Row {
-	out := rows[:0]
-	for _, row := range rows {
-		if row.ID() != id {
-			out = append(out, row)
-		}
-	}
-	return out
+// sealedEpoch is a chunk sealed as the epoch after a head, or why it could not be.
+type sealedEpoch struct {
+	p      *seal.Plaintext
+	sealed *seal.Sealed
+	err    error
 }
 
-// sealEpoch seals p under the vault's data key, on top of the bucket ratchet, and checks that
-// its push journal entry fits.
-func (r *Replica) sealEpoch(p *seal.Plaintext) (*seal.Sealed, error) {
-	prevBucket, err := r.Bucket()
-	if err != nil {
-		return nil, err
+// nextEpoch is the epoch sealed ahead, or the end of the push's chunks (with the splitter's
+// error, if it failed).
+type nextEpoch struct {
+	sealedEpoch
+	end bool
+	err error
+}
+
+// sealChunk seals chunk as the epoch after head, on the mirror as the anchored epochs up to
+// head leave it. The epoch of prior (a diff chunk, or none) may not have been applied yet: its
+// changes are counted into the root as well, which changes nothing once it has been, since
+// the chunks of one push touch distinct rows. It writes nothing, so it may run while the
+// epoch before it is being applied.
+func (r *Replica) sealChunk(chunk, prior seal.Chunk, head Head, prevBucket int, snapshot bool) sealedEpoch {
+	both := chunk
+	if len(prior.Rows)+len(prior.Deleted) > 0 {
+		both = seal.Chunk{Rows: append(append([]seal.Row(nil), prior.Rows...), chunk.Rows...),
+			Deleted: append(append([]seal.Deleted(nil), prior.Deleted...), chunk.Deleted...)}
 	}
+	root, nRows := r.RootAfter(both, snapshot)
+	p := &seal.Plaintext{Tenant: r.vault.Tenant, Space: r.vault.Space, Seq: head.Seq + 1, Prev: head.Digest,
+		Rows: chunk.Rows, Deleted: chunk.Deleted, RowsRoot: root, NRows: nRows,
+		CreatedAt: seal.FormatCreatedAt(time.Now()), Snapshot: snapshot}
+	if err := store.CheckApplicable(p); err != nil {
+		return sealedEpoch{err: fmt.Errorf("refusing to seal epoch %d, this code could not apply it: %w", p.Seq, err)}
+	}
+	sealed, err := r.sealEpoch(p, prevBucket)
+	return sealedEpoch{p: p, sealed: sealed, err: err}
+}
+
+// sealEpoch seals p under the vault's data key, on top of the bucket ratchet (prevBucket), and
+// checks that its push journal entry fits.
+func (r *Replica) sealEpoch(p *seal.Plaintext, prevBucket int) (*seal.Sealed, error) {
 	wraps, err := r.vault.WrapList()
 	if err != nil {
 		return nil, err
@@ -347,16 +402,14 @@ func (r *Replica) preparePush(ctx context.Context, c Chain, p *seal.Plaintext, s
 	return prep, err
 }
 
-// sendEpoch seals p, journals it, sends it, waits for it and applies it as this machine's own.
-func (r *Replica) sendEpoch(ctx context.Context, p *seal.Plaintext, head Head, confirmations uint64) (*EpochReceipt, Head, error) {
+// sendEpoch journals a sealed epoch, sends it, waits for it and applies it as this machine's
+// own.
+func (r *Replica) sendEpoch(ctx context.Context, se sealedEpoch, head Head, confirmations uint64) (*EpochReceipt, Head, error) {
 	if confirmations == 0 {
 		confirmations = r.opt.Confirmations
 	}
 	c := r.Client()
-	sealed, err := r.sealEpoch(p)
-	if err != nil {
-		return nil, head, err
-	}
+	p, sealed := se.p, se.sealed
 	if err := r.atStage(StageSealed, p.Seq); err != nil {
 		return nil, head, err
 	}

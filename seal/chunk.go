@@ -115,24 +115,51 @@ func SnapshotFits(p *Plaintext) error {
 // stream is snapshotted and closed to measure each candidate exactly, so
 // every chunk's measure is exact, not estimated.
 func ChunkDiff(rows []Row, deleted []Deleted) ([]Chunk, error) {
-	if len(rows) == 0 && len(deleted) == 0 {
-		return nil, nil
+	var chunks []Chunk
+	err := ChunkStream(rows, deleted, func(c Chunk) error {
+		chunks = append(chunks, c)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	c := &chunker{limit: MaxDiffBytes - Headroom, plain: MaxChunkPlain, t: &trees{}}
+	return chunks, nil
+}
+
+// ChunkStream splits as ChunkDiff does, handing each chunk to emit as soon as it is closed,
+// so that the first epoch can be sealed and sent while the rest is still being measured. An
+// error from emit stops it and is returned.
+func ChunkStream(rows []Row, deleted []Deleted, emit func(Chunk) error) error {
+	if len(rows) == 0 && len(deleted) == 0 {
+		return nil
+	}
+	c := &chunker{limit: MaxDiffBytes - Headroom, plain: MaxChunkPlain, t: &trees{}, emit: emit}
 	for i := range deleted {
 		if err := c.add(chunkItem{del: &deleted[i]}); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for i := range rows {
 		if err := c.add(chunkItem{row: &rows[i]}); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if err := c.closeChunk(c.g); err != nil {
-		return nil, err
+	return c.closeChunk(c.g)
+}
+
+// fitsAloneBelow is an encoded row size that always fits an epoch alone: gzip grows what it
+// cannot compress by a few bytes in a thousand at most.
+const fitsAloneBelow = 60000
+
+// FitsAlone returns the *RowTooLargeError ChunkDiff would give for row, which no epoch can
+// carry even alone, or nil. A push holds such rows before it splits the rest, so that the
+// split never stops halfway.
+func FitsAlone(row *Row) error {
+	if len(appendRowJSON(nil, row)) < fitsAloneBelow {
+		return nil
 	}
-	return c.chunks, nil
+	_, err := ChunkDiff([]Row{*row}, nil)
+	return err
 }
 
 type chunkItem struct {
@@ -147,14 +174,14 @@ type chunkItem struct {
 const chunkMargin = 1024
 
 type chunker struct {
-	limit  int // for the gzip alone: MaxDiffBytes - Headroom
-	plain  int // for the document uncompressed: MaxChunkPlain
-	doc    int // bytes of the document written to g
-	t      *trees
-	g      *gzipStream // nil between chunks
-	cur    Chunk
-	chunks []Chunk
-	buf    []byte
+	limit int // for the gzip alone: MaxDiffBytes - Headroom
+	plain int // for the document uncompressed: MaxChunkPlain
+	doc   int // bytes of the document written to g
+	t     *trees
+	g     *gzipStream // nil between chunks
+	cur   Chunk
+	emit  func(Chunk) error
+	buf   []byte
 }
 
 // suffix closes the document after the current items.
@@ -274,8 +301,11 @@ func (c *chunker) closeChunk(at *gzipStream) error {
 		}
 		return fmt.Errorf("%w: deletion of %s %q compresses past one epoch", ErrTooLarge, c.cur.Deleted[0].Tier, c.cur.Deleted[0].Key)
 	}
-	c.chunks = append(c.chunks, c.cur)
+	done := c.cur
 	c.cur = Chunk{}
+	if err := c.emit(done); err != nil {
+		return err
+	}
 	for i := len(spill) - 1; i >= 0; i-- {
 		if err := c.add(spill[i]); err != nil {
 			return err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -198,5 +199,69 @@ func TestSnapshotFits(t *testing.T) {
 	var st *SnapshotTooLargeError
 	if !errors.Is(err, ErrSnapshotTooLarge) || !errors.As(err, &st) || err.Error() != want || size <= MaxDiffBytes {
 		t.Errorf("got %v\nwant %s", err, want)
+	}
+}
+
+// TestChunkStreamMatchesDiff: the stream hands out the chunks ChunkDiff returns, in order, each
+// before the next is measured; an error from the receiver stops it.
+func TestChunkStreamMatchesDiff(t *testing.T) {
+	rows := proseRows(11, 2000, 1024)
+	var dels []Deleted
+	for i := range 200 {
+		dels = append(dels, Deleted{Tier: TierState, Key: "gone-" + strconv.Itoa(i)})
+	}
+	want, err := ChunkDiff(rows, dels)
+	if err != nil || len(want) < 3 {
+		t.Fatalf("%d chunks, %v", len(want), err)
+	}
+	var got []Chunk
+	if err := ChunkStream(rows, dels, func(c Chunk) error { got = append(got, c); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("stream gave %d chunks, ChunkDiff %d", len(got), len(want))
+	}
+	for i := range want {
+		if len(got[i].Rows) != len(want[i].Rows) || len(got[i].Deleted) != len(want[i].Deleted) ||
+			(len(want[i].Rows) > 0 && got[i].Rows[0].Key != want[i].Rows[0].Key) {
+			t.Fatalf("chunk %d: %d rows %d deletions, want %d and %d", i, len(got[i].Rows), len(got[i].Deleted), len(want[i].Rows), len(want[i].Deleted))
+		}
+	}
+	stop := errors.New("receiver gone")
+	n := 0
+	err = ChunkStream(rows, dels, func(Chunk) error { n++; return stop })
+	if !errors.Is(err, stop) || n != 1 {
+		t.Fatalf("after a refused chunk: %v, %d chunks handed out", err, n)
+	}
+}
+
+// TestFitsAlone agrees with ChunkDiff on both sides of the largest row an epoch carries, and
+// passes small rows without measuring them.
+func TestFitsAlone(t *testing.T) {
+	body := randomText(99, 130_000)
+	row := func(n int) Row { b := body[:n]; return Row{Tier: TierState, Key: "edge", Body: &b} }
+	lo, hi := 1000, len(body)
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		if chunkMeasure([]Row{row(mid)}, nil) <= MaxDiffBytes {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	if r := row(lo); FitsAlone(&r) != nil {
+		t.Errorf("largest fitting row (%d chars) refused: %v", lo, FitsAlone(&r))
+	}
+	var big *RowTooLargeError
+	if r := row(hi); !errors.As(FitsAlone(&r), &big) || big.Row.Key != "edge" {
+		t.Errorf("smallest non-fitting row (%d chars) accepted", hi)
+	}
+	// below the bound nothing is compressed: even a row of noise passes at once
+	if r := row(fitsAloneBelow - 100); FitsAlone(&r) != nil {
+		t.Errorf("a %d-char row refused", fitsAloneBelow-100)
+	}
+	huge := strings.Repeat("a", MaxChunkPlain)
+	if r := (Row{Tier: TierState, Key: "flat", Body: &huge}); !errors.As(FitsAlone(&r), &big) || big.Plain == 0 {
+		t.Errorf("a row past MaxChunkPlain accepted")
 	}
 }

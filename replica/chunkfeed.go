@@ -1,0 +1,59 @@
+package replica
+
+import (
+	"errors"
+	"sync"
+
+	"kintfs/seal"
+)
+
+// chunkFeed hands a push its chunks as the splitter closes them, so that the first epoch is
+// sealed and sent while the rest of a large change set is still being measured.
+type chunkFeed struct {
+	ch   chan seal.Chunk
+	stop chan struct{}
+	err  error // the splitter's, set before ch is closed
+	once sync.Once
+}
+
+var errFeedStopped = errors.New("push ended before its change set was split")
+
+// feedSnapshot hands out a snapshot, a push's one chunk.
+func feedSnapshot(snapshot seal.Chunk) *chunkFeed {
+	f := &chunkFeed{ch: make(chan seal.Chunk, 1), stop: make(chan struct{})}
+	f.ch <- snapshot
+	close(f.ch)
+	return f
+}
+
+// feedChunks splits rows and dels in the background.
+func feedChunks(rows []seal.Row, dels []seal.Deleted) *chunkFeed {
+	f := &chunkFeed{ch: make(chan seal.Chunk, 2), stop: make(chan struct{})}
+	go func() {
+		defer close(f.ch)
+		f.err = seal.ChunkStream(rows, dels, func(c seal.Chunk) error {
+			select {
+			case f.ch <- c:
+				return nil
+			case <-f.stop:
+				return errFeedStopped
+			}
+		})
+	}()
+	return f
+}
+
+// next is the next chunk; at the end ok is false, with the splitter's error if it failed.
+func (f *chunkFeed) next() (c seal.Chunk, ok bool, err error) {
+	if c, ok = <-f.ch; !ok {
+		return c, false, f.err
+	}
+	return c, true, nil
+}
+
+// close stops the splitter and waits until it has; it may be called more than once.
+func (f *chunkFeed) close() {
+	f.once.Do(func() { close(f.stop) })
+	for range f.ch {
+	}
+}
