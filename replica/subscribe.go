@@ -49,15 +49,16 @@ func (w *worker) live() {
 	for first := true; ; first = false {
 		sub, err := w.subscribe()
 		if err != nil {
-			w.r.status.noteLive(fmt.Sprintf("polling every %s: websocket subscription to %s failed at %s: %v; trying again every %s",
-				w.o.Poll, w.o.LiveName, stamp(time.Now()), err, w.o.Poll))
+			// the log line first: whoever reads the status then finds it written
 			if !lost {
 				w.r.warnf("live: cannot subscribe to %s (%v); polling every %s", w.o.LiveName, err, w.o.Poll)
 			}
+			w.r.status.noteLive(fmt.Sprintf("polling every %s: websocket subscription to %s failed at %s: %v; trying again every %s",
+				w.o.Poll, w.o.LiveName, stamp(time.Now()), err, w.o.Poll))
 			lost = true
 		} else {
-			w.r.status.noteLive("websocket: subscribed to the vault's Epoch logs at " + w.o.LiveName + " since " + stamp(time.Now()))
 			w.r.logf("live: subscribed to the vault's Epoch logs at %s", w.o.LiveName)
+			w.r.status.noteLive("websocket: subscribed to the vault's Epoch logs at " + w.o.LiveName + " since " + stamp(time.Now()))
 			if lost || !first {
 				w.wakePull(0) // events while the socket was down were missed: catch up once
 			}
@@ -68,9 +69,9 @@ func (w *worker) live() {
 				return // stopped
 			}
 			lost = true
+			w.r.warnf("live: websocket subscription lost (%v); polling every %s", err, w.o.Poll)
 			w.r.status.noteLive(fmt.Sprintf("polling every %s: websocket subscription to %s lost at %s: %v; trying again every %s",
 				w.o.Poll, w.o.LiveName, stamp(time.Now()), err, w.o.Poll))
-			w.r.warnf("live: websocket subscription lost (%v); polling every %s", err, w.o.Poll)
 		}
 		t := time.NewTimer(w.o.Poll)
 		select {
