@@ -197,8 +197,8 @@ func TestPushRevertedByRace(t *testing.T) {
 }
 
 // lyingPull sets up a vault of three epochs written by a, and a fresh machine b whose RPC
-// lies as fault says. It returns b's pull error and b.
-func lyingPull(t *testing.T, fault func(e *chainEnv, f *memchain.Faults)) (error, *Replica, *chainEnv) {
+// lies as fault says. It returns b, the env and b's pull error.
+func lyingPull(t *testing.T, fault func(e *chainEnv, f *memchain.Faults)) (*Replica, *chainEnv, error) {
 	e := newChainEnv(t)
 	a := e.machine()
 	w := &writer{t: t, r: a, m: model{}}
@@ -209,7 +209,7 @@ func lyingPull(t *testing.T, fault func(e *chainEnv, f *memchain.Faults)) (error
 	b := e.machine()
 	connOf(t, b).Fault(func(f *memchain.Faults) { fault(e, f) })
 	_, err := b.Pull(context.Background(), false)
-	return err, b, e
+	return b, e, err
 }
 
 // TestPullRefusesLies: each lie an RPC can tell stops the pull with its name, and the
@@ -226,7 +226,7 @@ func TestPullRefusesLies(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			err, b, _ := lyingPull(t, c.fault)
+			b, _, err := lyingPull(t, c.fault)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("pull: %v, want %q", err, c.want)
 			}
@@ -250,7 +250,7 @@ func TestPullRefusesLies(t *testing.T) {
 // TestPullRefusesAddedEvent: an RPC that adds a second event of a seq the walk asks for is
 // refused by name.
 func TestPullRefusesAddedEvent(t *testing.T) {
-	err, _, _ := lyingPull(t, func(e *chainEnv, f *memchain.Faults) {
+	_, _, err := lyingPull(t, func(e *chainEnv, f *memchain.Faults) {
 		c := e.mem.Conn()
 		owner, space := e.vaultIDs()
 		head, _ := c.Head(context.Background(), owner, space)

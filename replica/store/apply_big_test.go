@@ -88,7 +88,6 @@ func TestApplyLargestEpoch(t *testing.T) {
 					t.Fatal(err)
 				}
 				seq = 2
-				state = map[string]seal.Row{}
 			}
 			all := TinyRows(30000, "")
 			chunks, err := seal.ChunkDiff(all, nil)

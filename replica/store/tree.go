@@ -278,17 +278,6 @@ func (t *tree) list(tier string, cat *string) []Dirent {
 	return out
 }
 
-// all calls fn for every anchorable node (not local), in no particular order.
-func (t *tree) all(fn func(n *node)) {
-	for _, m := range t.dirs {
-		for nk, n := range m {
-			if !nk.local {
-				fn(n)
-			}
-		}
-	}
-}
-
 func validTier(tier string) bool {
 	for _, t := range Tiers {
 		if t == tier {
