@@ -342,6 +342,7 @@ func (s *Store) finishEpoch(txn *badger.Txn, e *epochApply, marked bool) error {
 	if err := s.recordCategoryCount(txn, info.Block, info.Seq); err != nil {
 		return err
 	}
+	s.untimed.noteEpochRecord(&info)
 	if err := setJSON(txn, string(pEpoch)+string(be64(info.Seq)), &info); err != nil {
 		return err
 	}

@@ -172,6 +172,7 @@ func (s *Store) reload() error {
 	t := s.t
 	t.dirs, t.cats, t.madeCat, t.inos, t.inoNext = map[dirKey]map[nameKey]*node{}, map[string]int{}, map[string]bool{}, map[string]uint64{}, 100
 	s.leaves.clear()
+	s.untimed.forget()
 	s.anchors = map[uint64]*Anchor{}
 	s.stagedBytes = 0
 	s.attrs, s.trashDirs = map[uint64]attrRec{}, map[string]bool{}

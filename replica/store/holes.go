@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -288,6 +289,7 @@ func (s *Store) RecordHistory(info *EpochInfo) error {
 		if err := s.recordCategoryCount(txn, info.Block, info.Seq); err != nil {
 			return err
 		}
+		s.untimed.noteEpochRecord(info)
 		return setJSON(txn, pEpoch+string(be64(info.Seq)), info)
 	})
 }
@@ -309,6 +311,46 @@ func (s *Store) SetHistorySkipped(skipped []Gap) error { return s.setState(kHist
 
 // EpochsWithoutTime lists the recorded epochs whose block timestamp is not recorded yet.
 func (s *Store) EpochsWithoutTime() ([]EpochInfo, error) {
+	s.untimed.mu.Lock()
+	defer s.untimed.mu.Unlock()
+	if !s.untimed.known {
+		missing, err := s.scanUntimed()
+		if err != nil {
+			return nil, err
+		}
+		s.untimed.seqs = map[uint64]bool{}
+		for _, info := range missing {
+			s.untimed.seqs[info.Seq] = true
+		}
+		s.untimed.known = true
+		return missing, nil
+	}
+	// after the first scan, only the records written since without a time are read
+	var missing []EpochInfo
+	err := s.db.View(func(txn *badger.Txn) error {
+		for seq := range s.untimed.seqs {
+			var info EpochInfo
+			found, err := getJSON(txn, pEpoch+string(be64(seq)), &info)
+			if err != nil {
+				return err
+			}
+			if !found {
+				continue // noted in a transaction not committed yet (or never)
+			}
+			if info.Time != 0 {
+				delete(s.untimed.seqs, seq)
+				continue
+			}
+			missing = append(missing, info)
+		}
+		return nil
+	})
+	sort.Slice(missing, func(i, j int) bool { return missing[i].Seq < missing[j].Seq })
+	return missing, err
+}
+
+// scanUntimed reads every epoch record for those without a time.
+func (s *Store) scanUntimed() ([]EpochInfo, error) {
 	var missing []EpochInfo
 	err := s.db.View(func(txn *badger.Txn) error {
 		return scanValues(txn, pEpoch, func(k, v []byte) error {
@@ -323,6 +365,33 @@ func (s *Store) EpochsWithoutTime() ([]EpochInfo, error) {
 		})
 	})
 	return missing, err
+}
+
+// untimedEpochs are the epoch records without a block time, kept after one scan of them all
+// so that each push and pull reads only the few it wrote.
+type untimedEpochs struct {
+	mu    sync.Mutex
+	known bool // seqs holds every record without a time (and maybe some that have one now)
+	seqs  map[uint64]bool
+}
+
+// noteEpochRecord is told of every epoch record written.
+func (u *untimedEpochs) noteEpochRecord(info *EpochInfo) {
+	if info.Time != 0 {
+		return
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.known {
+		u.seqs[info.Seq] = true
+	}
+}
+
+// forget makes the next EpochsWithoutTime scan every record again.
+func (u *untimedEpochs) forget() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.known, u.seqs = false, nil
 }
 
 // SetEpochTimes rewrites the epoch records in list with their Time, in one batch.

@@ -31,6 +31,7 @@ type Store struct {
 	histInos    historyInos
 	leaves      leafSet            // the mirror's leaves in canonical-id order; guarded by t.mu
 	anchors     map[uint64]*Anchor // by seq, for sharedAnchor; guarded by t.mu
+	untimed     untimedEpochs      // the epoch records still without a block time
 	release     *releaser
 	gcStop      chan struct{} // closed by Close: the value log collector stops
 	gcDone      chan struct{}
