@@ -6,7 +6,7 @@ import "sync"
 const cacheWriters = 4
 
 // cacheWriter writes epoch cache files beside a pull, several at once: each file is written
-// and synced on its own (writeFileAtomic), and waiting for those syncs one after another is
+// and synced on its own (atomicfile.Write), and waiting for those syncs one after another is
 // most of a long restore's local time. The cache is only a cache (a blob is trusted after its
 // keccak matches the chain's digest), so it may lag the apply; wait ends the pull's writes
 // and returns the first error.

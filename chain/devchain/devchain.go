@@ -48,6 +48,7 @@ import (
 	"github.com/ethereum/go-ethereum/params"
 	"github.com/ethereum/go-ethereum/rpc"
 
+	"kintfs/chain/atomicfile"
 	"kintfs/contracts"
 )
 
@@ -502,22 +503,7 @@ func writeInfo(path string, info *Info) error {
 	if err != nil {
 		return fmt.Errorf("devchain: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".devchain-*.json")
-	if err != nil {
-		return fmt.Errorf("devchain: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	_, err = tmp.Write(append(b, '\n'))
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
+	if err := atomicfile.Write(path, append(b, '\n')); err != nil {
 		return fmt.Errorf("devchain: write %s: %w", path, err)
 	}
 	return nil

@@ -1,7 +1,7 @@
 // Package homedir is KINT_HOME on disk: its layout and modes (0700 folders, 0600 files,
 // written atomically), the vault config (vault.json), the cached data and key-encryption keys
 // sealed under the local secret, the recovery file, and kint's epoch cache files. It holds no
-// badger state and makes no chain call; it imports seal only.
+// badger state and makes no chain call; it imports seal, and chain/atomicfile for its writes.
 package homedir
 
 import (
@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"kintfs/chain/atomicfile"
 )
 
 // Home is KINT_HOME: mode 0700, every file in it 0600.
@@ -54,31 +56,7 @@ func (h Home) WriteFile(data []byte, elem ...string) error {
 	if _, err := h.Ensure(filepath.Dir(filepath.Join(elem...))); err != nil {
 		return err
 	}
-	return writeFileAtomic(path, data)
-}
-
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.Write(path, data)
 }
 
 // randomBytes fills n bytes from the system's random source.
