@@ -35,7 +35,7 @@ func runRecoveryCode(ctx context.Context, args []string) error {
 	if len(args) > 0 {
 		return usagef("recovery-code takes no arguments")
 	}
-	home, err := homedir.DefaultHome()
+	home, err := defaultHome()
 	if err != nil {
 		return err
 	}

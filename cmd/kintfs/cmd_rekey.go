@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"kintfs/replica"
-	"kintfs/replica/homedir"
 	"kintfs/seal"
 )
 
@@ -89,7 +88,7 @@ func runRekey(ctx context.Context, o *rekeyOptions, args []string) error {
 	if !pass && !sig {
 		return usagef("rekey needs every key that is to keep opening the vault: --passphrase-stdin or --passphrase-file, and/or --signature - or --signature-file")
 	}
-	home, err := homedir.DefaultHome()
+	home, err := defaultHome()
 	if err != nil {
 		return err
 	}
@@ -126,7 +125,7 @@ func runRekey(ctx context.Context, o *rekeyOptions, args []string) error {
 	}
 	// a running mount holds the database: the rekey runs there, with the derived keys (never
 	// the passphrase or signature) sent over its socket
-	if reply, ok := forwardRequestTo(home, forwardRequest{Argv: currentArgv, Keys: encodeKeys(keys), Offline: offline()}); ok {
+	if reply, ok := forwardRequestTo(home, forwardRequest{Argv: cio.argv, Keys: encodeKeys(keys), Offline: offline()}); ok {
 		fmt.Fprint(cio.out, reply.Out)
 		fmt.Fprint(cio.err, reply.Err)
 		if reply.Code != exitOK {

@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"kintfs/replica"
-	"kintfs/replica/homedir"
 )
 
 type syncOptions struct {
@@ -156,7 +155,7 @@ func runPull(ctx context.Context, o *syncOptions, args []string) error {
 // discardLocal moves the local state aside before a pull --discard-local. The mount holds
 // the state, so it refuses there.
 func discardLocal(ctx context.Context) error {
-	home, err := homedir.DefaultHome()
+	home, err := defaultHome()
 	if err != nil {
 		return err
 	}

@@ -53,6 +53,9 @@ func (e *vaultEnv) client() *chain.Client {
 	return c
 }
 
+// defaultHome is KINT_HOME, else ~/.kint.
+func defaultHome() (homedir.Home, error) { return homedir.DefaultHome() }
+
 // openOptions say what a command needs.
 type openOptions struct {
 	chain    bool // fail when the RPC cannot be reached (else run offline)
@@ -71,7 +74,7 @@ func openVault(ctx context.Context, o openOptions) (*vaultEnv, error) {
 	if e := ioOf(ctx).env; e != nil {
 		return &vaultEnv{home: e.home, vault: e.vault, rep: e.rep, shared: true}, nil
 	}
-	home, err := homedir.DefaultHome()
+	home, err := defaultHome()
 	if err != nil {
 		return nil, err
 	}

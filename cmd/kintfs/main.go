@@ -37,12 +37,11 @@ type command struct {
 	name  string
 	usage string // argument synopsis
 	short string
-	flags func(fs *pflag.FlagSet)
-	run   runFunc
 	// setup registers the flags into options of this one invocation and returns what runs
-	// with them; used instead of flags and run by the commands a mount answers, which may
-	// run side by side (a status while a push is running).
+	// with them: two runs in one process (commands a mount answers side by side, a status
+	// while a push is running) never share options.
 	setup func(fs *pflag.FlagSet) runFunc
+	run   runFunc // a command without flags
 }
 
 type runFunc func(ctx context.Context, args []string) error
@@ -82,13 +81,10 @@ func run(argv []string) int {
 	return runIO(context.Background(), argv, &cmdIO{out: os.Stdout, err: os.Stderr})
 }
 
-// currentArgv is the command line being run, for --daemon to run it again in the background.
-var currentArgv []string
-
 // runIO runs one command writing to io; io.env is set when it runs inside a mount.
 func runIO(base context.Context, argv []string, cio *cmdIO) int {
 	if cio.env == nil {
-		currentArgv = argv
+		cio.argv = argv
 	}
 	stderr := cio.err
 	if len(argv) == 0 || argv[0] == "-h" || argv[0] == "--help" || argv[0] == "help" {
@@ -112,8 +108,6 @@ func runIO(base context.Context, argv []string, cio *cmdIO) int {
 	runc := c.run
 	if c.setup != nil {
 		runc = c.setup(fl)
-	} else if c.flags != nil {
-		c.flags(fl)
 	}
 	fl.SetOutput(stderr)
 	fl.Usage = func() {
