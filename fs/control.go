@@ -11,17 +11,16 @@ import (
 
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"kintfs/replica"
 )
 
 // .kint/ is the mount's control directory: never listed, mode 0700, its files 0600.
 //
-//	ctl     write a command; the write returns when it is done, or fails with its errno.
-//	        Reading it lists the commands.
+//	ctl     write a command (one of replica.Commands); the write returns when it is done, or
+//	        fails with its errno. Reading it lists the commands.
 //	status  the replica's status as JSON.
 //	blocks  one line per anchored epoch this machine holds.
-
-// ctlCommands are the commands ctl takes, one per line.
-var ctlCommands = []string{"flush", "pull", "pull full", "compact", "refresh"}
 
 var errUnknownCommand = errors.New("unknown command")
 
@@ -41,11 +40,11 @@ func parseCtl(data []byte) ([]string, error) {
 			continue
 		}
 		known := false
-		for _, c := range ctlCommands {
+		for _, c := range replica.Commands {
 			known = known || c == cmd
 		}
 		if !known {
-			return nil, fmt.Errorf("%w %q (try one of: %s)", errUnknownCommand, cmd, strings.Join(ctlCommands, ", "))
+			return nil, fmt.Errorf("%w %q (try one of: %s)", errUnknownCommand, cmd, strings.Join(replica.Commands, ", "))
 		}
 		cmds = append(cmds, cmd)
 	}
@@ -144,7 +143,7 @@ func (c *ctlFile) content() []byte {
 	case "blocks":
 		return c.fs.b.BlocksText()
 	}
-	return []byte(strings.Join(ctlCommands, "\n") + "\n")
+	return []byte(strings.Join(replica.Commands, "\n") + "\n")
 }
 
 func (c *ctlFile) attr(out *fuse.Attr) {
