@@ -56,6 +56,7 @@ func parseCtl(data []byte) ([]string, error) {
 
 type kintDir struct {
 	node
+	fixedDir // EPERM: its files are fixed, even on a read-only mount
 }
 
 var (
@@ -70,7 +71,7 @@ var (
 )
 
 func newKintDir(ctx context.Context, parent *node, out *fuse.EntryOut) *fusefs.Inode {
-	d := &kintDir{node: node{fs: parent.fs}}
+	d := &kintDir{node: node{fs: parent.fs}, fixedDir: fixedDir{syscall.EPERM}}
 	parent.fs.dirAttr(&out.Attr, inoKint, 2, 0700)
 	return parent.NewInode(ctx, d, fusefs.StableAttr{Mode: syscall.S_IFDIR, Ino: inoKint})
 }
@@ -102,22 +103,6 @@ func (d *kintDir) Readdir(ctx context.Context) (fusefs.DirStream, syscall.Errno)
 		{Name: "ctl", Mode: syscall.S_IFREG, Ino: inoCtl},
 		{Name: "status", Mode: syscall.S_IFREG, Ino: inoStatus},
 	}), 0
-}
-
-func (d *kintDir) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fusefs.Inode, fusefs.FileHandle, uint32, syscall.Errno) {
-	return nil, nil, 0, syscall.EPERM
-}
-
-func (d *kintDir) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
-	return nil, syscall.EPERM
-}
-
-func (d *kintDir) Unlink(ctx context.Context, name string) syscall.Errno { return syscall.EPERM }
-
-func (d *kintDir) Rmdir(ctx context.Context, name string) syscall.Errno { return syscall.EPERM }
-
-func (d *kintDir) Rename(ctx context.Context, name string, newParent fusefs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
-	return syscall.EPERM
 }
 
 // ctlFile is ctl, status or blocks. Its content is made when it is opened, and read with
