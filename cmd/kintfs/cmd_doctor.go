@@ -125,12 +125,11 @@ func (d *doctorRun) checkHome(home homedir.Home) {
 }
 
 func (d *doctorRun) checkVault(home homedir.Home) *homedir.VaultConfig {
-	v, err := home.LoadVault()
+	v, err := loadVaultConfig(home)
 	if err != nil {
 		d.fail("vault", "%v", err)
 		return nil
 	}
-	applyEnvOverrides(v)
 	d.ok("vault", "owner %s, tenant %q, space %s, chain %d, contract %s", v.Owner.Hex(), v.Tenant, v.Space16(), v.ChainID, v.Contract.Hex())
 	return v
 }

@@ -152,7 +152,7 @@ func runInit(ctx context.Context, o *initOptions, args []string) error {
 // machine keeps in its vault config, and the head epoch's header is not read. Only a machine
 // that connected before can do it; a new vault needs the chain.
 func initOffline(ctx context.Context, io replica.InitOptions) error {
-	v, err := io.Home.LoadVault()
+	v, err := loadVaultConfig(io.Home)
 	if err != nil {
 		return usagef("KINT_OFFLINE=1: this machine has no vault config to unlock from (%v); run kintfs init online first", err)
 	}

@@ -88,11 +88,7 @@ func runRekey(ctx context.Context, o *rekeyOptions, args []string) error {
 	if !pass && !sig {
 		return usagef("rekey needs every key that is to keep opening the vault: --passphrase-stdin or --passphrase-file, and/or --signature - or --signature-file")
 	}
-	home, err := defaultHome()
-	if err != nil {
-		return err
-	}
-	v, err := home.LoadVault()
+	home, v, err := loadHomeVault()
 	if err != nil {
 		return err
 	}

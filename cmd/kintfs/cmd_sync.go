@@ -166,7 +166,7 @@ func discardLocal(ctx context.Context) error {
 	if err := refuseIfMounted(home); err != nil {
 		return err
 	}
-	v, err := home.LoadVault()
+	v, err := loadVaultConfig(home)
 	if err != nil {
 		return err
 	}

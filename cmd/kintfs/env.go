@@ -74,15 +74,10 @@ func openVault(ctx context.Context, o openOptions) (*vaultEnv, error) {
 	if e := ioOf(ctx).env; e != nil {
 		return &vaultEnv{home: e.home, vault: e.vault, rep: e.rep, shared: true}, nil
 	}
-	home, err := defaultHome()
+	home, v, err := loadHomeVault()
 	if err != nil {
 		return nil, err
 	}
-	v, err := home.LoadVault()
-	if err != nil {
-		return nil, err
-	}
-	applyEnvOverrides(v)
 	e := &vaultEnv{home: home, vault: v}
 	if o.noStore {
 		if e.chain, err = dialVaultChain(ctx, v); err != nil {
@@ -147,6 +142,27 @@ func openVault(ctx context.Context, o openOptions) (*vaultEnv, error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// loadHomeVault is KINT_HOME and the vault it is connected to (see loadVaultConfig).
+func loadHomeVault() (homedir.Home, *homedir.VaultConfig, error) {
+	home, err := defaultHome()
+	if err != nil {
+		return "", nil, err
+	}
+	v, err := loadVaultConfig(home)
+	return home, v, err
+}
+
+// loadVaultConfig is the vault home is connected to, with KINT_RPC_URL and KINT_CONTRACT
+// applied over its RPC and contract.
+func loadVaultConfig(home homedir.Home) (*homedir.VaultConfig, error) {
+	v, err := home.LoadVault()
+	if err != nil {
+		return nil, err
+	}
+	applyEnvOverrides(v)
+	return v, nil
 }
 
 func applyEnvOverrides(v *homedir.VaultConfig) {
