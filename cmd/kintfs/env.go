@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -54,7 +55,29 @@ func (e *vaultEnv) client() *chain.Client {
 }
 
 // defaultHome is KINT_HOME, else ~/.kint.
-func defaultHome() (homedir.Home, error) { return homedir.DefaultHome() }
+func defaultHome() (homedir.Home, error) {
+	if h := os.Getenv("KINT_HOME"); h != "" {
+		return homedir.Home(h), nil
+	}
+	dir, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("no KINT_HOME and no home directory: %w", err)
+	}
+	return homedir.Home(filepath.Join(dir, ".kint")), nil
+}
+
+// localFromEnv is how the homes of this process keep their local secret and cached keys:
+// KINT_SESSION_PASSPHRASE, KINT_NO_KEYCHAIN=1 and KINT_KEY_TTL (a Go duration or seconds).
+func localFromEnv() homedir.Local {
+	l := homedir.Local{SessionPassphrase: os.Getenv("KINT_SESSION_PASSPHRASE"), NoKeychain: os.Getenv("KINT_NO_KEYCHAIN") == "1"}
+	v := os.Getenv("KINT_KEY_TTL")
+	if d, err := time.ParseDuration(v); err == nil && d > 0 {
+		l.KeyTTL = d
+	} else if n, err := strconv.Atoi(v); err == nil && n > 0 {
+		l.KeyTTL = time.Duration(n) * time.Second
+	}
+	return l
+}
 
 // openOptions say what a command needs.
 type openOptions struct {

@@ -78,6 +78,7 @@ func main() {
 }
 
 func run(argv []string) int {
+	homedir.SetLocal(localFromEnv())
 	return runIO(context.Background(), argv, &cmdIO{out: os.Stdout, err: os.Stderr})
 }
 
