@@ -15,7 +15,6 @@ import (
 type syncOptions struct {
 	dryRun, full, json bool
 	discardLocal       bool
-	passStdin          bool
 	overSkipped        bool
 	confirmations      uint64
 }

@@ -87,9 +87,8 @@ type openOptions struct {
 	readOnly bool // refuse every change and push (a --read-only mount)
 	noStore  bool // the vault and the chain only: the state database is not opened, so the
 	// command runs beside a mount
-	noDial  bool // KINT_OFFLINE=1 for a command kint lets skip the chain: do not dial it
-	logf    func(string, ...any)
-	verbose bool
+	noDial bool // KINT_OFFLINE=1 for a command kint lets skip the chain: do not dial it
+	logf   func(string, ...any)
 }
 
 // openVault opens the vault this KINT_HOME is connected to.
