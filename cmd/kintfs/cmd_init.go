@@ -78,6 +78,18 @@ func runInit(ctx context.Context, o *initOptions, args []string) error {
 	}
 	io := replica.InitOptions{Home: home, Owner: common.HexToAddress(o.owner), Tenant: o.tenant, RPC: o.rpc,
 		Contract: common.HexToAddress(o.contract)}
+	if err := readInitSecret(o, &io); err != nil {
+		return err
+	}
+	if offline() {
+		return initOffline(ctx, io)
+	}
+	return initOnline(ctx, o, io)
+}
+
+// readInitSecret reads the one secret init was given into io: a passphrase, the owner's
+// signature, or a recovery code.
+func readInitSecret(o *initOptions, io *replica.InitOptions) error {
 	n := 0
 	for _, set := range []bool{o.passStdin, o.passFile != "", o.signature != "", o.signatureFile != "", o.recoveryStdin} {
 		if set {
@@ -114,9 +126,12 @@ func runInit(ctx context.Context, o *initOptions, args []string) error {
 		}
 		io.RecoveryCode = &code
 	}
-	if offline() {
-		return initOffline(ctx, io)
-	}
+	return nil
+}
+
+// initOnline connects this machine to the vault on the chain, or creates it there. Off the
+// dev chain, a vault that has epochs is checked against a second RPC first.
+func initOnline(ctx context.Context, o *initOptions, io replica.InitOptions) error {
 	c, err := dialChain(ctx, o.rpc, io.Contract)
 	if err != nil {
 		return fmt.Errorf("%w: %v", replica.ErrOffline, err)
