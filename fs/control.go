@@ -11,17 +11,16 @@ import (
 
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"kintfs/replica"
 )
 
 // .kint/ is the mount's control directory: never listed, mode 0700, its files 0600.
 //
-//	ctl     write a command; the write returns when it is done, or fails with its errno.
-//	        Reading it lists the commands.
+//	ctl     write a command (one of replica.Commands); the write returns when it is done, or
+//	        fails with its errno. Reading it lists the commands.
 //	status  the replica's status as JSON.
 //	blocks  one line per anchored epoch this machine holds.
-
-// ctlCommands are the commands ctl takes, one per line.
-var ctlCommands = []string{"flush", "pull", "pull full", "compact", "refresh"}
 
 var errUnknownCommand = errors.New("unknown command")
 
@@ -41,11 +40,11 @@ func parseCtl(data []byte) ([]string, error) {
 			continue
 		}
 		known := false
-		for _, c := range ctlCommands {
+		for _, c := range replica.Commands {
 			known = known || c == cmd
 		}
 		if !known {
-			return nil, fmt.Errorf("%w %q (try one of: %s)", errUnknownCommand, cmd, strings.Join(ctlCommands, ", "))
+			return nil, fmt.Errorf("%w %q (try one of: %s)", errUnknownCommand, cmd, strings.Join(replica.Commands, ", "))
 		}
 		cmds = append(cmds, cmd)
 	}
@@ -57,6 +56,7 @@ func parseCtl(data []byte) ([]string, error) {
 
 type kintDir struct {
 	node
+	fixedDir // EPERM: its files are fixed, even on a read-only mount
 }
 
 var (
@@ -71,7 +71,7 @@ var (
 )
 
 func newKintDir(ctx context.Context, parent *node, out *fuse.EntryOut) *fusefs.Inode {
-	d := &kintDir{node: node{fs: parent.fs}}
+	d := &kintDir{node: node{fs: parent.fs}, fixedDir: fixedDir{syscall.EPERM}}
 	parent.fs.dirAttr(&out.Attr, inoKint, 2, 0700)
 	return parent.NewInode(ctx, d, fusefs.StableAttr{Mode: syscall.S_IFDIR, Ino: inoKint})
 }
@@ -105,22 +105,6 @@ func (d *kintDir) Readdir(ctx context.Context) (fusefs.DirStream, syscall.Errno)
 	}), 0
 }
 
-func (d *kintDir) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fusefs.Inode, fusefs.FileHandle, uint32, syscall.Errno) {
-	return nil, nil, 0, syscall.EPERM
-}
-
-func (d *kintDir) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
-	return nil, syscall.EPERM
-}
-
-func (d *kintDir) Unlink(ctx context.Context, name string) syscall.Errno { return syscall.EPERM }
-
-func (d *kintDir) Rmdir(ctx context.Context, name string) syscall.Errno { return syscall.EPERM }
-
-func (d *kintDir) Rename(ctx context.Context, name string, newParent fusefs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
-	return syscall.EPERM
-}
-
 // ctlFile is ctl, status or blocks. Its content is made when it is opened, and read with
 // direct I/O, so the kernel never serves an old copy or trusts an old size.
 type ctlFile struct {
@@ -144,7 +128,7 @@ func (c *ctlFile) content() []byte {
 	case "blocks":
 		return c.fs.b.BlocksText()
 	}
-	return []byte(strings.Join(ctlCommands, "\n") + "\n")
+	return []byte(strings.Join(replica.Commands, "\n") + "\n")
 }
 
 func (c *ctlFile) attr(out *fuse.Attr) {

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"kintfs/replica"
 )
 
 func TestParseCtl(t *testing.T) {
@@ -33,7 +35,7 @@ func TestParseCtl(t *testing.T) {
 }
 
 func FuzzCtlCommand(f *testing.F) {
-	for _, s := range append(ctlCommands, "", "pull  full", "bogus", "flush\nflush") {
+	for _, s := range append(replica.Commands, "", "pull  full", "bogus", "flush\nflush") {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -49,7 +51,7 @@ func FuzzCtlCommand(f *testing.F) {
 		}
 		for _, c := range cmds {
 			found := false
-			for _, k := range ctlCommands {
+			for _, k := range replica.Commands {
 				found = found || k == c
 			}
 			if !found {

@@ -53,23 +53,14 @@ type resolved struct {
 
 // parseName reads a name literally, without asking whether the row exists.
 func (d *rowDir) parseName(name string) (resolved, error) {
-	if isLocalName(name) {
-		return resolved{key: replica.Key{Tier: d.tier, Category: d.category, Key: name, Local: true}}, nil
-	}
-	s, collided := name, false
-	if d.entityRoot() {
-		if base, ok := splitCollided(name); ok {
-			s, collided = base, true
-		}
-	}
-	k, err := UnescapeName(s)
+	n, err := parseRowName(name, d.entityRoot())
 	if err != nil {
 		return resolved{}, err
 	}
-	if d.entityRoot() && !collided && d.v.tree.HasCategory(k) {
-		return resolved{isCat: true, cat: k}, nil
+	if d.entityRoot() && !n.local && !n.collided && d.v.tree.HasCategory(n.key) {
+		return resolved{isCat: true, cat: n.key}, nil
 	}
-	return resolved{key: replica.Key{Tier: d.tier, Category: d.category, Key: k}}, nil
+	return resolved{key: replica.Key{Tier: d.tier, Category: d.category, Key: n.key, Local: n.local}}, nil
 }
 
 // resolve finds what name stands for. With existing, a missing row is ErrNotFound, and a
@@ -99,12 +90,7 @@ func (d *rowDir) resolve(name string, existing bool) (resolved, error) {
 }
 
 // maybeShort reports whether name may be a shortened name, the '%' of a collided name aside.
-func (d *rowDir) maybeShort(name string) bool {
-	if base, ok := splitCollided(name); ok && d.entityRoot() {
-		name = base
-	}
-	return IsShortName(name)
-}
+func (d *rowDir) maybeShort(name string) bool { return shortRowName(name, d.entityRoot()) }
 
 // findShort finds the entry whose shortened name is name.
 func (d *rowDir) findShort(name string) (resolved, bool, error) {

@@ -10,60 +10,64 @@ import (
 	"kintfs/replica/homedir"
 )
 
+// errnos are the errors with an errno of their own, in the order they are asked for: the
+// first that matches wins.
+var errnos = []struct {
+	match func(error) bool
+	errno syscall.Errno
+}{
+	{is(replica.ErrNotFound), syscall.ENOENT},
+	{is(replica.ErrExists), syscall.EEXIST},
+	{is(replica.ErrNotEmpty), syscall.ENOTEMPTY},
+	{is(replica.ErrReadOnly), syscall.EROFS},
+	{is(replica.ErrInvalid), syscall.EINVAL},
+	{is(replica.ErrStagingFull), syscall.ENOSPC},
+	{is(replica.ErrFileTooBig, replica.ErrValueTooLarge), syscall.EFBIG},
+	{is(replica.ErrCrossTier), syscall.EXDEV},
+	// No chain connection: a ctl command can be tried again later; not a fault.
+	{replica.Offline, syscall.ENOTCONN},
+	// What stops a ctl flush or pull, as the CLI's exit codes tell them apart.
+	{is(replica.ErrGapOpen), syscall.EBADMSG}, // an epoch that cannot be applied: see gaps in status
+	{is(replica.ErrChainMoved, replica.ErrFork), syscall.ESTALE},
+	{replica.LyingRPC, syscall.EPROTO},
+	{is(homedir.ErrKeyMissing), errnoKeyMissing},
+	{is(homedir.ErrKeyExpired), errnoKeyExpired},
+	{is(replica.ErrNotAuthorized), errnoKeyRejected},
+	{is(errBadName, errUnknownCommand), syscall.EINVAL},
+	{is(errNameTooLong), syscall.ENAMETOOLONG},
+	// Only the mount's own context is ever canceled: the mount is going away.
+	{is(context.Canceled), syscall.ECANCELED},
+	{is(context.DeadlineExceeded), syscall.ETIMEDOUT},
+}
+
+// is matches an error that is one of targets.
+func is(targets ...error) func(error) bool {
+	return func(err error) bool {
+		for _, t := range targets {
+			if errors.Is(err, t) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
 // toErrno is the one place an error becomes an errno. It unwraps (go-fuse's own ToErrno does
 // not, and would turn a wrapped replica error into ENOSYS). It reports whether the error is
 // unexpected, which callers log: EIO is only ever a real fault.
 func toErrno(err error) (errno syscall.Errno, unexpected bool) {
-	var en syscall.Errno
-	switch {
-	case err == nil:
+	if err == nil {
 		return 0, false
-	case errors.Is(err, replica.ErrNotFound):
-		return syscall.ENOENT, false
-	case errors.Is(err, replica.ErrExists):
-		return syscall.EEXIST, false
-	case errors.Is(err, replica.ErrNotEmpty):
-		return syscall.ENOTEMPTY, false
-	case errors.Is(err, replica.ErrReadOnly):
-		return syscall.EROFS, false
-	case errors.Is(err, replica.ErrInvalid):
-		return syscall.EINVAL, false
-	case errors.Is(err, replica.ErrStagingFull):
-		return syscall.ENOSPC, false
-	case errors.Is(err, replica.ErrFileTooBig), errors.Is(err, replica.ErrValueTooLarge):
-		return syscall.EFBIG, false
-	case errors.Is(err, replica.ErrCrossTier):
-		return syscall.EXDEV, false
-	case replica.Offline(err):
-		// No chain connection: a ctl command can be tried again later; not a fault.
-		return syscall.ENOTCONN, false
-	// What stops a ctl flush or pull, as the CLI's exit codes tell them apart.
-	case errors.Is(err, replica.ErrGapOpen):
-		return syscall.EBADMSG, false // an epoch that cannot be applied: see gaps in status
-	case errors.Is(err, replica.ErrChainMoved), errors.Is(err, replica.ErrFork):
-		return syscall.ESTALE, false
-	case replica.LyingRPC(err):
-		return syscall.EPROTO, false
-	case errors.Is(err, homedir.ErrKeyMissing):
-		return errnoKeyMissing, false
-	case errors.Is(err, homedir.ErrKeyExpired):
-		return errnoKeyExpired, false
-	case errors.Is(err, replica.ErrNotAuthorized):
-		return errnoKeyRejected, false
-	case errors.Is(err, errBadName), errors.Is(err, errUnknownCommand):
-		return syscall.EINVAL, false
-	case errors.Is(err, errNameTooLong):
-		return syscall.ENAMETOOLONG, false
-	case errors.Is(err, context.Canceled):
-		// Only the mount's own context is ever canceled: the mount is going away.
-		return syscall.ECANCELED, false
-	case errors.Is(err, context.DeadlineExceeded):
-		return syscall.ETIMEDOUT, false
-	case errors.As(err, &en) && en != 0:
-		return en, false
-	default:
-		return syscall.EIO, true
 	}
+	for _, e := range errnos {
+		if e.match(err) {
+			return e.errno, false
+		}
+	}
+	if en := syscall.Errno(0); errors.As(err, &en) && en != 0 {
+		return en, false
+	}
+	return syscall.EIO, true
 }
 
 // fail maps err for the operation op on name under the node at, and logs it, once, when it is

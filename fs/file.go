@@ -220,31 +220,15 @@ func (n *fileNode) open(flags uint32, v *replica.Version) (fusefs.FileHandle, ui
 	if (write || trunc) && n.journalEventLocked() {
 		return nil, 0, syscall.EACCES
 	}
-	keep := n.v.history
-	if n.pendingIn == nil && !n.detached && !n.v.history {
-		if v == nil {
-			var err error
-			if v, err = n.v.tree.Get(n.key); err != nil {
-				return nil, 0, n.fs.fail("open", &n.node, "", err)
-			}
-		}
-		// The kernel may keep its pages when the row is the one they were read from.
-		keep = n.leafOK && v.Leaf == n.leaf && !n.dirty && !n.stale
-		n.leaf, n.leafOK = v.Leaf, true
+	keep, v, errno := n.noteLeafLocked(v)
+	if errno != 0 {
+		return nil, 0, errno
 	}
-	switch {
-	case trunc:
-		n.buf, n.loaded, n.dirty, n.stale, n.mtime = n.buf[:0], true, true, false, time.Now()
+	if trunc {
 		keep = false
-	case n.detached && !n.loaded:
-		return nil, 0, syscall.ENOENT
-	case !write && !n.loaded:
-		// Loaded on the first read that reaches us: with the kernel keeping its pages, a
-		// warm read never does, and grep opens many files it reads from the page cache.
-	case !n.loaded || n.stale:
-		if errno := n.loadLocked(v); errno != 0 {
-			return nil, 0, errno
-		}
+	}
+	if errno := n.fillLocked(write, trunc, v); errno != 0 {
+		return nil, 0, errno
 	}
 	n.opens++
 	n.opened = write
@@ -257,6 +241,42 @@ func (n *fileNode) open(flags uint32, v *replica.Version) (fusefs.FileHandle, ui
 		fflags |= fuse.FOPEN_NOFLUSH
 	}
 	return &fileHandle{n: n, write: write}, fflags, 0
+}
+
+// noteLeafLocked records the leaf of the row as it stands (v, read when nil) and reports
+// whether the kernel may keep its pages: when the row is the one they were read from. A
+// history view always may; a pending, detached or history file is not looked up, and v is
+// then returned as given.
+func (n *fileNode) noteLeafLocked(v *replica.Version) (keep bool, _ *replica.Version, _ syscall.Errno) {
+	if n.pendingIn != nil || n.detached || n.v.history {
+		return n.v.history, v, 0
+	}
+	if v == nil {
+		var err error
+		if v, err = n.v.tree.Get(n.key); err != nil {
+			return false, nil, n.fs.fail("open", &n.node, "", err)
+		}
+	}
+	keep = n.leafOK && v.Leaf == n.leaf && !n.dirty && !n.stale
+	n.leaf, n.leafOK = v.Leaf, true
+	return keep, v, 0
+}
+
+// fillLocked readies the buffer for an open: emptied by O_TRUNC, loaded for a write, left
+// for the first read otherwise.
+func (n *fileNode) fillLocked(write, trunc bool, v *replica.Version) syscall.Errno {
+	switch {
+	case trunc:
+		n.buf, n.loaded, n.dirty, n.stale, n.mtime = n.buf[:0], true, true, false, time.Now()
+	case n.detached && !n.loaded:
+		return syscall.ENOENT
+	case !write && !n.loaded:
+		// Loaded on the first read that reaches us: with the kernel keeping its pages, a
+		// warm read never does, and grep opens many files it reads from the page cache.
+	case !n.loaded || n.stale:
+		return n.loadLocked(v)
+	}
+	return 0
 }
 
 // loadLocked reads the row into the buffer. A stale buffer whose row has gone keeps its

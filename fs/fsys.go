@@ -84,7 +84,7 @@ func newMountFS(b Backend, o MountOptions) *mountFS {
 	f.histStale.Store(true)
 	f.ctx, f.cancel = context.WithCancel(context.Background())
 	f.inv.init()
-	f.root = &rootNode{node: node{fs: f}}
+	f.root = &rootNode{node: node{fs: f}, fixedDir: fixedDir{f.fixedShape()}}
 	return f
 }
 

@@ -19,7 +19,8 @@ import (
 // under it ever changes, so the kernel may cache it for long, and every change is EROFS.
 type histRoot struct {
 	node
-	v *view
+	fixedDir // EROFS
+	v        *view
 }
 
 var (
@@ -91,7 +92,7 @@ func (f *mountFS) refuseHistory(name string, err error) syscall.Errno {
 
 func newHistRoot(ctx context.Context, parent *node, block uint64, out *fuse.EntryOut) *fusefs.Inode {
 	f := parent.fs
-	h := &histRoot{node: node{fs: f}, v: &view{tree: f.b.At(block), history: true, block: block}}
+	h := &histRoot{node: node{fs: f}, fixedDir: fixedDir{syscall.EROFS}, v: &view{tree: f.b.At(block), history: true, block: block}}
 	f.dirAttr(&out.Attr, inoHistory, tierNlink, 0755)
 	entryTimeouts(h.v, out)
 	// One inode number for all history roots; the block tells them apart.
@@ -119,18 +120,7 @@ func (h *histRoot) Readdir(ctx context.Context) (fusefs.DirStream, syscall.Errno
 	return fusefs.NewListDirStream(tierEntries(h.v, inoHistory)), 0
 }
 
-func (h *histRoot) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fusefs.Inode, fusefs.FileHandle, uint32, syscall.Errno) {
-	return nil, nil, 0, syscall.EROFS
-}
-
-func (h *histRoot) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
-	return nil, syscall.EROFS
-}
-
-func (h *histRoot) Unlink(ctx context.Context, name string) syscall.Errno { return syscall.EROFS }
-
-func (h *histRoot) Rmdir(ctx context.Context, name string) syscall.Errno { return syscall.EROFS }
-
+// Rename is EXDEV, not EROFS: mv then copies out of the history view, which it may.
 func (h *histRoot) Rename(ctx context.Context, name string, newParent fusefs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
 	return syscall.EXDEV
 }

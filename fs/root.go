@@ -16,6 +16,7 @@ import (
 // indexers never walk them.
 type rootNode struct {
 	node
+	fixedDir // fixedShape: EPERM, or EROFS on a read-only mount
 }
 
 var (
@@ -90,11 +91,7 @@ func tierEntries(v *view, self uint64) []fuse.DirEntry {
 	return out
 }
 
-// The root's shape is fixed.
-
-func (r *rootNode) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fusefs.Inode, fusefs.FileHandle, uint32, syscall.Errno) {
-	return nil, nil, 0, r.fs.fixedShape()
-}
+// The root's shape is fixed, but for the trash directories.
 
 func (r *rootNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
 	if isTrashName(name) && !r.fs.opts.ReadOnly {
@@ -103,16 +100,10 @@ func (r *rootNode) Mkdir(ctx context.Context, name string, mode uint32, out *fus
 	return nil, r.fs.fixedShape()
 }
 
-func (r *rootNode) Unlink(ctx context.Context, name string) syscall.Errno { return r.fs.fixedShape() }
-
 func (r *rootNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 	if isTrashName(name) && !r.fs.opts.ReadOnly {
 		return r.fs.rmTrashDir(&r.node, name)
 	}
-	return r.fs.fixedShape()
-}
-
-func (r *rootNode) Rename(ctx context.Context, name string, newParent fusefs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
 	return r.fs.fixedShape()
 }
 

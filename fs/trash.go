@@ -276,29 +276,9 @@ func (d *trashDir) Rename(ctx context.Context, name string, newParent fusefs.Ino
 	if err != nil {
 		return d.fs.fail("rename", &d.node, name, err)
 	}
-	var to replica.Key
-	var dstDir interface {
-		childFile(string, replica.Key) *fileNode
-	}
-	switch t := newParent.(type) {
-	case *trashDir:
-		if t.top() {
-			return syscall.EPERM
-		}
-		to, dstDir = t.key(newName), t
-	default:
-		rd := asRowDir(newParent)
-		if rd == nil || rd.v.history {
-			return syscall.EXDEV
-		}
-		r, err := rd.resolve(newName, false)
-		if err != nil {
-			return d.fs.fail("rename", &rd.node, newName, err)
-		}
-		if r.isCat {
-			return syscall.EISDIR
-		}
-		to, dstDir = r.key, rd
+	to, dstDir, errno := d.renameTarget(newParent, newName)
+	if errno != 0 {
+		return errno
 	}
 	if from.Equal(to) {
 		return 0
@@ -329,6 +309,34 @@ func (d *trashDir) Rename(ctx context.Context, name string, newParent fusefs.Ino
 		d.fs.retire(dst.Ino)
 	}
 	return 0
+}
+
+// childFiler is a directory that holds file nodes: a row directory or a trash directory.
+type childFiler interface {
+	childFile(string, replica.Key) *fileNode
+}
+
+// renameTarget is the key a rename out of d onto newName in newParent moves to: in the trash,
+// or a row of the live tree (restored).
+func (d *trashDir) renameTarget(newParent fusefs.InodeEmbedder, newName string) (replica.Key, childFiler, syscall.Errno) {
+	if t, ok := newParent.(*trashDir); ok {
+		if t.top() {
+			return replica.Key{}, nil, syscall.EPERM
+		}
+		return t.key(newName), t, 0
+	}
+	rd := asRowDir(newParent)
+	if rd == nil || rd.v.history {
+		return replica.Key{}, nil, syscall.EXDEV
+	}
+	r, err := rd.resolve(newName, false)
+	if err != nil {
+		return replica.Key{}, nil, d.fs.fail("rename", &rd.node, newName, err)
+	}
+	if r.isCat {
+		return replica.Key{}, nil, syscall.EISDIR
+	}
+	return r.key, rd, 0
 }
 
 // renameToTrash moves a row (or a local file) of d into the trash directory td: the row is

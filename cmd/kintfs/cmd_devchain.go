@@ -11,10 +11,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"kintfs/chain/devchain"
-	"kintfs/replica/homedir"
 )
 
-var devchainOpts struct {
+type devchainOptions struct {
 	datadir string
 	http    string
 	period  uint64
@@ -26,36 +25,37 @@ func init() {
 		name:  "devchain",
 		usage: "[--datadir DIR] [--http 127.0.0.1:8545] [--period N] [--chain-id N]",
 		short: "run a local development chain (not Base) with EpochAnchor deployed",
-		flags: func(fs *pflag.FlagSet) {
-			fs.StringVar(&devchainOpts.datadir, "datadir", "", "where the chain is kept (default KINT_HOME/devchain)")
-			fs.StringVar(&devchainOpts.http, "http", "127.0.0.1:8545", "JSON-RPC listen address (loopback only)")
-			fs.Uint64Var(&devchainOpts.period, "period", 0, "seconds between blocks (0: a block per transaction)")
-			fs.Uint64Var(&devchainOpts.chainID, "chain-id", devchain.ChainID, "the chain id, fixed when the chain is created (8453 lets tools bound to Base's id read a dev vault; it is still not Base)")
+		setup: func(fs *pflag.FlagSet) runFunc {
+			o := &devchainOptions{}
+			fs.StringVar(&o.datadir, "datadir", "", "where the chain is kept (default KINT_HOME/devchain)")
+			fs.StringVar(&o.http, "http", "127.0.0.1:8545", "JSON-RPC listen address (loopback only)")
+			fs.Uint64Var(&o.period, "period", 0, "seconds between blocks (0: a block per transaction)")
+			fs.Uint64Var(&o.chainID, "chain-id", devchain.ChainID, "the chain id, fixed when the chain is created (8453 lets tools bound to Base's id read a dev vault; it is still not Base)")
+			return func(ctx context.Context, args []string) error { return runDevchain(ctx, o, args) }
 		},
-		run: runDevchain,
 	})
 }
 
 func defaultDevDir() (string, error) {
-	home, err := homedir.DefaultHome()
+	home, err := defaultHome()
 	if err != nil {
 		return "", err
 	}
 	return home.Ensure("devchain")
 }
 
-func runDevchain(ctx context.Context, args []string) error {
+func runDevchain(ctx context.Context, o *devchainOptions, args []string) error {
 	if len(args) > 0 {
 		return usagef("devchain takes no arguments")
 	}
-	dir := devchainOpts.datadir
+	dir := o.datadir
 	if dir == "" {
 		var err error
 		if dir, err = defaultDevDir(); err != nil {
 			return err
 		}
 	}
-	dc, err := devchain.Start(devchain.Config{DataDir: dir, HTTPAddr: devchainOpts.http, Period: devchainOpts.period, ChainID: devchainOpts.chainID})
+	dc, err := devchain.Start(devchain.Config{DataDir: dir, HTTPAddr: o.http, Period: o.period, ChainID: o.chainID})
 	if err != nil {
 		return err
 	}

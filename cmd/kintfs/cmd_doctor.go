@@ -22,7 +22,7 @@ import (
 	"kintfs/replica/homedir"
 )
 
-var doctorOpts struct {
+type doctorOptions struct {
 	allowOther bool
 }
 
@@ -34,10 +34,11 @@ func init() {
 		name:  "doctor",
 		usage: "[--allow-other] [MNT]",
 		short: "check every moving part (home, keys, RPCs, contract, session key, mirror, FUSE) and say which fails",
-		flags: func(fs *pflag.FlagSet) {
-			fs.BoolVar(&doctorOpts.allowOther, "allow-other", false, "also check that /etc/fuse.conf allows --allow-other")
+		setup: func(fs *pflag.FlagSet) runFunc {
+			o := &doctorOptions{}
+			fs.BoolVar(&o.allowOther, "allow-other", false, "also check that /etc/fuse.conf allows --allow-other")
+			return func(ctx context.Context, args []string) error { return runDoctor(ctx, o, args) }
 		},
-		run: runDoctor,
 	})
 }
 
@@ -60,12 +61,12 @@ func (d *doctorRun) fail(name, format string, args ...any) {
 	d.line("FAIL", name, format, args...)
 }
 
-func runDoctor(ctx context.Context, args []string) error {
+func runDoctor(ctx context.Context, o *doctorOptions, args []string) error {
 	if len(args) > 1 {
 		return usagef("doctor [--allow-other] [MNT]")
 	}
 	d := &doctorRun{ctx: ctx}
-	home, err := homedir.DefaultHome()
+	home, err := defaultHome()
 	if err != nil {
 		d.fail("KINT_HOME", "%v", err)
 		return exitCodeError{code: exitFailure, msg: "1 check(s) failed"}
@@ -85,7 +86,7 @@ func runDoctor(ctx context.Context, args []string) error {
 		d.checkMirror(ctx, home, v, primary)
 	}
 	d.checkFUSE()
-	if doctorOpts.allowOther {
+	if o.allowOther {
 		if os.Getuid() == 0 {
 			d.ok("user_allow_other", "root may use --allow-other without it")
 		} else if err := checkUserAllowOther(); err != nil {
@@ -124,12 +125,11 @@ func (d *doctorRun) checkHome(home homedir.Home) {
 }
 
 func (d *doctorRun) checkVault(home homedir.Home) *homedir.VaultConfig {
-	v, err := home.LoadVault()
+	v, err := loadVaultConfig(home)
 	if err != nil {
 		d.fail("vault", "%v", err)
 		return nil
 	}
-	applyEnvOverrides(v)
 	d.ok("vault", "owner %s, tenant %q, space %s, chain %d, contract %s", v.Owner.Hex(), v.Tenant, v.Space16(), v.ChainID, v.Contract.Hex())
 	return v
 }

@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -220,35 +220,23 @@ func keyOfPath(ctx context.Context, path string) (replica.Key, error) {
 		dir = filepath.Dir(dir)
 	}
 	rel, _ := filepath.Rel(dir, abs)
-	parts := strings.Split(rel, string(filepath.Separator))
-	if len(parts) < 2 || len(parts) > 3 || (len(parts) == 3 && parts[0] != seal.TierEntity) {
-		return replica.Key{}, usagef("%s is not a row of the live tree (tier/key or entity/category/key)", path)
-	}
-	k := replica.Key{Tier: parts[0]}
-	name := parts[len(parts)-1]
-	if len(parts) == 3 {
-		c, err := fs.UnescapeName(parts[1])
-		if err != nil {
-			return k, usagef("%s: bad category name", path)
-		}
-		k.Category = &c
-	} else if parts[0] == seal.TierEntity && strings.HasSuffix(name, "%") && name != "%" {
-		name = strings.TrimSuffix(name, "%") // a null-category entity shadowed by a category
-	}
-	if fs.IsShortName(name) {
+	k, short, err := fs.KeyOfPath(rel)
+	switch {
+	case errors.Is(err, fs.ErrNotRowPath):
+		return k, usagef("%s is not a row of the live tree (tier/key or entity/category/key)", path)
+	case err != nil:
+		return k, usagef("%s: %v", path, err)
+	case k.Local:
+		// a local file has no anchored row; its name escapes no key
+		return k, usagef("%s: %v", path, fs.ErrBadFileName)
+	case short:
 		buf := make([]byte, 4096)
 		n, err := unix.Getxattr(abs, "user.kint.key", buf)
 		if err != nil {
 			return k, fmt.Errorf("%s: read user.kint.key: %w", path, err)
 		}
 		k.Key = string(buf[:n])
-		return k, nil
 	}
-	key, err := fs.UnescapeName(name)
-	if err != nil {
-		return k, usagef("%s: bad file name", path)
-	}
-	k.Key = key
 	return k, nil
 }
 

@@ -12,11 +12,10 @@ import (
 
 	"kintfs/chain/devchain"
 	"kintfs/replica"
-	"kintfs/replica/homedir"
 	"kintfs/seal"
 )
 
-var initOpts struct {
+type initOptions struct {
 	owner, tenant, rpc, contract string
 	passStdin                    bool
 	passFile                     string
@@ -30,37 +29,40 @@ func init() {
 		name:  "init",
 		usage: "--owner 0x... --tenant NAME (--passphrase-stdin | --signature - | --signature-file F | --recovery-code-stdin)",
 		short: "connect this machine to a vault (adopting it from the chain, or creating it)",
-		flags: func(fs *pflag.FlagSet) {
-			fs.StringVar(&initOpts.owner, "owner", "", "the owner's address")
-			fs.StringVar(&initOpts.tenant, "tenant", os.Getenv("KINT_TENANT"), "the tenant (KINT_TENANT)")
-			fs.StringVar(&initOpts.rpc, "rpc", os.Getenv("KINT_RPC_URL"), "JSON-RPC URL (KINT_RPC_URL)")
-			fs.StringVar(&initOpts.contract, "contract", os.Getenv("KINT_CONTRACT"), "EpochAnchor address (KINT_CONTRACT)")
-			fs.BoolVar(&initOpts.passStdin, "passphrase-stdin", false, "read the vault passphrase from stdin")
-			fs.StringVar(&initOpts.passFile, "passphrase-file", "", "read the vault passphrase from a file")
-			fs.StringVar(&initOpts.signature, "signature", "", "read the owner's vault signature (hex) from - (stdin)")
-			fs.StringVar(&initOpts.signatureFile, "signature-file", "", "read the owner's vault signature (hex) from a file")
-			fs.StringVar(&initOpts.saltFile, "salt-passphrase-file", "", "a passphrase that salts the signature wrap, read from a file")
-			fs.BoolVar(&initOpts.recoveryStdin, "recovery-code-stdin", false, "read a recovery code from stdin")
+		setup: func(fs *pflag.FlagSet) runFunc {
+			o := &initOptions{}
+			fs.StringVar(&o.owner, "owner", "", "the owner's address")
+			fs.StringVar(&o.tenant, "tenant", os.Getenv("KINT_TENANT"), "the tenant (KINT_TENANT)")
+			fs.StringVar(&o.rpc, "rpc", os.Getenv("KINT_RPC_URL"), "JSON-RPC URL (KINT_RPC_URL)")
+			fs.StringVar(&o.contract, "contract", os.Getenv("KINT_CONTRACT"), "EpochAnchor address (KINT_CONTRACT)")
+			fs.BoolVar(&o.passStdin, "passphrase-stdin", false, "read the vault passphrase from stdin")
+			fs.StringVar(&o.passFile, "passphrase-file", "", "read the vault passphrase from a file")
+			fs.StringVar(&o.signature, "signature", "", "read the owner's vault signature (hex) from - (stdin)")
+			fs.StringVar(&o.signatureFile, "signature-file", "", "read the owner's vault signature (hex) from a file")
+			fs.StringVar(&o.saltFile, "salt-passphrase-file", "", "a passphrase that salts the signature wrap, read from a file")
+			fs.BoolVar(&o.recoveryStdin, "recovery-code-stdin", false, "read a recovery code from stdin")
+			return func(ctx context.Context, args []string) error { return runInit(ctx, o, args) }
 		},
-		run: runInit,
 	})
 	register(&command{
 		name:  "canonical-payload",
 		usage: "--owner 0x...",
 		short: "print the EIP-712 vault message to sign in the owner's wallet",
-		flags: func(fs *pflag.FlagSet) { fs.StringVar(&initOpts.owner, "owner", "", "the owner's address") },
-		run: func(ctx context.Context, args []string) error {
-			if !common.IsHexAddress(initOpts.owner) {
-				return usagef("--owner must be an address")
+		setup: func(fs *pflag.FlagSet) runFunc {
+			var owner string
+			fs.StringVar(&owner, "owner", "", "the owner's address")
+			return func(ctx context.Context, args []string) error {
+				if !common.IsHexAddress(owner) {
+					return usagef("--owner must be an address")
+				}
+				fmt.Fprintln(outw(ctx), seal.CanonicalPayload(common.HexToAddress(owner)))
+				return nil
 			}
-			fmt.Fprintln(outw(ctx), seal.CanonicalPayload(common.HexToAddress(initOpts.owner)))
-			return nil
 		},
 	})
 }
 
-func runInit(ctx context.Context, args []string) error {
-	o := initOpts
+func runInit(ctx context.Context, o *initOptions, args []string) error {
 	if len(args) > 0 {
 		return usagef("init takes no arguments")
 	}
@@ -70,12 +72,24 @@ func runInit(ctx context.Context, args []string) error {
 	if !offline() && (o.rpc == "" || !common.IsHexAddress(o.contract)) {
 		return usagef("init needs --rpc (KINT_RPC_URL) and --contract (KINT_CONTRACT)")
 	}
-	home, err := homedir.DefaultHome()
+	home, err := defaultHome()
 	if err != nil {
 		return err
 	}
 	io := replica.InitOptions{Home: home, Owner: common.HexToAddress(o.owner), Tenant: o.tenant, RPC: o.rpc,
 		Contract: common.HexToAddress(o.contract)}
+	if err := readInitSecret(o, &io); err != nil {
+		return err
+	}
+	if offline() {
+		return initOffline(ctx, io)
+	}
+	return initOnline(ctx, o, io)
+}
+
+// readInitSecret reads the one secret init was given into io: a passphrase, the owner's
+// signature, or a recovery code.
+func readInitSecret(o *initOptions, io *replica.InitOptions) error {
 	n := 0
 	for _, set := range []bool{o.passStdin, o.passFile != "", o.signature != "", o.signatureFile != "", o.recoveryStdin} {
 		if set {
@@ -112,9 +126,12 @@ func runInit(ctx context.Context, args []string) error {
 		}
 		io.RecoveryCode = &code
 	}
-	if offline() {
-		return initOffline(ctx, io)
-	}
+	return nil
+}
+
+// initOnline connects this machine to the vault on the chain, or creates it there. Off the
+// dev chain, a vault that has epochs is checked against a second RPC first.
+func initOnline(ctx context.Context, o *initOptions, io replica.InitOptions) error {
 	c, err := dialChain(ctx, o.rpc, io.Contract)
 	if err != nil {
 		return fmt.Errorf("%w: %v", replica.ErrOffline, err)
@@ -150,7 +167,7 @@ func runInit(ctx context.Context, args []string) error {
 // machine keeps in its vault config, and the head epoch's header is not read. Only a machine
 // that connected before can do it; a new vault needs the chain.
 func initOffline(ctx context.Context, io replica.InitOptions) error {
-	v, err := io.Home.LoadVault()
+	v, err := loadVaultConfig(io.Home)
 	if err != nil {
 		return usagef("KINT_OFFLINE=1: this machine has no vault config to unlock from (%v); run kintfs init online first", err)
 	}

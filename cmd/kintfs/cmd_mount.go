@@ -25,7 +25,8 @@ import (
 	"kintfs/replica/homedir"
 )
 
-var mountOpts struct {
+// mountOptions are one mount invocation's flags.
+type mountOptions struct {
 	dev           bool
 	devChainID    uint64
 	poll          time.Duration
@@ -50,142 +51,178 @@ func init() {
 		name:  "mount",
 		usage: "[--dev] [options] MOUNTPOINT",
 		short: "mount the vault as a directory (--dev: on a local development chain)",
-		flags: func(fs *pflag.FlagSet) {
-			fs.BoolVar(&mountOpts.dev, "dev", false, "start or reuse the local development chain, create the vault and session key, then mount")
-			fs.Uint64Var(&mountOpts.devChainID, "chain-id", 0, "with --dev: the dev chain's id, fixed when it is created (default 1337; 8453 lets tools bound to Base's id read the vault; it is still not Base)")
-			fs.DurationVar(&mountOpts.poll, "poll", 30*time.Second, "how often to read the chain head for other machines' epochs")
-			fs.BoolVar(&mountOpts.allowOther, "allow-other", false, "let other users use the mount (needs user_allow_other in /etc/fuse.conf)")
-			fs.BoolVar(&mountOpts.allowNonEmpty, "allow-non-empty", false, "mount over a directory that is not empty")
-			fs.BoolVar(&mountOpts.readOnly, "read-only", false, "mount with no way to change the vault")
-			fs.BoolVar(&mountOpts.xattrs, "xattrs", true, "serve user.kint.* extended attributes (off: ls -l is faster; use .kint/ and the CLI)")
-			fs.BoolVar(&mountOpts.daemon, "daemon", false, "run in the background; return once the mount answers")
-			fs.CountVarP(&mountOpts.verbose, "verbose", "v", "log more: -v every background poll, -vv every FUSE request")
-			fs.StringVar(&mountOpts.logFile, "log-file", "", "append the log to this file instead of stderr")
-			fs.DurationVar(&mountOpts.flushTimeout, "flush-timeout", 60*time.Second, "how long unmounting may spend anchoring what is staged")
-			fs.BoolVar(&mountOpts.debugFuse, "debug-fuse", false, "log every FUSE request")
-			fs.StringVar(&mountOpts.fileMode, "file-mode", "0644", "the mode (octal) of files never given one by chmod or create")
-			fs.StringVar(&mountOpts.dirMode, "dir-mode", "0755", "the mode (octal) of directories never given one by chmod")
-			fs.StringVar(&mountOpts.umask, "umask", "", "permission bits to clear on every file, in octal (default 077 with --allow-other: rows 0600, only you; else 022)")
+		setup: func(fs *pflag.FlagSet) runFunc {
+			o := &mountOptions{}
+			fs.BoolVar(&o.dev, "dev", false, "start or reuse the local development chain, create the vault and session key, then mount")
+			fs.Uint64Var(&o.devChainID, "chain-id", 0, "with --dev: the dev chain's id, fixed when it is created (default 1337; 8453 lets tools bound to Base's id read the vault; it is still not Base)")
+			fs.DurationVar(&o.poll, "poll", 30*time.Second, "how often to read the chain head for other machines' epochs")
+			fs.BoolVar(&o.allowOther, "allow-other", false, "let other users use the mount (needs user_allow_other in /etc/fuse.conf)")
+			fs.BoolVar(&o.allowNonEmpty, "allow-non-empty", false, "mount over a directory that is not empty")
+			fs.BoolVar(&o.readOnly, "read-only", false, "mount with no way to change the vault")
+			fs.BoolVar(&o.xattrs, "xattrs", true, "serve user.kint.* extended attributes (off: ls -l is faster; use .kint/ and the CLI)")
+			fs.BoolVar(&o.daemon, "daemon", false, "run in the background; return once the mount answers")
+			fs.CountVarP(&o.verbose, "verbose", "v", "log more: -v every background poll, -vv every FUSE request")
+			fs.StringVar(&o.logFile, "log-file", "", "append the log to this file instead of stderr")
+			fs.DurationVar(&o.flushTimeout, "flush-timeout", 60*time.Second, "how long unmounting may spend anchoring what is staged")
+			fs.BoolVar(&o.debugFuse, "debug-fuse", false, "log every FUSE request")
+			fs.StringVar(&o.fileMode, "file-mode", "0644", "the mode (octal) of files never given one by chmod or create")
+			fs.StringVar(&o.dirMode, "dir-mode", "0755", "the mode (octal) of directories never given one by chmod")
+			fs.StringVar(&o.umask, "umask", "", "permission bits to clear on every file, in octal (default 077 with --allow-other: rows 0600, only you; else 022)")
+			return func(ctx context.Context, args []string) error { return runMount(ctx, o, args) }
 		},
-		run: runMount,
 	})
 }
 
-func runMount(ctx context.Context, args []string) error {
+// mountRun is one mount as it starts, serves and stops: its options, its log and what it
+// opened.
+type mountRun struct {
+	o                 *mountOptions
+	dir, absDir       string
+	fileMode, dirMode uint32
+	umask             uint32
+	logger            *log.Logger
+	home              homedir.Home
+	env               *vaultEnv
+}
+
+func (r *mountRun) say(format string, a ...any) { r.logger.Printf(format, a...) }
+
+// replicaLog prints the replica's lines: failures always, what it anchors and pulls by
+// default, routine polls at -v.
+func (r *mountRun) replicaLog(format string, a ...any) {
+	switch {
+	case strings.HasPrefix(format, "warn: "):
+		r.logger.Printf(format, a...)
+	case strings.HasPrefix(format, "debug: "):
+		if r.o.verbose >= 1 {
+			r.logger.Printf(format, a...)
+		}
+	default:
+		r.logger.Printf("info: "+format, a...)
+	}
+}
+
+// fail reports why the mount did not start: to a waiting --daemon parent, and to the log
+// file, which is all a background start leaves behind.
+func (r *mountRun) fail(err error) error {
+	if r.o.logFile != "" {
+		r.say("error: mount %s: %v", r.dir, err)
+	}
+	return reportReady(err)
+}
+
+// checkMountFlags refuses flags that do not go together or do not parse, before anything
+// starts.
+func checkMountFlags(o *mountOptions, args []string) (r *mountRun, err error) {
 	if len(args) != 1 {
-		return usagef("mount takes one mountpoint")
+		return nil, usagef("mount takes one mountpoint")
 	}
-	if mountOpts.devChainID != 0 && !mountOpts.dev {
-		return usagef("--chain-id is for the development chain: use it with --dev")
+	if o.devChainID != 0 && !o.dev {
+		return nil, usagef("--chain-id is for the development chain: use it with --dev")
 	}
-	if _, err := parseUmask(mountOpts.umask); err != nil {
+	r = &mountRun{o: o, dir: args[0]}
+	if r.umask, err = parseUmask(o.umask, o.allowOther); err != nil {
+		return nil, err
+	}
+	if r.fileMode, r.dirMode, err = parseModes(o.fileMode, o.dirMode); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func runMount(ctx context.Context, o *mountOptions, args []string) error {
+	r, err := checkMountFlags(o, args)
+	if err != nil {
 		return err
 	}
-	if _, _, err := parseModes(mountOpts.fileMode, mountOpts.dirMode); err != nil {
-		return err
+	if o.daemon && os.Getenv(readyFDEnv) == "" {
+		return daemonize(ioOf(ctx).argv, o.logFile)
 	}
-	dir := args[0]
-	if mountOpts.daemon && os.Getenv(readyFDEnv) == "" {
-		return daemonize()
-	}
-	logger, closeLog, err := openLog()
+	logger, closeLog, err := openLog(o.logFile)
 	if err != nil {
 		return err
 	}
 	defer closeLog()
-	say := func(format string, a ...any) { logger.Printf(format, a...) }
-	// the replica's lines: failures always, what it anchors and pulls by default, routine
-	// polls at -v
-	replicaLog := func(format string, a ...any) {
-		switch {
-		case strings.HasPrefix(format, "warn: "):
-			logger.Printf(format, a...)
-		case strings.HasPrefix(format, "debug: "):
-			if mountOpts.verbose >= 1 {
-				logger.Printf(format, a...)
-			}
-		default:
-			logger.Printf("info: "+format, a...)
-		}
-	}
+	r.logger = logger
 	limitMemory()
-	if stop := startCPUProfile(say); stop != nil {
+	if stop := startCPUProfile(r.say); stop != nil {
 		defer stop()
 	}
-	if stop := startHeapProfile(say); stop != nil {
+	if stop := startHeapProfile(r.say); stop != nil {
 		defer stop()
 	}
-	// fail reports why the mount did not start: to a waiting --daemon parent, and to the log
-	// file, which is all a background start leaves behind
-	fail := func(err error) error {
-		if mountOpts.logFile != "" {
-			say("error: mount %s: %v", dir, err)
-		}
-		return reportReady(err)
-	}
-	absDir, err := filepath.Abs(dir)
+	stopDev, err := r.prepare(ctx)
 	if err != nil {
-		return fail(err)
+		return r.fail(err)
 	}
-	if err := clearStaleMount(dir, say); err != nil {
-		return fail(err)
+	defer stopDev()
+	if r.env, err = openVault(ctx, openOptions{dek: true, redial: true, readOnly: o.readOnly, logf: r.replicaLog}); err != nil {
+		return r.fail(err)
 	}
-	home, err := homedir.DefaultHome()
-	if err != nil {
-		return fail(err)
+	defer r.env.Close()
+	return r.serve(ctx)
+}
+
+// prepare readies the mountpoint and the home: a dead mount on the directory cleared, no other
+// mount of this home, with --dev the development chain started and the vault on it. The
+// returned func stops what it started.
+func (r *mountRun) prepare(ctx context.Context) (stop func(), err error) {
+	stop = func() {}
+	if r.absDir, err = filepath.Abs(r.dir); err != nil {
+		return stop, err
 	}
-	if _, err := home.Ensure(); err != nil {
-		return fail(err)
+	if err := clearStaleMount(r.dir, r.say); err != nil {
+		return stop, err
 	}
-	if err := refuseIfMounted(home); err != nil {
-		return fail(err)
+	if r.home, err = defaultHome(); err != nil {
+		return stop, err
 	}
-	if mountOpts.dev {
-		dc, err := devSetup(ctx, home, mountOpts.devChainID, say)
+	if _, err := r.home.Ensure(); err != nil {
+		return stop, err
+	}
+	if err := refuseIfMounted(r.home); err != nil {
+		return stop, err
+	}
+	if r.o.dev {
+		dc, err := devSetup(ctx, r.home, r.o.devChainID, r.say)
 		if err != nil {
-			return fail(err)
+			return stop, err
 		}
 		if dc != nil {
-			defer dc.Close()
+			stop = func() { dc.Close() }
 		}
 	}
-	fileMode, dirMode, _ := parseModes(mountOpts.fileMode, mountOpts.dirMode)
-	if mountOpts.allowOther && os.Getuid() != 0 {
+	if r.o.allowOther && os.Getuid() != 0 {
 		if err := checkUserAllowOther(); err != nil {
-			return fail(err)
+			return stop, err
 		}
 	}
-	e, err := openVault(ctx, openOptions{dek: true, redial: true, readOnly: mountOpts.readOnly, logf: replicaLog})
-	if err != nil {
-		return fail(err)
-	}
-	defer e.Close()
+	return stop, nil
+}
+
+// serve starts the worker, the FUSE server and the control socket, says the mount is ready,
+// and returns once it is unmounted and the worker has flushed.
+func (r *mountRun) serve(ctx context.Context) error {
+	e := r.env
 	if e.client() == nil {
-		say("offline: cannot reach %s; serving the local replica, changes stay staged; trying again at each poll", e.vault.RPC)
+		r.say("offline: cannot reach %s; serving the local replica, changes stay staged; trying again at each poll", e.vault.RPC)
 	}
-	wsURL := liveURL(e.vault)
-	e.rep.StartWorker(replica.WorkerOptions{
-		Quiet:       envDuration("KINT_QUIET_SECONDS", 300*time.Second),
-		SizeTrigger: envInt("KINT_SIZE_TRIGGER_BYTES", 32768),
-		Poll:        mountOpts.poll,
-		// other machines' epochs: at once by websocket when there is one, else at each poll
-		Subscribe: liveSubscriber(e.vault, wsURL),
-		LiveName:  redactURL(wsURL),
-		// history under a snapshot fills in after the start-up pull
-		BackfillAfter: envDuration("KINT_BACKFILL_START_SECONDS", 2*time.Second),
-	})
-	m, err := fs.Mount(dir, e.rep, fs.MountOptions{AllowOther: mountOpts.allowOther, ReadOnly: mountOpts.readOnly,
-		AllowNonEmpty: mountOpts.allowNonEmpty, Xattrs: mountOpts.xattrs, FileMode: fileMode, DirMode: dirMode, Logger: logger,
-		Debug: mountOpts.debugFuse || mountOpts.verbose >= 2, Umask: mountUmask()})
+	r.startWorker()
+	m, err := fs.Mount(r.dir, e.rep, fs.MountOptions{AllowOther: r.o.allowOther, ReadOnly: r.o.readOnly,
+		AllowNonEmpty: r.o.allowNonEmpty, Xattrs: r.o.xattrs, FileMode: r.fileMode, DirMode: r.dirMode, Logger: r.logger,
+		Debug: r.o.debugFuse || r.o.verbose >= 2, Umask: r.umask})
 	if err != nil {
 		_ = e.rep.StopWorker(context.Background())
-		return fail(err)
+		return r.fail(err)
 	}
-	ctl, err := serveControl(home, e, absDir, m.Settle, say)
+	// the mount's own context: what runs for the mount's lifetime stops with it
+	mctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ctl, err := serveControl(mctx, r.home, e, r.absDir, m.Settle, r.say)
 	if err != nil {
 		_ = m.Unmount()
 		_ = e.rep.StopWorker(context.Background())
-		return fail(err)
+		return r.fail(err)
 	}
 	defer ctl.Close()
 	// Caught before anyone hears the mount is ready: a SIGTERM right after READY=1 must
@@ -193,49 +230,85 @@ func runMount(ctx context.Context, args []string) error {
 	sig := make(chan os.Signal, 2)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sig)
-	say("mounted %s (owner %s, tenant %q, chain %d)", dir, e.vault.Owner.Hex(), e.vault.Tenant, e.vault.ChainID)
+	r.say("mounted %s (owner %s, tenant %q, chain %d)", r.dir, e.vault.Owner.Hex(), e.vault.Tenant, e.vault.ChainID)
 	_ = reportReady(nil)
 	sdNotify("READY=1")
-	// catch up with other machines without holding up the mount; offline, this is the first
-	// try to reconnect (the worker logs what it finds)
+	pulled := r.initialPull(mctx)
+	r.waitUnmounted(m, sig)
+	// the initial pull, if it still runs, ends with the mount, before the worker flushes
+	cancel()
+	<-pulled
+	r.stopWorker()
+	return nil
+}
+
+// startWorker starts the replica's background worker: the quiet delay and size trigger of
+// sealing, the poll, the websocket.
+func (r *mountRun) startWorker() {
+	wsURL := liveURL(r.env.vault)
+	r.env.rep.StartWorker(replica.WorkerOptions{
+		Quiet:       envDuration("KINT_QUIET_SECONDS", 300*time.Second),
+		SizeTrigger: envInt("KINT_SIZE_TRIGGER_BYTES", 32768),
+		Poll:        r.o.poll,
+		// other machines' epochs: at once by websocket when there is one, else at each poll
+		Subscribe: liveSubscriber(r.env.vault, wsURL),
+		LiveName:  redactURL(wsURL),
+		// history under a snapshot fills in after the start-up pull
+		BackfillAfter: envDuration("KINT_BACKFILL_START_SECONDS", 2*time.Second),
+	})
+}
+
+// initialPull catches up with other machines without holding up the mount; offline, it is
+// the first try to reconnect (the worker logs what it finds). It runs under the mount's
+// context; the returned channel is closed when it is done.
+func (r *mountRun) initialPull(ctx context.Context) <-chan struct{} {
+	done := make(chan struct{})
 	go func() {
-		if err := e.rep.Control(context.Background(), "refresh"); err != nil && !replica.Offline(err) {
-			say("warn: initial pull: %v", err)
+		defer close(done)
+		if err := r.env.rep.Control(ctx, "refresh"); err != nil && !replica.Offline(err) && ctx.Err() == nil {
+			r.say("warn: initial pull: %v", err)
 		}
 	}()
+	return done
+}
 
+// waitUnmounted returns once the mount is gone: unmounted from outside, or by this process on
+// SIGINT or SIGTERM (retried on the next signal while it is busy).
+func (r *mountRun) waitUnmounted(m *fs.Mounted, sig <-chan os.Signal) {
 	unmounted := make(chan struct{})
 	go func() { m.Wait(); close(unmounted) }()
-	for done := false; !done; {
+	for {
 		select {
 		case s := <-sig:
-			say("%v: flushing and unmounting", s)
+			r.say("%v: flushing and unmounting", s)
 			sdNotify("STOPPING=1")
 			if err := m.Unmount(); err != nil {
-				say("warn: unmount %s: %s%s", dir, oneLine(err.Error()), holders(absDir))
+				r.say("warn: unmount %s: %s%s", r.dir, oneLine(err.Error()), holders(r.absDir))
 				continue
 			}
 			<-unmounted
-			done = true
+			return
 		case <-unmounted:
-			say("%s was unmounted", dir)
-			done = true
+			r.say("%s was unmounted", r.dir)
+			return
 		}
 	}
-	fctx, cancel := context.WithTimeout(context.Background(), mountOpts.flushTimeout)
+}
+
+// stopWorker flushes what is staged, bounded by --flush-timeout, and says what stays pending.
+func (r *mountRun) stopWorker() {
+	fctx, cancel := context.WithTimeout(context.Background(), r.o.flushTimeout)
 	defer cancel()
-	ferr := e.rep.StopWorker(fctx)
-	if ferr != nil {
-		say("flush on unmount: %v", ferr)
+	if err := r.env.rep.StopWorker(fctx); err != nil {
+		r.say("flush on unmount: %v", err)
 	}
-	if st, err := e.rep.Status(); err == nil {
+	if st, err := r.env.rep.Status(); err == nil {
 		if n := st.StagedRows + st.StagedDels; n > 0 {
-			say("pending: %d staged rows and deletions (%d held) stay in %s and will be anchored by the next mount or kintfs push", n, len(st.Held), home)
+			r.say("pending: %d staged rows and deletions (%d held) stay in %s and will be anchored by the next mount or kintfs push", n, len(st.Held), r.home)
 		} else {
-			say("pending: nothing; every change is anchored")
+			r.say("pending: nothing; every change is anchored")
 		}
 	}
-	return nil
 }
 
 // mountMemoryLimit is the mount's soft limit on the memory the Go runtime manages. The live
@@ -319,11 +392,12 @@ func writeHeapProfile(path string, say func(string, ...any)) {
 	}
 }
 
-func openLog() (*log.Logger, func(), error) {
+// openLog opens the mount's log: logFile, appended to, else stderr.
+func openLog(logFile string) (*log.Logger, func(), error) {
 	var w io.Writer = os.Stderr
 	closeFn := func() {}
-	if mountOpts.logFile != "" {
-		f, err := os.OpenFile(mountOpts.logFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if logFile != "" {
+		f, err := os.OpenFile(logFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -394,10 +468,11 @@ func parseModes(file, dir string) (fileMode, dirMode uint32, err error) {
 	return fileMode, dirMode, nil
 }
 
-// parseUmask reads --umask: octal permission bits, "" for the default.
-func parseUmask(s string) (uint32, error) {
+// parseUmask reads --umask: octal permission bits, "" for the default, which depends on
+// --allow-other.
+func parseUmask(s string, allowOther bool) (uint32, error) {
 	if s == "" {
-		if mountOpts.allowOther {
+		if allowOther {
 			return 0o077, nil // other users are let in to the mount, not to the plaintext
 		}
 		return 0o022, nil
@@ -407,10 +482,4 @@ func parseUmask(s string) (uint32, error) {
 		return 0, usagef("--umask %q: give octal permission bits, such as 077 or 022", s)
 	}
 	return uint32(n), nil
-}
-
-// mountUmask is --umask, checked at the start of runMount.
-func mountUmask() uint32 {
-	n, _ := parseUmask(mountOpts.umask)
-	return n
 }

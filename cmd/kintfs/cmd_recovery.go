@@ -35,15 +35,10 @@ func runRecoveryCode(ctx context.Context, args []string) error {
 	if len(args) > 0 {
 		return usagef("recovery-code takes no arguments")
 	}
-	home, err := homedir.DefaultHome()
+	home, v, err := loadHomeVault()
 	if err != nil {
 		return err
 	}
-	v, err := home.LoadVault()
-	if err != nil {
-		return err
-	}
-	applyEnvOverrides(v)
 	dek, err := home.LoadDEK(v.Space)
 	if errors.Is(err, homedir.ErrKeyMissing) || errors.Is(err, homedir.ErrKeyExpired) {
 		return usagef("no data key cached on this machine: kintfs init first (%v)", err)

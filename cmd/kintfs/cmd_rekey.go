@@ -69,64 +69,20 @@ func runRekey(ctx context.Context, o *rekeyOptions, args []string) error {
 		}
 		return rekeyWith(ctx, o, cio.keys)
 	}
-	if o.passStdin && o.passFile != "" {
-		return usagef("give one of --passphrase-stdin and --passphrase-file")
+	if err := checkRekeyFlags(o); err != nil {
+		return err
 	}
-	if o.signature != "" && o.signatureFile != "" {
-		return usagef("give one of --signature - and --signature-file")
-	}
-	if o.signature != "" && o.signature != "-" {
-		return usagef("--signature takes - (stdin); signatures never go on the command line")
-	}
-	if o.passStdin && o.signature == "-" {
-		return usagef("--passphrase-stdin and --signature - cannot share stdin: use --passphrase-file or --signature-file")
-	}
-	if o.saltFile != "" && o.signature == "" && o.signatureFile == "" {
-		return usagef("--salt-passphrase-file salts a signature key: give --signature - or --signature-file too")
-	}
-	pass := o.passStdin || o.passFile != ""
-	sig := o.signature != "" || o.signatureFile != ""
-	if !pass && !sig {
-		return usagef("rekey needs every key that is to keep opening the vault: --passphrase-stdin or --passphrase-file, and/or --signature - or --signature-file")
-	}
-	home, err := homedir.DefaultHome()
+	home, v, err := loadHomeVault()
 	if err != nil {
 		return err
 	}
-	v, err := home.LoadVault()
+	keys, err := rekeyKeys(o, v)
 	if err != nil {
 		return err
-	}
-	var keys []replica.RekeyKey
-	if pass {
-		src := "-"
-		if o.passFile != "" {
-			src = o.passFile
-		}
-		p, err := readSecret(src, false)
-		if err != nil {
-			return err
-		}
-		kek, err := seal.KEKFromPassphrase(p, v.Owner, v.Space)
-		if err != nil {
-			return err
-		}
-		keys = append(keys, replica.RekeyKey{KEK: kek, Kind: seal.KindPassphrase})
-	}
-	if sig {
-		raw, salt, err := readSignature(o.signatureFile, o.saltFile)
-		if err != nil {
-			return err
-		}
-		kek, err := seal.KEKFromSignature(raw, v.Owner, v.Space, salt)
-		if err != nil {
-			return err
-		}
-		keys = append(keys, replica.RekeyKey{KEK: kek, Kind: seal.KindSignature})
 	}
 	// a running mount holds the database: the rekey runs there, with the derived keys (never
 	// the passphrase or signature) sent over its socket
-	if reply, ok := forwardRequestTo(home, forwardRequest{Argv: currentArgv, Keys: encodeKeys(keys), Offline: offline()}); ok {
+	if reply, ok := forwardRequestTo(home, forwardRequest{Argv: cio.argv, Keys: encodeKeys(keys), Offline: offline()}); ok {
 		fmt.Fprint(cio.out, reply.Out)
 		fmt.Fprint(cio.err, reply.Err)
 		if reply.Code != exitOK {
@@ -137,6 +93,61 @@ func runRekey(ctx context.Context, o *rekeyOptions, args []string) error {
 	return rekeyWith(ctx, o, keys)
 }
 
+// checkRekeyFlags refuses secrets given twice, or from places that cannot be, and a rekey
+// with no key at all.
+func checkRekeyFlags(o *rekeyOptions) error {
+	switch {
+	case o.passStdin && o.passFile != "":
+		return usagef("give one of --passphrase-stdin and --passphrase-file")
+	case o.signature != "" && o.signatureFile != "":
+		return usagef("give one of --signature - and --signature-file")
+	case o.signature != "" && o.signature != "-":
+		return usagef("--signature takes - (stdin); signatures never go on the command line")
+	case o.passStdin && o.signature == "-":
+		return usagef("--passphrase-stdin and --signature - cannot share stdin: use --passphrase-file or --signature-file")
+	case o.saltFile != "" && o.signature == "" && o.signatureFile == "":
+		return usagef("--salt-passphrase-file salts a signature key: give --signature - or --signature-file too")
+	case !o.pass() && !o.sig():
+		return usagef("rekey needs every key that is to keep opening the vault: --passphrase-stdin or --passphrase-file, and/or --signature - or --signature-file")
+	}
+	return nil
+}
+
+func (o *rekeyOptions) pass() bool { return o.passStdin || o.passFile != "" }
+func (o *rekeyOptions) sig() bool  { return o.signature != "" || o.signatureFile != "" }
+
+// rekeyKeys reads the passphrase and the signature given and derives their keys.
+func rekeyKeys(o *rekeyOptions, v *homedir.VaultConfig) ([]replica.RekeyKey, error) {
+	var keys []replica.RekeyKey
+	if o.pass() {
+		src := "-"
+		if o.passFile != "" {
+			src = o.passFile
+		}
+		p, err := readSecret(src, false)
+		if err != nil {
+			return nil, err
+		}
+		kek, err := seal.KEKFromPassphrase(p, v.Owner, v.Space)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, replica.RekeyKey{KEK: kek, Kind: seal.KindPassphrase})
+	}
+	if o.sig() {
+		raw, salt, err := readSignature(o.signatureFile, o.saltFile)
+		if err != nil {
+			return nil, err
+		}
+		kek, err := seal.KEKFromSignature(raw, v.Owner, v.Space, salt)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, replica.RekeyKey{KEK: kek, Kind: seal.KindSignature})
+	}
+	return keys, nil
+}
+
 // rekeyWith checks the keys against the wraps that open the vault today and rotates.
 func rekeyWith(ctx context.Context, o *rekeyOptions, keys []replica.RekeyKey) error {
 	e, err := openVault(ctx, openOptions{chain: true, dek: true})
@@ -144,56 +155,11 @@ func rekeyWith(ctx context.Context, o *rekeyOptions, keys []replica.RekeyKey) er
 		return err
 	}
 	defer e.Close()
-	// today's wraps: the head epoch's header (kint's rule), or with KINT_OFFLINE=1 the ones
-	// this machine last sealed or adopted
-	var wraps []seal.Wrap
-	dekID := e.vault.DekID // the key today's wraps open
-	from := "this machine's vault config (KINT_OFFLINE=1)"
-	if !offlineIn(ctx) {
-		c := e.client()
-		if c == nil {
-			return fmt.Errorf("%w: the head epoch's header cannot be read (KINT_OFFLINE=1 uses this machine's key wraps)", replica.ErrOffline)
-		}
-		h, seq, err := replica.HeadHeader(ctx, c, e.vault.Owner, e.vault.Space)
-		if err != nil {
-			return err
-		}
-		if h != nil {
-			wraps, from = h.Wraps, fmt.Sprintf("the header of epoch %d", seq)
-			dekID = hex.EncodeToString(h.DekID[:])
-		}
+	wraps, dekID, from, err := todaysWraps(ctx, e)
+	if err != nil {
+		return err
 	}
-	if wraps == nil {
-		if wraps, err = e.vault.WrapList(); err != nil {
-			return err
-		}
-	}
-	// one wrap per key: the same key given twice is wrapped once
-	seen := map[[16]byte]bool{}
-	uniq := keys[:0:0]
-	for _, k := range keys {
-		if tag := seal.KEKTag(k.KEK); !seen[tag] {
-			seen[tag] = true
-			uniq = append(uniq, k)
-		}
-	}
-	opens := false
-	var missing []string
-	for i := range wraps {
-		w := &wraps[i]
-		if !seen[w.Tag] {
-			missing = append(missing, fmt.Sprintf("%s %x", kindName(w.Kind), w.Tag[:]))
-			continue
-		}
-		for _, k := range uniq {
-			if seal.KEKTag(k.KEK) == w.Tag {
-				if dek, err := seal.UnwrapDEK(k.KEK, w); err == nil {
-					id := seal.DEKID(dek)
-					opens = opens || hex.EncodeToString(id[:]) == dekID
-				}
-			}
-		}
-	}
+	uniq, opens, missing := matchWraps(keys, wraps, dekID)
 	if !opens {
 		return usagef("none of the keys given opens the vault today (no key wrap in %s opens with them): rekey needs at least one that does", from)
 	}
@@ -220,6 +186,64 @@ func rekeyWith(ctx context.Context, o *rekeyOptions, keys []replica.RekeyKey) er
 	fmt.Fprintf(outw(ctx), "rekeyed: data key %s, wrapped under %d key(s); the new recovery code is in %s: copy it off this machine\n", e.vault.DekID, len(uniq),
 		e.home.Path("RECOVERY-"+e.vault.Space16()+".txt"))
 	return nil
+}
+
+// todaysWraps are the wraps that open the vault today, the data key they open and where they
+// were read: the head epoch's header (kint's rule), or with KINT_OFFLINE=1 (or before the
+// first epoch) the ones this machine last sealed or adopted.
+func todaysWraps(ctx context.Context, e *vaultEnv) (wraps []seal.Wrap, dekID, from string, err error) {
+	dekID = e.vault.DekID
+	from = "this machine's vault config (KINT_OFFLINE=1)"
+	if !offlineIn(ctx) {
+		c := e.client()
+		if c == nil {
+			return nil, "", "", fmt.Errorf("%w: the head epoch's header cannot be read (KINT_OFFLINE=1 uses this machine's key wraps)", replica.ErrOffline)
+		}
+		h, seq, err := replica.HeadHeader(ctx, c, e.vault.Owner, e.vault.Space)
+		if err != nil {
+			return nil, "", "", err
+		}
+		if h != nil {
+			wraps, from = h.Wraps, fmt.Sprintf("the header of epoch %d", seq)
+			dekID = hex.EncodeToString(h.DekID[:])
+		}
+	}
+	if wraps == nil {
+		if wraps, err = e.vault.WrapList(); err != nil {
+			return nil, "", "", err
+		}
+	}
+	return wraps, dekID, from, nil
+}
+
+// matchWraps sets the keys against today's wraps: uniq are the keys, each once; opens says one
+// of them opens the data key dekID; missing names the wraps no key given has.
+func matchWraps(keys []replica.RekeyKey, wraps []seal.Wrap, dekID string) (uniq []replica.RekeyKey, opens bool, missing []string) {
+	// one wrap per key: the same key given twice is wrapped once
+	seen := map[[16]byte]bool{}
+	uniq = keys[:0:0]
+	for _, k := range keys {
+		if tag := seal.KEKTag(k.KEK); !seen[tag] {
+			seen[tag] = true
+			uniq = append(uniq, k)
+		}
+	}
+	for i := range wraps {
+		w := &wraps[i]
+		if !seen[w.Tag] {
+			missing = append(missing, fmt.Sprintf("%s %x", kindName(w.Kind), w.Tag[:]))
+			continue
+		}
+		for _, k := range uniq {
+			if seal.KEKTag(k.KEK) == w.Tag {
+				if dek, err := seal.UnwrapDEK(k.KEK, w); err == nil {
+					id := seal.DEKID(dek)
+					opens = opens || hex.EncodeToString(id[:]) == dekID
+				}
+			}
+		}
+	}
+	return uniq, opens, missing
 }
 
 // forwardKey is a derived key on its way to the mount; never logged.

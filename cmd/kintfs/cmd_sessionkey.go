@@ -18,7 +18,7 @@ import (
 	"kintfs/replica/homedir"
 )
 
-var authOpts struct {
+type authorizeOptions struct {
 	expiry      time.Duration
 	sigFile     string
 	deadline    int64
@@ -36,13 +36,14 @@ func init() {
 		name:  "authorize",
 		usage: "[burn-nonce] [--expiry 720h] [--print-digest | --signature-file F --deadline UNIX]",
 		short: "authorize this machine's session key to push (owner key from KINT_OWNER_KEY, or a signature made elsewhere)",
-		flags: func(fs *pflag.FlagSet) {
-			fs.DurationVar(&authOpts.expiry, "expiry", 30*24*time.Hour, "how long the authorization lasts")
-			fs.BoolVar(&authOpts.printDigest, "print-digest", false, "print the EIP-712 digest the owner must sign, and its deadline")
-			fs.StringVar(&authOpts.sigFile, "signature-file", "", "the owner's signature over that digest (hex), read from a file or - (stdin)")
-			fs.Int64Var(&authOpts.deadline, "deadline", 0, "the deadline the signature was made for (unix seconds)")
+		setup: func(fs *pflag.FlagSet) runFunc {
+			o := &authorizeOptions{}
+			fs.DurationVar(&o.expiry, "expiry", 30*24*time.Hour, "how long the authorization lasts")
+			fs.BoolVar(&o.printDigest, "print-digest", false, "print the EIP-712 digest the owner must sign, and its deadline")
+			fs.StringVar(&o.sigFile, "signature-file", "", "the owner's signature over that digest (hex), read from a file or - (stdin)")
+			fs.Int64Var(&o.deadline, "deadline", 0, "the deadline the signature was made for (unix seconds)")
+			return func(ctx context.Context, args []string) error { return runAuthorize(ctx, o, args) }
 		},
-		run: runAuthorize,
 	})
 }
 
@@ -50,7 +51,7 @@ func runSessionKey(ctx context.Context, args []string) error {
 	if len(args) != 1 || (args[0] != "create" && args[0] != "show" && args[0] != "rotate") {
 		return usagef("session-key create | show | rotate")
 	}
-	home, err := homedir.DefaultHome()
+	home, err := defaultHome()
 	if err != nil {
 		return err
 	}
@@ -119,7 +120,7 @@ func rotateSessionKey(ctx context.Context, home homedir.Home) error {
 	return nil
 }
 
-func runAuthorize(ctx context.Context, args []string) error {
+func runAuthorize(ctx context.Context, o *authorizeOptions, args []string) error {
 	if len(args) > 1 || (len(args) == 1 && args[0] != "burn-nonce") {
 		return usagef("authorize [burn-nonce] [--expiry 720h] [--print-digest | --signature-file F --deadline UNIX]")
 	}
@@ -136,19 +137,19 @@ func runAuthorize(ctx context.Context, args []string) error {
 	if len(args) == 1 {
 		return burnNonce(ctx, e, addr)
 	}
-	expiry := uint64(time.Now().Add(authOpts.expiry).Unix())
+	expiry := uint64(time.Now().Add(o.expiry).Unix())
 	switch {
-	case authOpts.printDigest:
+	case o.printDigest:
 		deadline := big.NewInt(time.Now().Add(time.Hour).Unix())
 		d, nonce, err := e.client().AuthorizationDigest(ctx, e.vault.Owner, addr, expiry, deadline)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(outw(ctx), "sign this digest with the owner's key (no prefix), then run\n  kintfs authorize --signature-file FILE --deadline %s --expiry %s\n", deadline, authOpts.expiry)
+		fmt.Fprintf(outw(ctx), "sign this digest with the owner's key (no prefix), then run\n  kintfs authorize --signature-file FILE --deadline %s --expiry %s\n", deadline, o.expiry)
 		fmt.Fprintf(outw(ctx), "digest: %s\nsession key: %s\nexpiry: %d\nnonce: %s\n", d.Hex(), addr.Hex(), expiry, nonce)
 		return nil
-	case authOpts.sigFile != "":
-		s, err := readSecret(authOpts.sigFile, false)
+	case o.sigFile != "":
+		s, err := readSecret(o.sigFile, false)
 		if err != nil {
 			return err
 		}
@@ -156,10 +157,10 @@ func runAuthorize(ctx context.Context, args []string) error {
 		if err != nil {
 			return usagef("the signature must be hex")
 		}
-		if authOpts.deadline == 0 {
+		if o.deadline == 0 {
 			return usagef("--deadline is the one the digest was printed with")
 		}
-		if _, err := e.client().SetSessionKeyBySig(ctx, key, e.vault.Owner, addr, expiry, big.NewInt(authOpts.deadline), sig); err != nil {
+		if _, err := e.client().SetSessionKeyBySig(ctx, key, e.vault.Owner, addr, expiry, big.NewInt(o.deadline), sig); err != nil {
 			return err
 		}
 	default:

@@ -10,13 +10,11 @@ import (
 	"github.com/spf13/pflag"
 
 	"kintfs/replica"
-	"kintfs/replica/homedir"
 )
 
 type syncOptions struct {
 	dryRun, full, json bool
 	discardLocal       bool
-	passStdin          bool
 	overSkipped        bool
 	confirmations      uint64
 }
@@ -156,7 +154,7 @@ func runPull(ctx context.Context, o *syncOptions, args []string) error {
 // discardLocal moves the local state aside before a pull --discard-local. The mount holds
 // the state, so it refuses there.
 func discardLocal(ctx context.Context) error {
-	home, err := homedir.DefaultHome()
+	home, err := defaultHome()
 	if err != nil {
 		return err
 	}
@@ -167,7 +165,7 @@ func discardLocal(ctx context.Context) error {
 	if err := refuseIfMounted(home); err != nil {
 		return err
 	}
-	v, err := home.LoadVault()
+	v, err := loadVaultConfig(home)
 	if err != nil {
 		return err
 	}

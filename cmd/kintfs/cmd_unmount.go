@@ -18,7 +18,7 @@ import (
 	"kintfs/replica/homedir"
 )
 
-var unmountOpts struct {
+type unmountOptions struct {
 	timeout time.Duration
 	noFlush bool
 }
@@ -28,26 +28,27 @@ func init() {
 		name:  "unmount",
 		usage: "[--timeout 60s] [--no-flush] MOUNTPOINT",
 		short: "anchor what is staged, then unmount",
-		flags: func(fs *pflag.FlagSet) {
-			fs.DurationVar(&unmountOpts.timeout, "timeout", 60*time.Second, "how long the flush and the unmount may take in all, from the call")
-			fs.BoolVar(&unmountOpts.noFlush, "no-flush", false, "unmount without anchoring first (staged rows stay staged)")
+		setup: func(fs *pflag.FlagSet) runFunc {
+			o := &unmountOptions{}
+			fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "how long the flush and the unmount may take in all, from the call")
+			fs.BoolVar(&o.noFlush, "no-flush", false, "unmount without anchoring first (staged rows stay staged)")
+			return func(ctx context.Context, args []string) error { return runUnmount(ctx, o, args) }
 		},
-		run: runUnmount,
 	})
 }
 
-func runUnmount(ctx context.Context, args []string) error {
+func runUnmount(ctx context.Context, o *unmountOptions, args []string) error {
 	if len(args) != 1 {
 		return usagef("unmount takes one mountpoint")
 	}
-	deadline := time.Now().Add(unmountOpts.timeout)
+	deadline := time.Now().Add(o.timeout)
 	dir := resolveMountpoint(args[0])
 	if !isKintfsMount(dir) {
 		return usagef("%s is not a kintfs mount (nothing to unmount; %s lists what is mounted)", dir, mountsTable)
 	}
 	var flushErr error
-	if !unmountOpts.noFlush {
-		flushErr = flushMount(ctx, dir, time.Until(deadline))
+	if !o.noFlush {
+		flushErr = flushMount(ctx, dir, time.Until(deadline), o.timeout)
 	}
 	for {
 		busy, err := fuseUnmount(dir)
@@ -58,7 +59,7 @@ func runUnmount(ctx context.Context, args []string) error {
 			return err
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("%w: %s is still in use after %s%s", errMountBusy, dir, unmountOpts.timeout, holders(dir))
+			return fmt.Errorf("%w: %s is still in use after %s%s", errMountBusy, dir, o.timeout, holders(dir))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -86,14 +87,15 @@ func resolveMountpoint(dir string) string {
 
 // flushMount anchors what the mount at dir holds staged, bounded by timeout: through the
 // mount's socket when it is this KINT_HOME's mount (the caller then holds nothing open on the
-// mount and may stop waiting), else by writing flush to its control file.
-func flushMount(ctx context.Context, dir string, timeout time.Duration) error {
+// mount and may stop waiting), else by writing flush to its control file. total is --timeout,
+// which the messages name.
+func flushMount(ctx context.Context, dir string, timeout, total time.Duration) error {
 	if timeout <= 0 {
-		return fmt.Errorf("not finished after %s", unmountOpts.timeout)
+		return fmt.Errorf("not finished after %s", total)
 	}
-	if home, err := homedir.DefaultHome(); err == nil {
+	if home, err := defaultHome(); err == nil {
 		if at, ok := mountedAt(home); ok && at == dir {
-			return flushBySocket(ctx, home, timeout)
+			return flushBySocket(ctx, home, timeout, total)
 		}
 	}
 	done := make(chan error, 1)
@@ -113,13 +115,13 @@ func flushMount(ctx context.Context, dir string, timeout time.Duration) error {
 	case err := <-done:
 		return ctlExitError(err)
 	case <-time.After(timeout):
-		return fmt.Errorf("not finished after %s", unmountOpts.timeout)
+		return fmt.Errorf("not finished after %s", total)
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
 
-func flushBySocket(ctx context.Context, home homedir.Home, timeout time.Duration) error {
+func flushBySocket(ctx context.Context, home homedir.Home, timeout, total time.Duration) error {
 	conn, err := net.DialTimeout("unix", home.Path(mountSocket), 2*time.Second)
 	if err != nil {
 		return err
@@ -134,7 +136,7 @@ func flushBySocket(ctx context.Context, home homedir.Home, timeout time.Duration
 	if err := json.NewDecoder(conn).Decode(&reply); err != nil {
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
-			return exitCodeError{code: exitFailure, msg: fmt.Sprintf("not finished after %s (the mount goes on anchoring while it stops)", unmountOpts.timeout)}
+			return exitCodeError{code: exitFailure, msg: fmt.Sprintf("not finished after %s (the mount goes on anchoring while it stops)", total)}
 		}
 		return err
 	}

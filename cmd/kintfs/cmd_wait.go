@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/pflag"
 )
 
-var waitOpts struct {
+type waitOptions struct {
 	block   uint64
 	seq     uint64
 	timeout time.Duration
@@ -22,21 +22,22 @@ func init() {
 		name:  "wait",
 		usage: "(--block N | --seq N) [--timeout 5m] MOUNTPOINT",
 		short: "wait until a mount has applied the epochs up to a block or seq (inotify does not see other machines' changes)",
-		flags: func(fs *pflag.FlagSet) {
-			fs.Uint64Var(&waitOpts.block, "block", 0, "wait until the mirror stands at or past this block")
-			fs.Uint64Var(&waitOpts.seq, "seq", 0, "wait until the mirror stands at or past this seq")
-			fs.DurationVar(&waitOpts.timeout, "timeout", 5*time.Minute, "give up after this long")
+		setup: func(fs *pflag.FlagSet) runFunc {
+			o := &waitOptions{}
+			fs.Uint64Var(&o.block, "block", 0, "wait until the mirror stands at or past this block")
+			fs.Uint64Var(&o.seq, "seq", 0, "wait until the mirror stands at or past this seq")
+			fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up after this long")
+			return func(ctx context.Context, args []string) error { return runWait(ctx, o, args) }
 		},
-		run: runWait,
 	})
 }
 
-func runWait(ctx context.Context, args []string) error {
-	if len(args) != 1 || (waitOpts.block == 0 && waitOpts.seq == 0) {
+func runWait(ctx context.Context, o *waitOptions, args []string) error {
+	if len(args) != 1 || (o.block == 0 && o.seq == 0) {
 		return usagef("wait (--block N | --seq N) MOUNTPOINT")
 	}
 	status := filepath.Join(args[0], ".kint", "status")
-	deadline := time.Now().Add(waitOpts.timeout)
+	deadline := time.Now().Add(o.timeout)
 	for {
 		var st struct {
 			Mirror struct {
@@ -51,7 +52,7 @@ func runWait(ctx context.Context, args []string) error {
 		if err := json.Unmarshal(b, &st); err != nil {
 			return fmt.Errorf("read %s: %w", status, err)
 		}
-		if (waitOpts.block == 0 || st.Mirror.Block >= waitOpts.block) && (waitOpts.seq == 0 || st.Mirror.Seq >= waitOpts.seq) {
+		if (o.block == 0 || st.Mirror.Block >= o.block) && (o.seq == 0 || st.Mirror.Seq >= o.seq) {
 			fmt.Fprintf(outw(ctx), "mirror at seq %d, block %d\n", st.Mirror.Seq, st.Mirror.Block)
 			return nil
 		}

@@ -13,9 +13,10 @@ import (
 // readyFDEnv names the descriptor a daemonized child reports readiness on.
 const readyFDEnv = "KINTFS_READY_FD"
 
-// daemonize starts this command again in the background and returns once the child's mount
-// answers, or with the child's error.
-func daemonize() error {
+// daemonize starts argv again in the background, without --daemon, and returns once the
+// child's mount answers, or with the child's error. With no log file the child's output goes
+// to /dev/null.
+func daemonize(argv []string, logFile string) error {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return err
@@ -25,7 +26,7 @@ func daemonize() error {
 		return err
 	}
 	var args []string
-	for _, a := range currentArgv {
+	for _, a := range argv {
 		if a != "--daemon" {
 			args = append(args, a)
 		}
@@ -34,7 +35,7 @@ func daemonize() error {
 	cmd.Env = append(os.Environ(), readyFDEnv+"=3")
 	cmd.ExtraFiles = []*os.File{w}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if mountOpts.logFile == "" {
+	if logFile == "" {
 		devnull, _ := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 		cmd.Stdout, cmd.Stderr = devnull, devnull
 	}

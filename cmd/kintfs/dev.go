@@ -32,17 +32,42 @@ func devSetup(ctx context.Context, home homedir.Home, chainID uint64, say func(s
 	if err != nil {
 		return nil, err
 	}
+	if chainID, err = devChainID(dir, chainID); err != nil {
+		return nil, err
+	}
+	say("using a local development chain kept in %s (chain id %d): this is NOT Base, and nothing here is real money", dir, chainID)
+	dc, info, err := startDevChain(dir, chainID, say)
+	if err != nil {
+		return nil, err
+	}
+	if err := devConnect(ctx, home, info, say); err != nil {
+		if dc != nil {
+			dc.Close()
+		}
+		return nil, err
+	}
+	return dc, nil
+}
+
+// devChainID is the chain id of the development chain in dir: the one it was created with,
+// which chainID (0: any) must match, else chainID, else 1337.
+func devChainID(dir string, chainID uint64) (uint64, error) {
 	var prev devchain.Info
 	if b, err := os.ReadFile(filepath.Join(dir, devchain.InfoFile)); err == nil && json.Unmarshal(b, &prev) == nil && prev.ChainID != 0 {
 		if chainID != 0 && chainID != prev.ChainID {
-			return nil, usagef("the development chain in %s was created under chain id %d, not %d: use another KINT_HOME for --chain-id %d", dir, prev.ChainID, chainID, chainID)
+			return 0, usagef("the development chain in %s was created under chain id %d, not %d: use another KINT_HOME for --chain-id %d", dir, prev.ChainID, chainID, chainID)
 		}
 		chainID = prev.ChainID
 	}
 	if chainID == 0 {
 		chainID = devchain.ChainID
 	}
-	say("using a local development chain kept in %s (chain id %d): this is NOT Base, and nothing here is real money", dir, chainID)
+	return chainID, nil
+}
+
+// startDevChain starts the development chain kept in dir, or finds the one another kintfs
+// process runs there (dc is then nil), and points the mount's websocket at it.
+func startDevChain(dir string, chainID uint64, say func(string, ...any)) (*devchain.DevChain, devchain.Info, error) {
 	var info devchain.Info
 	dc, err := devchain.Start(devchain.Config{DataDir: dir, HTTPAddr: "127.0.0.1:0", ChainID: chainID})
 	if err == nil {
@@ -51,70 +76,74 @@ func devSetup(ctx context.Context, home homedir.Home, chainID uint64, say func(s
 		// another kintfs process may be running this chain: use it
 		b, rerr := os.ReadFile(dir + "/devchain.json")
 		if rerr != nil || json.Unmarshal(b, &info) != nil {
-			return nil, fmt.Errorf("start the development chain: %w", err)
+			return nil, info, fmt.Errorf("start the development chain: %w", err)
 		}
 		say("the development chain in %s is already running (%v); using it at %s", dir, err, info.RPC)
 	}
 	if os.Getenv("KINT_WS_URL") == "" && info.WS != "" {
 		os.Setenv("KINT_WS_URL", info.WS) // the mount subscribes on the dev chain's websocket
 	}
-	fail := func(err error) (*devchain.DevChain, error) {
-		if dc != nil {
-			dc.Close()
-		}
-		return nil, err
-	}
+	return dc, info, nil
+}
+
+// devConnect connects home to the dev owner's vault on the development chain, creating it
+// on first use, and readies the session key.
+func devConnect(ctx context.Context, home homedir.Home, info devchain.Info, say func(string, ...any)) error {
 	if len(info.Accounts) == 0 {
-		return fail(errors.New("the development chain has no dev accounts"))
+		return errors.New("the development chain has no dev accounts")
 	}
 	ownerKey, err := crypto.HexToECDSA(strings.TrimPrefix(info.Accounts[0].PrivateKey, "0x"))
 	if err != nil {
-		return fail(err)
+		return err
 	}
-	owner := crypto.PubkeyToAddress(ownerKey.PublicKey)
 	contract := common.HexToAddress(info.Contract)
 	c, err := dialChain(ctx, info.RPC, contract)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	defer c.Close()
 	v, err := home.LoadVault()
-	if err == nil && (v.Contract != contract || v.ChainID != info.ChainID) {
-		return fail(fmt.Errorf("KINT_HOME %s is connected to another vault (chain %d, contract %s); use another KINT_HOME for --dev", home, v.ChainID, v.Contract.Hex()))
-	}
-	if err == nil {
+	switch {
+	case err == nil && (v.Contract != contract || v.ChainID != info.ChainID):
+		return fmt.Errorf("KINT_HOME %s is connected to another vault (chain %d, contract %s); use another KINT_HOME for --dev", home, v.ChainID, v.Contract.Hex())
+	case err == nil:
 		v.RPC = info.RPC // the port may change between runs
 		if err := home.SaveVault(v); err != nil {
-			return fail(err)
+			return err
 		}
+	case errors.Is(err, homedir.ErrNoVault):
+		if err := devInit(ctx, home, info, c, crypto.PubkeyToAddress(ownerKey.PublicKey), say); err != nil {
+			return err
+		}
+	default:
+		return err
 	}
-	if errors.Is(err, homedir.ErrNoVault) {
-		pass, where, err := devPassphrase(home)
-		if err != nil {
-			return fail(err)
-		}
-		tenant := os.Getenv("KINT_TENANT")
-		if tenant == "" {
-			tenant = "dev"
-		}
-		res, err := replica.Init(ctx, replica.InitOptions{Home: home, Owner: owner, Tenant: tenant, RPC: info.RPC,
-			Contract: contract, Client: c, Passphrase: &pass})
-		if err != nil {
-			return fail(err)
-		}
-		if where != "" {
-			say("generated the vault passphrase and saved it in %s (mode 0600)", where)
-		}
-		if res.Created {
-			say("created vault %s for dev owner %s; recovery code in %s", res.Vault.Space16(), owner.Hex(), res.RecoveryFile)
-		}
-	} else if err != nil {
-		return fail(err)
+	return devSessionKey(ctx, home, c, ownerKey, say)
+}
+
+// devInit creates the dev owner's vault (tenant KINT_TENANT, else dev) under a passphrase of
+// devPassphrase.
+func devInit(ctx context.Context, home homedir.Home, info devchain.Info, c *chain.Client, owner common.Address, say func(string, ...any)) error {
+	pass, where, err := devPassphrase(home)
+	if err != nil {
+		return err
 	}
-	if err := devSessionKey(ctx, home, c, ownerKey, say); err != nil {
-		return fail(err)
+	tenant := os.Getenv("KINT_TENANT")
+	if tenant == "" {
+		tenant = "dev"
 	}
-	return dc, nil
+	res, err := replica.Init(ctx, replica.InitOptions{Home: home, Owner: owner, Tenant: tenant, RPC: info.RPC,
+		Contract: common.HexToAddress(info.Contract), Client: c, Passphrase: &pass})
+	if err != nil {
+		return err
+	}
+	if where != "" {
+		say("generated the vault passphrase and saved it in %s (mode 0600)", where)
+	}
+	if res.Created {
+		say("created vault %s for dev owner %s; recovery code in %s", res.Vault.Space16(), owner.Hex(), res.RecoveryFile)
+	}
+	return nil
 }
 
 // devPassphrase is KINT_PASSPHRASE, else the one saved under KINT_HOME, else a new one saved

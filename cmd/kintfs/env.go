@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -53,6 +54,31 @@ func (e *vaultEnv) client() *chain.Client {
 	return c
 }
 
+// defaultHome is KINT_HOME, else ~/.kint.
+func defaultHome() (homedir.Home, error) {
+	if h := os.Getenv("KINT_HOME"); h != "" {
+		return homedir.Home(h), nil
+	}
+	dir, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("no KINT_HOME and no home directory: %w", err)
+	}
+	return homedir.Home(filepath.Join(dir, ".kint")), nil
+}
+
+// localFromEnv is how the homes of this process keep their local secret and cached keys:
+// KINT_SESSION_PASSPHRASE, KINT_NO_KEYCHAIN=1 and KINT_KEY_TTL (a Go duration or seconds).
+func localFromEnv() homedir.Local {
+	l := homedir.Local{SessionPassphrase: os.Getenv("KINT_SESSION_PASSPHRASE"), NoKeychain: os.Getenv("KINT_NO_KEYCHAIN") == "1"}
+	v := os.Getenv("KINT_KEY_TTL")
+	if d, err := time.ParseDuration(v); err == nil && d > 0 {
+		l.KeyTTL = d
+	} else if n, err := strconv.Atoi(v); err == nil && n > 0 {
+		l.KeyTTL = time.Duration(n) * time.Second
+	}
+	return l
+}
+
 // openOptions say what a command needs.
 type openOptions struct {
 	chain    bool // fail when the RPC cannot be reached (else run offline)
@@ -61,9 +87,8 @@ type openOptions struct {
 	readOnly bool // refuse every change and push (a --read-only mount)
 	noStore  bool // the vault and the chain only: the state database is not opened, so the
 	// command runs beside a mount
-	noDial  bool // KINT_OFFLINE=1 for a command kint lets skip the chain: do not dial it
-	logf    func(string, ...any)
-	verbose bool
+	noDial bool // KINT_OFFLINE=1 for a command kint lets skip the chain: do not dial it
+	logf   func(string, ...any)
 }
 
 // openVault opens the vault this KINT_HOME is connected to.
@@ -71,15 +96,10 @@ func openVault(ctx context.Context, o openOptions) (*vaultEnv, error) {
 	if e := ioOf(ctx).env; e != nil {
 		return &vaultEnv{home: e.home, vault: e.vault, rep: e.rep, shared: true}, nil
 	}
-	home, err := homedir.DefaultHome()
+	home, v, err := loadHomeVault()
 	if err != nil {
 		return nil, err
 	}
-	v, err := home.LoadVault()
-	if err != nil {
-		return nil, err
-	}
-	applyEnvOverrides(v)
 	e := &vaultEnv{home: home, vault: v}
 	if o.noStore {
 		if e.chain, err = dialVaultChain(ctx, v); err != nil {
@@ -144,6 +164,27 @@ func openVault(ctx context.Context, o openOptions) (*vaultEnv, error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// loadHomeVault is KINT_HOME and the vault it is connected to (see loadVaultConfig).
+func loadHomeVault() (homedir.Home, *homedir.VaultConfig, error) {
+	home, err := defaultHome()
+	if err != nil {
+		return "", nil, err
+	}
+	v, err := loadVaultConfig(home)
+	return home, v, err
+}
+
+// loadVaultConfig is the vault home is connected to, with KINT_RPC_URL and KINT_CONTRACT
+// applied over its RPC and contract.
+func loadVaultConfig(home homedir.Home) (*homedir.VaultConfig, error) {
+	v, err := home.LoadVault()
+	if err != nil {
+		return nil, err
+	}
+	applyEnvOverrides(v)
+	return v, nil
 }
 
 func applyEnvOverrides(v *homedir.VaultConfig) {

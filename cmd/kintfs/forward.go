@@ -38,6 +38,7 @@ type cmdIO struct {
 	cwd      string
 	keys     []replica.RekeyKey // rekey's, derived by the caller
 	offline  bool               // the caller's KINT_OFFLINE=1
+	argv     []string           // the command line, outside a mount: to run it again (--daemon, rekey)
 }
 
 func ioOf(ctx context.Context) *cmdIO {
@@ -76,7 +77,7 @@ type forwardReply struct {
 
 // forward runs argv inside the mount of this KINT_HOME; ok is false when no mount answers.
 func forward(argv []string) (reply forwardReply, ok bool) {
-	home, err := homedir.DefaultHome()
+	home, err := defaultHome()
 	if err != nil {
 		return reply, false
 	}
@@ -132,6 +133,7 @@ func refuseIfMounted(home homedir.Home) error {
 
 // controlServer answers forwarded commands against the mount's open vault.
 type controlServer struct {
+	ctx    context.Context // the mount's: what the commands run under
 	ln     net.Listener
 	settle func() // waits for the kernel to drop what a command changed
 	dir    string // the mountpoint
@@ -140,7 +142,9 @@ type controlServer struct {
 	path   string
 }
 
-func serveControl(home homedir.Home, env *vaultEnv, dir string, settle func(), logf func(string, ...any)) (*controlServer, error) {
+// serveControl answers on the mount's socket until Close; the commands it runs run under ctx,
+// the mount's context.
+func serveControl(ctx context.Context, home homedir.Home, env *vaultEnv, dir string, settle func(), logf func(string, ...any)) (*controlServer, error) {
 	path := home.Path(mountSocket)
 	if err := refuseIfMounted(home); err != nil {
 		return nil, err
@@ -152,7 +156,7 @@ func serveControl(home homedir.Home, env *vaultEnv, dir string, settle func(), l
 	if err != nil {
 		return nil, err
 	}
-	s := &controlServer{ln: ln, env: env, path: path, dir: dir, settle: settle}
+	s := &controlServer{ctx: ctx, ln: ln, env: env, path: path, dir: dir, settle: settle}
 	go func() {
 		for {
 			conn, err := ln.Accept()
@@ -199,7 +203,7 @@ func (s *controlServer) handle(conn net.Conn) error {
 		// kintfs unmount: the flush runs under the mount's context, so a caller that stops
 		// waiting leaves it to finish (the unmount then waits for it, bounded by --flush-timeout)
 		reply := forwardReply{}
-		err := s.env.rep.Control(context.Background(), "flush")
+		err := s.env.rep.Control(s.ctx, "flush")
 		s.settle()
 		if err != nil {
 			reply.Err, reply.Code = err.Error(), exitCode(err)
@@ -220,7 +224,7 @@ func (s *controlServer) handle(conn net.Conn) error {
 	var out, errb syncWriter
 	// commands run side by side: each parses its flags into options of its own, and the
 	// replica orders what must be ordered (one push or pull at a time)
-	code := runIO(context.Background(), req.Argv, &cmdIO{out: &out, err: &errb, env: s.env, cwd: req.Cwd, keys: keys, offline: req.Offline})
+	code := runIO(s.ctx, req.Argv, &cmdIO{out: &out, err: &errb, env: s.env, cwd: req.Cwd, keys: keys, offline: req.Offline})
 	s.settle() // a pull, push or compact: the next read through the mount sees what it changed
 	return json.NewEncoder(conn).Encode(forwardReply{Out: out.String(), Err: errb.String(), Code: code})
 }

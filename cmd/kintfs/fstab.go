@@ -26,70 +26,36 @@ type fstabMount struct {
 	args []string // kintfs's own argv
 }
 
+// fstabEnv are the options that become kintfs's environment, and fstabFlags those that
+// become a flag with the option's value.
+var (
+	fstabEnv = map[string]string{"rpc": "KINT_RPC_URL", "contract": "KINT_CONTRACT", "quiet": "KINT_QUIET_SECONDS",
+		"size_trigger": "KINT_SIZE_TRIGGER_BYTES"}
+	fstabFlags = map[string]string{"poll": "--poll", "log_file": "--log-file", "file_mode": "--file-mode", "dir_mode": "--dir-mode"}
+	// fstabSwitches become a flag of their own, with no value.
+	fstabSwitches = map[string]string{"allow_other": "--allow-other", "allow_non_empty": "--allow-non-empty",
+		"nonempty": "--allow-non-empty", "ro": "--read-only", "noxattrs": "--xattrs=false"}
+)
+
 // parseFstab turns mount.kintfs's arguments into kintfs's environment and argv.
 func parseFstab(argv []string) (*fstabMount, error) {
-	var pos []string
-	var opts []string
-	for i := 0; i < len(argv); i++ {
-		switch a := argv[i]; {
-		case a == "-o" && i+1 < len(argv):
-			opts = append(opts, strings.Split(argv[i+1], ",")...)
-			i++
-		case strings.HasPrefix(a, "-o"):
-			opts = append(opts, strings.Split(a[2:], ",")...)
-		case a == "-s" || a == "-n" || a == "-f" || a == "-v":
-			// sloppy, no mtab, fake, verbose: mount(8)'s own
-		case strings.HasPrefix(a, "-"):
-			return nil, fmt.Errorf("mount.kintfs: unknown flag %s", a)
-		default:
-			pos = append(pos, a)
-		}
-	}
-	if len(pos) != 2 {
-		return nil, fmt.Errorf("usage: mount.kintfs TENANT MOUNTPOINT [-o home=DIR,tenant=T,rpc=URL,poll=30s,quiet=300,allow_other,ro]")
+	pos, opts, err := splitFstabArgs(argv)
+	if err != nil {
+		return nil, err
 	}
 	m := &fstabMount{args: []string{"mount", "--daemon"}}
 	tenant, home := pos[0], os.Getenv("KINT_HOME")
 	for _, o := range opts {
 		name, val, hasVal := strings.Cut(strings.TrimSpace(o), "=")
 		switch {
-		case name == "" || fstabIgnored[name] || strings.HasPrefix(name, "x-systemd.") || strings.HasPrefix(name, "comment="):
 		case name == "tenant" && hasVal:
 			tenant = val
 		case name == "home" && hasVal:
 			home = val
-		case name == "rpc" && hasVal:
-			m.env = append(m.env, "KINT_RPC_URL="+val)
-		case name == "contract" && hasVal:
-			m.env = append(m.env, "KINT_CONTRACT="+val)
-		case name == "quiet" && hasVal:
-			m.env = append(m.env, "KINT_QUIET_SECONDS="+val)
-		case name == "size_trigger" && hasVal:
-			m.env = append(m.env, "KINT_SIZE_TRIGGER_BYTES="+val)
-		case name == "poll" && hasVal:
-			m.args = append(m.args, "--poll", val)
-		case name == "log_file" && hasVal:
-			m.args = append(m.args, "--log-file", val)
-		case name == "session_passphrase_file" && hasVal:
-			b, err := os.ReadFile(val)
-			if err != nil {
-				return nil, fmt.Errorf("mount.kintfs: session_passphrase_file: %w", err)
-			}
-			m.env = append(m.env, "KINT_SESSION_PASSPHRASE="+strings.TrimSpace(string(b)))
-		case name == "allow_other":
-			m.args = append(m.args, "--allow-other")
-		case name == "allow_non_empty" || name == "nonempty":
-			m.args = append(m.args, "--allow-non-empty")
-		case name == "ro":
-			m.args = append(m.args, "--read-only")
-		case name == "noxattrs":
-			m.args = append(m.args, "--xattrs=false")
-		case (name == "file_mode" || name == "dir_mode") && hasVal:
-			m.args = append(m.args, "--"+strings.ReplaceAll(name, "_", "-"), val)
-		case name == "passphrase" || name == "session_passphrase" || name == "key":
-			return nil, fmt.Errorf("mount.kintfs: %s= would put a secret in the option string; use session_passphrase_file= or the environment", name)
 		default:
-			return nil, fmt.Errorf("mount.kintfs: unknown option %q", o)
+			if err := m.option(o, name, val, hasVal); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if home == "" {
@@ -102,6 +68,55 @@ func parseFstab(argv []string) (*fstabMount, error) {
 	m.env = append(m.env, "KINT_HOME="+abs, "KINT_TENANT="+tenant)
 	m.args = append(m.args, pos[1])
 	return m, nil
+}
+
+// splitFstabArgs reads mount(8)'s command line: the two positional arguments (tenant and
+// mountpoint) and the -o options, split at commas.
+func splitFstabArgs(argv []string) (pos, opts []string, err error) {
+	for i := 0; i < len(argv); i++ {
+		switch a := argv[i]; {
+		case a == "-o" && i+1 < len(argv):
+			opts = append(opts, strings.Split(argv[i+1], ",")...)
+			i++
+		case strings.HasPrefix(a, "-o"):
+			opts = append(opts, strings.Split(a[2:], ",")...)
+		case a == "-s" || a == "-n" || a == "-f" || a == "-v":
+			// sloppy, no mtab, fake, verbose: mount(8)'s own
+		case strings.HasPrefix(a, "-"):
+			return nil, nil, fmt.Errorf("mount.kintfs: unknown flag %s", a)
+		default:
+			pos = append(pos, a)
+		}
+	}
+	if len(pos) != 2 {
+		return nil, nil, fmt.Errorf("usage: mount.kintfs TENANT MOUNTPOINT [-o home=DIR,tenant=T,rpc=URL,poll=30s,quiet=300,allow_other,ro]")
+	}
+	return pos, opts, nil
+}
+
+// option adds one -o option (o, read as name=val) to the environment or the argv; the options
+// of mount(8) and systemd are ignored, and a secret in the option string is refused.
+func (m *fstabMount) option(o, name, val string, hasVal bool) error {
+	switch {
+	case name == "" || fstabIgnored[name] || strings.HasPrefix(name, "x-systemd.") || strings.HasPrefix(name, "comment="):
+	case fstabEnv[name] != "" && hasVal:
+		m.env = append(m.env, fstabEnv[name]+"="+val)
+	case fstabFlags[name] != "" && hasVal:
+		m.args = append(m.args, fstabFlags[name], val)
+	case name == "session_passphrase_file" && hasVal:
+		b, err := os.ReadFile(val)
+		if err != nil {
+			return fmt.Errorf("mount.kintfs: session_passphrase_file: %w", err)
+		}
+		m.env = append(m.env, "KINT_SESSION_PASSPHRASE="+strings.TrimSpace(string(b)))
+	case fstabSwitches[name] != "":
+		m.args = append(m.args, fstabSwitches[name])
+	case name == "passphrase" || name == "session_passphrase" || name == "key":
+		return fmt.Errorf("mount.kintfs: %s= would put a secret in the option string; use session_passphrase_file= or the environment", name)
+	default:
+		return fmt.Errorf("mount.kintfs: unknown option %q", o)
+	}
+	return nil
 }
 
 // runFstab is main for the mount.kintfs name.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -37,12 +38,11 @@ type command struct {
 	name  string
 	usage string // argument synopsis
 	short string
-	flags func(fs *pflag.FlagSet)
-	run   runFunc
 	// setup registers the flags into options of this one invocation and returns what runs
-	// with them; used instead of flags and run by the commands a mount answers, which may
-	// run side by side (a status while a push is running).
+	// with them: two runs in one process (commands a mount answers side by side, a status
+	// while a push is running) never share options.
 	setup func(fs *pflag.FlagSet) runFunc
+	run   runFunc // a command without flags
 }
 
 type runFunc func(ctx context.Context, args []string) error
@@ -79,60 +79,35 @@ func main() {
 }
 
 func run(argv []string) int {
+	homedir.SetLocal(localFromEnv())
 	return runIO(context.Background(), argv, &cmdIO{out: os.Stdout, err: os.Stderr})
 }
-
-// currentArgv is the command line being run, for --daemon to run it again in the background.
-var currentArgv []string
 
 // runIO runs one command writing to io; io.env is set when it runs inside a mount.
 func runIO(base context.Context, argv []string, cio *cmdIO) int {
 	if cio.env == nil {
-		currentArgv = argv
+		cio.argv = argv
 	}
-	stderr := cio.err
-	if len(argv) == 0 || argv[0] == "-h" || argv[0] == "--help" || argv[0] == "help" {
-		printUsage()
-		if len(argv) == 0 {
-			return exitUsage
-		}
-		return exitOK
-	}
-	if argv[0] == "--version" || argv[0] == "version" {
-		fmt.Println("kintfs " + version)
-		return exitOK
+	if code, done := runBuiltin(argv); done {
+		return code
 	}
 	c := commands[argv[0]]
 	if c == nil {
-		fmt.Fprintf(stderr, "kintfs: unknown command %q (kintfs --help lists them)\n", argv[0])
+		fmt.Fprintf(cio.err, "kintfs: unknown command %q (kintfs --help lists them)\n", argv[0])
 		return exitUsage
 	}
-	fl := pflag.NewFlagSet("kintfs "+c.name, pflag.ContinueOnError)
-	fl.SortFlags = false
-	runc := c.run
-	if c.setup != nil {
-		runc = c.setup(fl)
-	} else if c.flags != nil {
-		c.flags(fl)
-	}
-	fl.SetOutput(stderr)
-	fl.Usage = func() {
-		fmt.Fprintf(stderr, "usage: kintfs %s %s\n\n%s\n", c.name, c.usage, c.short)
-		if fl.HasFlags() {
-			fmt.Fprintf(stderr, "\noptions:\n%s", fl.FlagUsages())
-		}
-	}
+	fl, runc := c.flagSet(cio.err)
 	if err := fl.Parse(argv[1:]); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return exitOK
 		}
-		fmt.Fprintf(stderr, "kintfs %s: %v\n", c.name, err)
+		fmt.Fprintf(cio.err, "kintfs %s: %v\n", c.name, err)
 		return exitUsage
 	}
 	if cio.env == nil && forwarded[c.name] {
 		if reply, ok := forward(argv); ok {
 			fmt.Fprint(cio.out, reply.Out)
-			fmt.Fprint(stderr, reply.Err)
+			fmt.Fprint(cio.err, reply.Err)
 			return reply.Code
 		}
 	}
@@ -147,9 +122,44 @@ func runIO(base context.Context, argv []string, cio *cmdIO) int {
 		return exitOK
 	}
 	if ce := (exitCodeError{}); !errors.As(err, &ce) || !ce.quiet {
-		fmt.Fprintf(stderr, "kintfs %s: %v\n", c.name, err)
+		fmt.Fprintf(cio.err, "kintfs %s: %v\n", c.name, err)
 	}
 	return exitCode(err)
+}
+
+// runBuiltin answers no command, help and version; done is false for any other argv.
+func runBuiltin(argv []string) (code int, done bool) {
+	if len(argv) == 0 || argv[0] == "-h" || argv[0] == "--help" || argv[0] == "help" {
+		printUsage()
+		if len(argv) == 0 {
+			return exitUsage, true
+		}
+		return exitOK, true
+	}
+	if argv[0] == "--version" || argv[0] == "version" {
+		fmt.Println("kintfs " + version)
+		return exitOK, true
+	}
+	return 0, false
+}
+
+// flagSet is a new flag set for one invocation of c, its usage written to stderr, and what
+// runs with the options it parses into.
+func (c *command) flagSet(stderr io.Writer) (*pflag.FlagSet, runFunc) {
+	fl := pflag.NewFlagSet("kintfs "+c.name, pflag.ContinueOnError)
+	fl.SortFlags = false
+	runc := c.run
+	if c.setup != nil {
+		runc = c.setup(fl)
+	}
+	fl.SetOutput(stderr)
+	fl.Usage = func() {
+		fmt.Fprintf(stderr, "usage: kintfs %s %s\n\n%s\n", c.name, c.usage, c.short)
+		if fl.HasFlags() {
+			fmt.Fprintf(stderr, "\noptions:\n%s", fl.FlagUsages())
+		}
+	}
+	return fl, runc
 }
 
 // exitCode maps an error to kint's exit codes, in this one place.

@@ -2,13 +2,16 @@
 // written atomically), the vault config (vault.json), the cached data and key-encryption keys
 // sealed under the local secret, the recovery file, and kint's epoch cache files. It holds no
 // badger state and makes no chain call; it imports seal, and chain/atomicfile for its writes.
+// It reads no environment: the CLI finds the home (KINT_HOME) and passes in the local settings
+// (SetLocal).
 package homedir
 
 import (
 	"crypto/rand"
-	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
+	"time"
 
 	"kintfs/chain/atomicfile"
 )
@@ -16,16 +19,33 @@ import (
 // Home is KINT_HOME: mode 0700, every file in it 0600.
 type Home string
 
-// DefaultHome is KINT_HOME, else ~/.kint.
-func DefaultHome() (Home, error) {
-	if h := os.Getenv("KINT_HOME"); h != "" {
-		return Home(h), nil
+// Local is how this machine keeps its local secret and cached keys. The CLI fills it from
+// the environment; the zero value is the default of each.
+type Local struct {
+	// SessionPassphrase, when set, is what the local key is derived from
+	// (KINT_SESSION_PASSPHRASE); else the macOS Keychain item, else local.secret.
+	SessionPassphrase string
+	// NoKeychain keeps the macOS Keychain out (KINT_NO_KEYCHAIN=1).
+	NoKeychain bool
+	// KeyTTL is how long a cached key stays valid (KINT_KEY_TTL); zero or less is 24h.
+	KeyTTL time.Duration
+}
+
+// DefaultKeyTTL is how long a cached key stays valid unless Local.KeyTTL says otherwise.
+const DefaultKeyTTL = 24 * time.Hour
+
+var local atomic.Pointer[Local]
+
+// SetLocal sets how every home of this process keeps its local secret and cached keys; the
+// CLI calls it once, before it opens a home.
+func SetLocal(l Local) { local.Store(&l) }
+
+// localSettings is what SetLocal set, else the zero Local.
+func localSettings() Local {
+	if l := local.Load(); l != nil {
+		return *l
 	}
-	dir, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("no KINT_HOME and no home directory: %w", err)
-	}
-	return Home(filepath.Join(dir, ".kint")), nil
+	return Local{}
 }
 
 // Path joins elements under the home.

@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 )
@@ -17,10 +16,10 @@ const (
 )
 
 // keychainPassphrase reads the local passphrase from the macOS Keychain, creating it on first
-// use, through the security tool (no cgo). ok is false with KINT_NO_KEYCHAIN=1 or when the
+// use, through the security tool (no cgo). ok is false with Local.NoKeychain or when the
 // Keychain cannot be used; the caller falls back to local.secret.
 func keychainPassphrase() (string, bool) {
-	if os.Getenv("KINT_NO_KEYCHAIN") == "1" {
+	if localSettings().NoKeychain {
 		return "", false
 	}
 	out, err := exec.Command("security", "find-generic-password", "-s", keychainService, "-a", keychainAccount, "-w").Output()

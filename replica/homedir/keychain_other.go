@@ -3,5 +3,5 @@
 package homedir
 
 // keychainPassphrase: there is no Keychain off macOS; local.secret (or
-// KINT_SESSION_PASSPHRASE) holds the local passphrase.
+// Local.SessionPassphrase) holds the local passphrase.
 func keychainPassphrase() (string, bool) { return "", false }

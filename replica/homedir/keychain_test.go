@@ -6,7 +6,8 @@ import (
 )
 
 // TestKeychainPassphrase: on macOS the local passphrase comes from kint's Keychain item, the
-// same on every call, and KINT_NO_KEYCHAIN=1 turns it off; elsewhere there is no Keychain.
+// same on every call, and Local.NoKeychain (KINT_NO_KEYCHAIN=1) turns it off; elsewhere there
+// is no Keychain.
 func TestKeychainPassphrase(t *testing.T) {
 	if runtime.GOOS != "darwin" {
 		if p, ok := keychainPassphrase(); ok || p != "" {
@@ -14,11 +15,12 @@ func TestKeychainPassphrase(t *testing.T) {
 		}
 		t.Skip("SKIPPED, NOT RUN: the Keychain half of this test needs macOS")
 	}
-	t.Setenv("KINT_NO_KEYCHAIN", "1")
+	SetLocal(Local{NoKeychain: true})
+	t.Cleanup(func() { SetLocal(Local{}) })
 	if _, ok := keychainPassphrase(); ok {
 		t.Fatal("KINT_NO_KEYCHAIN=1 still reads the Keychain")
 	}
-	t.Setenv("KINT_NO_KEYCHAIN", "")
+	SetLocal(Local{})
 	a, ok := keychainPassphrase()
 	if !ok || a == "" {
 		t.Fatal("no Keychain passphrase on macOS")

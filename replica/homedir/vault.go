@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -100,10 +99,10 @@ func (h Home) SaveVault(v *VaultConfig) error {
 }
 
 // LocalKey is the secret the cached data key and the session keystore are encrypted under:
-// derived from KINT_SESSION_PASSPHRASE when set, else (on macOS) from kint's Keychain item,
+// derived from Local.SessionPassphrase when set, else (on macOS) from kint's Keychain item,
 // else from a random local.secret file.
 func (h Home) LocalKey() ([]byte, error) {
-	p := os.Getenv("KINT_SESSION_PASSPHRASE")
+	p := localSettings().SessionPassphrase
 	if p == "" {
 		p, _ = keychainPassphrase()
 	}
@@ -133,16 +132,12 @@ type dekFile struct {
 	Sealed  string `json:"sealed"`
 }
 
-// KeyTTL is KINT_KEY_TTL (a Go duration or seconds), default 24h.
+// KeyTTL is how long a cached key stays valid: Local.KeyTTL, default 24h.
 func KeyTTL() time.Duration {
-	v := os.Getenv("KINT_KEY_TTL")
-	if d, err := time.ParseDuration(v); err == nil && d > 0 {
+	if d := localSettings().KeyTTL; d > 0 {
 		return d
 	}
-	if n, err := strconv.Atoi(v); err == nil && n > 0 {
-		return time.Duration(n) * time.Second
-	}
-	return 24 * time.Hour
+	return DefaultKeyTTL
 }
 
 // SaveDEK caches the data key encrypted under the local key, valid for KeyTTL.
