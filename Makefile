@@ -19,9 +19,10 @@ cross:
 		GOOS=$${t%/*} GOARCH=$${t#*/} CGO_ENABLED=0 $(GO) vet ./...; \
 	done
 
-# The whole suite: vet, unit and mount tests with the race detector, the end-to-end
-# integration tests against a real dev chain and real FUSE mounts, then a short fuzz pass.
-test: vet
+# The whole suite: vet and staticcheck, unit and mount tests with the race detector, the
+# end-to-end integration tests against a real dev chain and real FUSE mounts, then a short
+# fuzz pass.
+test: lint
 	$(GO) test -race -count=1 -timeout 40m ./...
 	$(MAKE) fuzz
 
