@@ -135,12 +135,12 @@ func TestChunkDiffDeletionsSpill(t *testing.T) {
 	checkChunks(t, rows, dels, chunks)
 }
 
-func TestChunkDiffBoundaryIsExact(t *testing.T) {
-	// Grow one noise row until it no longer fits, measuring one-shot; the
-	// chunker must agree on both sides of the line.
+// edgeRows grows one noise row until it no longer fits an epoch, measuring one-shot: row(lo)
+// is the largest that fits, row(hi) the smallest that does not.
+func edgeRows() (row func(n int) Row, lo, hi int) {
 	body := randomText(99, 130_000)
-	row := func(n int) Row { b := body[:n]; return Row{Tier: TierState, Key: "edge", Body: &b} }
-	lo, hi := 1000, len(body) // measure(lo) fits, measure(hi) does not
+	row = func(n int) Row { b := body[:n]; return Row{Tier: TierState, Key: "edge", Body: &b} }
+	lo, hi = 1000, len(body)
 	for hi-lo > 1 {
 		mid := (lo + hi) / 2
 		if chunkMeasure([]Row{row(mid)}, nil) <= MaxDiffBytes {
@@ -149,6 +149,12 @@ func TestChunkDiffBoundaryIsExact(t *testing.T) {
 			hi = mid
 		}
 	}
+	return row, lo, hi
+}
+
+func TestChunkDiffBoundaryIsExact(t *testing.T) {
+	// the chunker must agree with the one-shot measure on both sides of the line
+	row, lo, hi := edgeRows()
 	if chunks, err := ChunkDiff([]Row{row(lo)}, nil); err != nil || len(chunks) != 1 {
 		t.Errorf("largest fitting row (%d chars) refused: %v", lo, err)
 	}
@@ -238,17 +244,7 @@ func TestChunkStreamMatchesDiff(t *testing.T) {
 // TestFitsAlone agrees with ChunkDiff on both sides of the largest row an epoch carries, and
 // passes small rows without measuring them.
 func TestFitsAlone(t *testing.T) {
-	body := randomText(99, 130_000)
-	row := func(n int) Row { b := body[:n]; return Row{Tier: TierState, Key: "edge", Body: &b} }
-	lo, hi := 1000, len(body)
-	for hi-lo > 1 {
-		mid := (lo + hi) / 2
-		if chunkMeasure([]Row{row(mid)}, nil) <= MaxDiffBytes {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
+	row, lo, hi := edgeRows()
 	if r := row(lo); FitsAlone(&r) != nil {
 		t.Errorf("largest fitting row (%d chars) refused: %v", lo, FitsAlone(&r))
 	}

@@ -10,16 +10,24 @@ import (
 	"kintfs/seal"
 )
 
+// liveNode is the node of k in the live tree. Callers hold t.mu.
+func (s *Store) liveNode(k Key) (*node, error) {
+	if s.applyErr != nil {
+		return nil, s.applyErr
+	}
+	if n := s.t.get(k); n != nil {
+		return n, nil
+	}
+	return nil, ErrNotFound
+}
+
 // Get returns the live version of k.
 func (s *Store) Get(k Key) (*Version, error) {
 	s.t.mu.RLock()
 	defer s.t.mu.RUnlock()
-	if s.applyErr != nil {
-		return nil, s.applyErr
-	}
-	n := s.t.get(k)
-	if n == nil {
-		return nil, ErrNotFound
+	n, err := s.liveNode(k)
+	if err != nil {
+		return nil, err
 	}
 	return s.dress(n.version()), nil
 }
@@ -28,15 +36,12 @@ func (s *Store) Get(k Key) (*Version, error) {
 func (s *Store) Content(k Key) ([]byte, error) {
 	s.t.mu.RLock()
 	defer s.t.mu.RUnlock()
-	if s.applyErr != nil {
-		return nil, s.applyErr
-	}
-	n := s.t.get(k)
-	if n == nil {
-		return nil, ErrNotFound
+	n, err := s.liveNode(k)
+	if err != nil {
+		return nil, err
 	}
 	var out []byte
-	err := s.db.View(func(txn *badger.Txn) error {
+	err = s.db.View(func(txn *badger.Txn) error {
 		var err error
 		out, err = s.readContent(txn, n)
 		return err
