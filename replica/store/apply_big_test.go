@@ -15,40 +15,65 @@ import (
 	"kintfs/seal"
 )
 
-// fillBucket is how many of rows (from the first) one epoch holds when it fills the largest
-// bucket: the most a v1 epoch can carry, more than seal's own chunking puts in one.
-func fillBucket(t *testing.T, p seal.Plaintext, rows []seal.Row) int {
+// largestEpoch is the epoch of the most of rows (a prefix; rows are in id order and leaves are
+// their leaves) that seals into the largest bucket, with its real root and row count, sealed
+// and opened again as a pull would. One row more does not fit the bucket. The search
+// interpolates on the compressed size, which grows about linearly with the rows, so it
+// compresses a handful of candidates rather than one per step of a bisection.
+func largestEpoch(t *testing.T, r *testStore, rows []seal.Row, leaves [][32]byte, seq uint64, snapshot bool) *seal.Plaintext {
 	t.Helper()
 	largest := seal.Buckets[len(seal.Buckets)-1]
-	fits := func(n int) bool {
-		p.Rows = rows[:n]
-		return len(seal.Compress(seal.EncodePlaintext(&p)))+4 <= largest
+	plain := func(n int) *seal.Plaintext {
+		return &seal.Plaintext{Tenant: r.vault.Tenant, Space: r.vault.Space, Seq: seq, Rows: rows[:n],
+			RowsRoot: seal.MerkleRoot(leaves[:n]), NRows: n, CreatedAt: "2026-12-01T10:00:00Z", Snapshot: snapshot}
 	}
-	lo, hi := 1, len(rows)
-	if fits(hi) {
+	sizes := map[int]int{} // n rows: compressed bytes and the length word, as a bucket holds them
+	size := func(n int) int {
+		if s, ok := sizes[n]; ok {
+			return s
+		}
+		s := len(seal.Compress(seal.EncodePlaintext(plain(n)))) + 4
+		sizes[n] = s
+		return s
+	}
+	lo, hi := 0, len(rows) // lo rows fit, hi do not
+	if size(hi) <= largest {
 		t.Fatalf("%d rows fit one bucket: give the test more", hi)
 	}
-	for lo+1 < hi {
-		mid := (lo + hi) / 2
-		if fits(mid) {
-			lo = mid
-		} else {
-			hi = mid
+	lastFit, sameSide := false, 0
+	for hi-lo > 1 {
+		n := lo + int(int64(largest-size(lo))*int64(hi-lo)/int64(size(hi)-size(lo)))
+		if sameSide >= 2 {
+			// interpolation keeps landing on one side: bisect once
+			n, sameSide = (lo+hi)/2, 0
 		}
+		n = min(max(n, lo+1), hi-1)
+		fit := size(n) <= largest
+		if fit {
+			lo = n
+		} else {
+			hi = n
+		}
+		if fit == lastFit {
+			sameSide++
+		} else {
+			sameSide = 0
+		}
+		lastFit = fit
 	}
-	return lo
-}
-
-// sealOpen seals p as the largest bucket allows and opens it again, as a pull would.
-func sealOpen(t *testing.T, r *testStore, p *seal.Plaintext) *seal.Plaintext {
-	t.Helper()
+	if size(lo+1) <= largest {
+		t.Fatalf("%d rows fit the largest bucket too", lo+1)
+	}
+	t.Logf("the largest epoch of tiny rows holds %d (%d bytes in a bucket of %d; %d with one row more), %d sizes tried",
+		lo, size(lo), largest, size(lo+1), len(sizes))
+	p := plain(lo)
 	var nonce [12]byte
 	ctx := r.epochContext(p.Seq, p.Prev)
 	sealed, err := seal.Seal(p, ctx, r.dek, nil, 0, nonce)
 	if err != nil {
 		t.Fatalf("seal %d rows: %v", len(p.Rows), err)
 	}
-	if sealed.Bucket != seal.Buckets[len(seal.Buckets)-1] {
+	if sealed.Bucket != largest {
 		t.Fatalf("bucket %d, want the largest", sealed.Bucket)
 	}
 	opened, err := seal.Open(sealed.Blob, r.dek, ctx)
@@ -58,11 +83,6 @@ func sealOpen(t *testing.T, r *testStore, p *seal.Plaintext) *seal.Plaintext {
 	return opened.Plaintext
 }
 
-func sealFits(r *testStore, p *seal.Plaintext) bool {
-	_, err := seal.Seal(p, r.epochContext(p.Seq, p.Prev), r.dek, nil, 0, [12]byte{})
-	return err == nil
-}
-
 func countBatches(s *Store) *int {
 	n := new(int)
 	s.applyHook = func(batch int) error { *n = batch; return nil }
@@ -70,6 +90,15 @@ func countBatches(s *Store) *int {
 }
 
 func TestApplyLargestEpoch(t *testing.T) {
+	all := TinyRows(30000, "")
+	leaves := make([][32]byte, len(all))
+	for i := range all {
+		leaves[i] = seal.Leaf(&all[i])
+	}
+	chunks, err := seal.ChunkDiff(all, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, snapshot := range []bool{false, true} {
 		t.Run(map[bool]string{false: "diff", true: "snapshot"}[snapshot], func(t *testing.T) {
 			r := newTestStore(t)
@@ -89,31 +118,13 @@ func TestApplyLargestEpoch(t *testing.T) {
 				}
 				seq = 2
 			}
-			all := TinyRows(30000, "")
-			chunks, err := seal.ChunkDiff(all, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			base := seal.Plaintext{Tenant: r.vault.Tenant, Space: r.vault.Space, Seq: seq, CreatedAt: "2026-12-01T10:00:00Z",
-				Snapshot: snapshot, RowsRoot: [32]byte{0xff}, NRows: 30000}
-			n := fillBucket(t, base, all)
-			t.Logf("seal's chunking puts %d tiny rows in one epoch; the largest bucket holds %d", len(chunks[0].Rows), n)
+			p := largestEpoch(t, r, all, leaves, seq, snapshot)
+			n := len(p.Rows)
+			rows := all[:n]
+			t.Logf("seal's chunking puts %d tiny rows in one epoch", len(chunks[0].Rows))
 			if n < len(chunks[0].Rows) {
 				t.Fatalf("the bucket holds fewer rows (%d) than a chunk (%d)", n, len(chunks[0].Rows))
 			}
-			rows := all[:n]
-			p := plaintextFor(map[string]seal.Row{}, seq, rows, nil)
-			p.Space, p.Tenant, p.Snapshot = r.vault.Space, r.vault.Tenant, snapshot
-			for !sealFits(r, p) {
-				// the real root and row count compress a little differently: drop rows
-				// until the epoch seals
-				n--
-				rows = all[:n]
-				p = plaintextFor(map[string]seal.Row{}, seq, rows, nil)
-				p.Space, p.Tenant, p.Snapshot = r.vault.Space, r.vault.Tenant, snapshot
-			}
-			t.Logf("the largest epoch of tiny rows holds %d", n)
-			p = sealOpen(t, r, p)
 			batches := countBatches(r.Store)
 			start := time.Now()
 			changed, _, err := r.ApplyEpoch(EpochInfo{Seq: seq, Block: 20, Digest: common.Hash{2}}, p, ApplyOptions{})
