@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand"
 	"sort"
 	"strings"
 	"testing"
@@ -435,6 +436,34 @@ func TestApplyValueLimit(t *testing.T) {
 	plain := strings.Repeat("a", at+1)
 	if why := rowLimit(&seal.Row{Tier: seal.TierState, Key: "big", Body: &plain}); why != "" {
 		t.Fatalf("a plain body of %d: %s", len(plain), why)
+	}
+}
+
+// histRecLen measures what json.Marshal would build, piece by piece: the same length for
+// strings of every kind of character and stray byte, cut anywhere.
+func TestHistRecLen(t *testing.T) {
+	parts := []string{"a", "<", ">", "&", `"`, `\`, "\n", "\x01", "\x7f", "é", "€", "\u2028", "\u2029", "😀", "\xff", "\x80", "\xe2\x82", "\xf0\x9f"}
+	rng := rand.New(rand.NewSource(1))
+	str := func() *string {
+		if rng.Intn(4) == 0 {
+			return nil
+		}
+		var b strings.Builder
+		for i := rng.Intn(60); i > 0; i-- {
+			b.WriteString(parts[rng.Intn(len(parts))])
+		}
+		s := b.String()
+		return &s
+	}
+	for i := 0; i < 2000; i++ {
+		r := &seal.Row{Tier: seal.TierState, Key: "k<" + fmt.Sprint(i), Category: str(), Status: str(), Body: str(), Meta: str(),
+			TS: str(), Evaluated: str(), Acted: str(), Forward: str(), Extra: str()}
+		want := len(mustJSON(t, &histRec{Row: r}))
+		for _, piece := range []int{1, 2, 3, 5, 8, 1 << 20} {
+			if got, err := histRecLen(r, piece); err != nil || got != want {
+				t.Fatalf("row %d in pieces of %d: %d, %v; json.Marshal makes %d", i, piece, got, err, want)
+			}
+		}
 	}
 }
 
