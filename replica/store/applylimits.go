@@ -123,7 +123,7 @@ func jsonStringLen(s string, piece int) int {
 			k++
 		}
 		c = 0
-		enc.Encode(s[:k]) // a string always encodes
+		enc.Encode(s[:k])            // a string always encodes
 		n += int(c) - len(`""`+"\n") // less the quotes and the newline Encode adds
 		s = s[k:]
 	}
