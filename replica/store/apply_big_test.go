@@ -84,6 +84,15 @@ func largestEpoch(t *testing.T, r *testStore, rows []seal.Row, leaves [][32]byte
 	return opened.Plaintext
 }
 
+// idsPerBatch is a batch budget of n tiny rows (their changes counted at the most each can
+// write), so that a test epoch of a few thousand is applied in a few batches.
+func idsPerBatch(n int64) func() (int64, int64) {
+	row := TinyRows(1, "")[0]
+	c, k := changeCost(row.Tier, row.Category, row.Key+"ffff")
+	fixed := int64(8 * entryCost(64))
+	return func() (int64, int64) { return fixed + n*c, 8 + n*k }
+}
+
 func countBatches(s *Store) *int {
 	n := new(int)
 	s.applyHook = func(batch int) error { *n = batch; return nil }
@@ -208,21 +217,21 @@ func TestApplyCrashMidEpoch(t *testing.T) {
 		t.Run(fmt.Sprintf("after-batch-%d", stopAfter), func(t *testing.T) {
 			r := newTestStore(t)
 			state := map[string]seal.Row{}
-			p1 := plaintextFor(state, 1, TinyRows(4000, "o"), nil)
+			p1 := plaintextFor(state, 1, TinyRows(400, "o"), nil)
 			if _, _, err := r.ApplyEpoch(EpochInfo{Seq: 1, Block: 10, Digest: common.Hash{1}}, p1, ApplyOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			// local edits of a row in the first batch and of one in the last: each becomes
 			// exactly one conflict copy, crash or not
-			rows := TinyRows(4000, "n")
+			rows := TinyRows(400, "n")
 			first, last := rows[0], rows[len(rows)-1]
 			mustWrite(t, r.Store, rowKey(&first), "mine-first")
 			mustWrite(t, r.Store, rowKey(&last), "mine-last")
-			p2 := plaintextFor(state, 2, rows[:3990], []seal.Deleted{{Tier: seal.TierState, Key: rows[3995].Key}})
-			r.batchLimits = func() (int64, int64) { return 100 << 10, 1000 } // about 40 ids a batch
+			p2 := plaintextFor(state, 2, rows[:390], []seal.Deleted{{Tier: seal.TierState, Key: rows[395].Key}})
+			r.batchLimits = idsPerBatch(50)
 			total := len(r.applyBatches(r.prepareApply(EpochInfo{Seq: 2}, p2, ApplyOptions{})))
-			if total < 5 {
-				t.Fatalf("%d batches", total)
+			if total < 5 || total > 12 {
+				t.Fatalf("%d batches, want about 8", total)
 			}
 			stop := stopAfter
 			if stop == 0 {
@@ -249,11 +258,11 @@ func TestApplyCrashMidEpoch(t *testing.T) {
 			if h, _ := r.MirrorHead(); h.Seq != 2 || h.Digest != (common.Hash{2}) {
 				t.Fatalf("head after the reopen: %+v", h)
 			}
-			CheckRows(t, r.Store, rows[1:3990])
-			if _, err := r.Get(rowKey(&rows[3995])); !errors.Is(err, ErrNotFound) {
+			CheckRows(t, r.Store, rows[1:390])
+			if _, err := r.Get(rowKey(&rows[395])); !errors.Is(err, ErrNotFound) {
 				t.Fatalf("the deleted row: %v", err)
 			}
-			if body, _ := r.Content(rowKey(&rows[3994])); string(body) != "o" {
+			if body, _ := r.Content(rowKey(&rows[394])); string(body) != "o" {
 				t.Fatalf("a row the epoch left alone: %q", body)
 			}
 			// the staged edit of a row the epoch changed is a conflict; the other stays staged
@@ -270,7 +279,7 @@ func TestApplyCrashMidEpoch(t *testing.T) {
 			if err := r.getState(kConflict, &conflicts); err != nil || len(conflicts) != 1 {
 				t.Fatalf("conflicts %+v, %v", conflicts, err)
 			}
-			if r.leaves.len() != 4000-1 {
+			if r.leaves.len() != 400-1 {
 				t.Fatalf("%d leaves", r.leaves.len())
 			}
 			r.t.mu.RLock()
