@@ -112,6 +112,7 @@ func TestApplyLargestEpoch(t *testing.T) {
 	}
 	for _, snapshot := range []bool{false, true} {
 		t.Run(map[bool]string{false: "diff", true: "snapshot"}[snapshot], func(t *testing.T) {
+			t.Parallel() // all, leaves and chunks are only read
 			r := newTestStore(t)
 			state := map[string]seal.Row{}
 			seq := uint64(1)

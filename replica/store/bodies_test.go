@@ -106,6 +106,7 @@ func TestStoreErrorsNameNoBody(t *testing.T) {
 // TestWriteLimit: the store takes a file of exactly MaxFileBytes and refuses one byte more
 // with ErrFileTooBig, leaving the row as it was.
 func TestWriteLimit(t *testing.T) {
+	t.Parallel() // a store of its own; mostly writing and syncing 64 MiB values
 	s, err := OpenStore(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
