@@ -15,6 +15,7 @@ import (
 // The writer's own path end to end: a push of more tiny rows than one transaction holds
 // anchors them in two epochs and applies both as its own; a fresh machine pulls the same.
 func TestPushPullLargestEpochs(t *testing.T) {
+	t.Parallel() // a chain and homes of its own
 	e := newChainEnv(t)
 	ctx := context.Background()
 	w := e.machine()

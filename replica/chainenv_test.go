@@ -36,19 +36,25 @@ type chainEnv struct {
 const chainEnvPassphrase = "sealing test passphrase"
 
 // envKEKs are the keys chainEnvPassphrase derives for the env's owner, by tenant: derived
-// once per test process, since scrypt would otherwise be most of the time of these tests.
-var envKEKs sync.Map
+// once per test process (under envKEKsMu, so parallel tests wait for the first rather than
+// derive it again), since scrypt would otherwise be most of the time of these tests.
+var (
+	envKEKsMu sync.Mutex
+	envKEKs   = map[string]*[32]byte{}
+)
 
 func (e *chainEnv) kek() *[32]byte {
 	e.t.Helper()
-	if k, ok := envKEKs.Load(e.tenant); ok {
-		return k.(*[32]byte)
+	envKEKsMu.Lock()
+	defer envKEKsMu.Unlock()
+	if k, ok := envKEKs[e.tenant]; ok {
+		return k
 	}
 	k, err := seal.KEKFromPassphrase(chainEnvPassphrase, crypto.PubkeyToAddress(e.owner.PublicKey), seal.SpaceID(e.tenant))
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	envKEKs.Store(e.tenant, &k)
+	envKEKs[e.tenant] = &k
 	return &k
 }
 

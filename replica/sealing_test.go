@@ -282,6 +282,7 @@ func TestChangeDuringFlush(t *testing.T) {
 	for _, stage := range []PushStage{StageSealed, StageSent, StageReceipt, StageApplied} {
 		for _, c := range cases {
 			t.Run(fmt.Sprintf("%s/%s", stage, c.name), func(t *testing.T) {
+				t.Parallel()        // each case on a chain and homes of its own
 				e := newChainEnv(t) // a chain of its own: the same vault starts empty each time
 				r := e.machine()
 				w := &writer{t: t, r: r, m: model{}}
@@ -325,6 +326,7 @@ func TestFailedFlushKeepsNewerChange(t *testing.T) { failedFlushKeepsNewerChange
 // TestFailedFlushKeepsNewerChangeOnDevChain is the same through the RPC client and a real
 // go-ethereum node: the push journal against real transactions and receipts.
 func TestFailedFlushKeepsNewerChangeOnDevChain(t *testing.T) {
+	t.Parallel() // mostly waiting on its own go-ethereum node
 	failedFlushKeepsNewerChange(t, newDevChainEnv)
 }
 

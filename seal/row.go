@@ -105,12 +105,50 @@ func Leaf(r *Row) [32]byte {
 	for _, f := range fields {
 		n += lpLen(f)
 	}
+	if n > leafInline {
+		return leafStreamed(fields)
+	}
 	buf := make([]byte, 0, n)
 	buf = append(buf, leafDomain...)
 	for _, f := range fields {
 		buf = appendLP(buf, f)
 	}
 	return crypto.Keccak256Hash(buf)
+}
+
+// leafInline is the largest leaf preimage Leaf builds in one buffer; a larger one (a body of
+// megabytes) is hashed a piece at a time instead, without a copy of the whole row.
+const leafInline = 64 << 10
+
+// leafStreamed is Leaf's hash of the same preimage, written to the hash in pieces.
+func leafStreamed(fields []*string) [32]byte {
+	kh := crypto.NewKeccakState()
+	buf := make([]byte, 0, 32<<10)
+	buf = append(buf, leafDomain...)
+	for _, f := range fields {
+		if f == nil {
+			buf = append(buf, 0xff, 0xff, 0xff, 0xff)
+			continue
+		}
+		buf = binary.BigEndian.AppendUint32(buf, uint32(len(*f)))
+		for s := *f; len(s) > 0; {
+			if len(buf) == cap(buf) {
+				kh.Write(buf)
+				buf = buf[:0]
+			}
+			k := min(len(s), cap(buf)-len(buf))
+			buf = append(buf, s[:k]...)
+			s = s[k:]
+		}
+		if cap(buf)-len(buf) < 4 {
+			kh.Write(buf)
+			buf = buf[:0]
+		}
+	}
+	kh.Write(buf)
+	var h [32]byte
+	kh.Read(h[:])
+	return h
 }
 
 // JournalKey is the content key of a journal event: 64 lowercase hex.

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/ethereum/go-ethereum/crypto"
+
 	"kintfs/seal/vectors"
 )
 
@@ -194,4 +196,43 @@ func ExampleCanonicalID() {
 	// Output:
 	// "entity\x00rules\x00release-gate"
 	// "reference\x00\x00doc/readme"
+}
+
+// A leaf too large to build in one buffer is hashed in pieces: the same hash as the preimage
+// built whole, for every field around the pieces' edges.
+func TestLeafOfLargeRow(t *testing.T) {
+	whole := func(fields []*string) [32]byte {
+		buf := append([]byte(nil), leafDomain...)
+		for _, f := range fields {
+			buf = appendLP(buf, f)
+		}
+		return crypto.Keccak256Hash(buf)
+	}
+	piece := 32 << 10
+	for _, n := range []int{0, 1, piece - 16, piece - 13, piece - 12, piece, piece + 1, leafInline - 40, leafInline, leafInline + 1, 3*piece - 17, 1 << 20} {
+		body := make([]byte, n)
+		for i := range body {
+			body[i] = byte('a' + i%23)
+		}
+		b := string(body)
+		meta := b[:n/3]
+		for _, r := range []Row{
+			{Tier: TierState, Key: "k", Body: &b},
+			{Tier: TierEntity, Category: strp("person"), Key: "k", Status: strp("s"), Body: &b, Meta: &meta},
+			{Tier: TierReference, Key: string(body[:min(n, 70000)]), Body: &b},
+			{Tier: TierJournal, Key: "j", TS: &meta, Evaluated: &b, Extra: &meta},
+		} {
+			tier, key := r.Tier, r.Key
+			fields := []*string{&tier, r.Category, &key, r.Status, r.Body, r.Meta}
+			if r.Tier == TierJournal {
+				fields = []*string{&tier, nil, &key, nil, r.TS, r.Evaluated, r.Acted, r.Forward, r.Extra}
+			}
+			if got, want := Leaf(&r), whole(fields); got != want {
+				t.Fatalf("%s row with a body of %d: leaf %x, want %x", r.Tier, n, got[:6], want[:6])
+			}
+			if got, want := leafStreamed(fields), whole(fields); got != want {
+				t.Fatalf("%s row with a body of %d: streamed leaf %x, want %x", r.Tier, n, got[:6], want[:6])
+			}
+		}
+	}
 }

@@ -304,7 +304,11 @@ func (s *Store) applyDelete(txn *badger.Txn, apply *[]func(), e *epochApply, id 
 	if err := setJSON(txn, string(historyKey(id, info.Block, info.Seq)), &histRec{Anchor: e.anchor, Mtime: nanos(e.mtime)}); err != nil {
 		return nil, nil, err
 	}
-	return s.settle(txn, apply, id, rowKey(&m.Row), nil, info, e.opt)
+	st, staged, err := getStaged(txn, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.settle(txn, apply, id, rowKey(&m.Row), nil, st, staged, info, e.opt)
 }
 
 // applyPut writes the epoch's row id to the mirror and the history index and settles the
@@ -320,9 +324,11 @@ func (s *Store) applyPut(txn *badger.Txn, apply *[]func(), e *epochApply, id str
 		return nil, nil, nil // a snapshot repeating a row unchanged, or a batch already applied
 	}
 	rowMtime := e.mtime
-	if st, found, err := getStaged(txn, id); err != nil {
+	st, staged, err := getStaged(txn, id) // read once: settle takes it, as the writes below leave it
+	if err != nil {
 		return nil, nil, err
-	} else if found && opt.Own && !st.Del && seal.Leaf(&st.Row) == e.next[id] {
+	}
+	if staged && opt.Own && !st.Del && seal.Leaf(&st.Row) == e.next[id] {
 		rowMtime = fromNanos(st.Mtime)
 	}
 	rec := newMirrorRec(*r, e.next[id], e.anchor, nanos(rowMtime))
@@ -332,7 +338,7 @@ func (s *Store) applyPut(txn *badger.Txn, apply *[]func(), e *epochApply, id str
 	if err := setJSON(txn, string(historyKey(id, info.Block, info.Seq)), &histRec{Row: r, Anchor: e.anchor, Mtime: nanos(rowMtime)}); err != nil {
 		return nil, nil, err
 	}
-	return s.settle(txn, apply, id, rowKey(r), &rec, info, opt)
+	return s.settle(txn, apply, id, rowKey(r), &rec, st, staged, info, opt)
 }
 
 // finishEpoch records the applied epoch and moves the head, deleting the marker of a
@@ -368,12 +374,9 @@ func (s *Store) runApply(apply []func(), e *epochApply) {
 }
 
 // settle brings the live tree in line after the mirror row id changed to m (nil: deleted),
-// reconciling a staged change to the same row.
-func (s *Store) settle(txn *badger.Txn, apply *[]func(), id string, k Key, m *mirrorRec, info EpochInfo, opt ApplyOptions) ([]Key, []Conflict, error) {
-	st, found, err := getStaged(txn, id)
-	if err != nil {
-		return nil, nil, err
-	}
+// reconciling the staged change st to the same row (when found), as read in this txn.
+func (s *Store) settle(txn *badger.Txn, apply *[]func(), id string, k Key, m *mirrorRec, st stagedRec, found bool, info EpochInfo, opt ApplyOptions) ([]Key, []Conflict, error) {
+	var err error
 	changed := []Key{k}
 	var conflicts []Conflict
 	if found {

@@ -1,9 +1,11 @@
 package store
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand"
 	"sort"
 	"strings"
 	"testing"
@@ -15,40 +17,65 @@ import (
 	"kintfs/seal"
 )
 
-// fillBucket is how many of rows (from the first) one epoch holds when it fills the largest
-// bucket: the most a v1 epoch can carry, more than seal's own chunking puts in one.
-func fillBucket(t *testing.T, p seal.Plaintext, rows []seal.Row) int {
+// largestEpoch is the epoch of the most of rows (a prefix; rows are in id order and leaves are
+// their leaves) that seals into the largest bucket, with its real root and row count, sealed
+// and opened again as a pull would. One row more does not fit the bucket. The search
+// interpolates on the compressed size, which grows about linearly with the rows, so it
+// compresses a handful of candidates rather than one per step of a bisection.
+func largestEpoch(t *testing.T, r *testStore, rows []seal.Row, leaves [][32]byte, seq uint64, snapshot bool) *seal.Plaintext {
 	t.Helper()
 	largest := seal.Buckets[len(seal.Buckets)-1]
-	fits := func(n int) bool {
-		p.Rows = rows[:n]
-		return len(seal.Compress(seal.EncodePlaintext(&p)))+4 <= largest
+	plain := func(n int) *seal.Plaintext {
+		return &seal.Plaintext{Tenant: r.vault.Tenant, Space: r.vault.Space, Seq: seq, Rows: rows[:n],
+			RowsRoot: seal.MerkleRoot(leaves[:n]), NRows: n, CreatedAt: "2026-12-01T10:00:00Z", Snapshot: snapshot}
 	}
-	lo, hi := 1, len(rows)
-	if fits(hi) {
+	sizes := map[int]int{} // n rows: compressed bytes and the length word, as a bucket holds them
+	size := func(n int) int {
+		if s, ok := sizes[n]; ok {
+			return s
+		}
+		s := len(seal.Compress(seal.EncodePlaintext(plain(n)))) + 4
+		sizes[n] = s
+		return s
+	}
+	lo, hi := 0, len(rows) // lo rows fit, hi do not
+	if size(hi) <= largest {
 		t.Fatalf("%d rows fit one bucket: give the test more", hi)
 	}
-	for lo+1 < hi {
-		mid := (lo + hi) / 2
-		if fits(mid) {
-			lo = mid
-		} else {
-			hi = mid
+	lastFit, sameSide := false, 0
+	for hi-lo > 1 {
+		n := lo + int(int64(largest-size(lo))*int64(hi-lo)/int64(size(hi)-size(lo)))
+		if sameSide >= 2 {
+			// interpolation keeps landing on one side: bisect once
+			n, sameSide = (lo+hi)/2, 0
 		}
+		n = min(max(n, lo+1), hi-1)
+		fit := size(n) <= largest
+		if fit {
+			lo = n
+		} else {
+			hi = n
+		}
+		if fit == lastFit {
+			sameSide++
+		} else {
+			sameSide = 0
+		}
+		lastFit = fit
 	}
-	return lo
-}
-
-// sealOpen seals p as the largest bucket allows and opens it again, as a pull would.
-func sealOpen(t *testing.T, r *testStore, p *seal.Plaintext) *seal.Plaintext {
-	t.Helper()
+	if size(lo+1) <= largest {
+		t.Fatalf("%d rows fit the largest bucket too", lo+1)
+	}
+	t.Logf("the largest epoch of tiny rows holds %d (%d bytes in a bucket of %d; %d with one row more), %d sizes tried",
+		lo, size(lo), largest, size(lo+1), len(sizes))
+	p := plain(lo)
 	var nonce [12]byte
 	ctx := r.epochContext(p.Seq, p.Prev)
 	sealed, err := seal.Seal(p, ctx, r.dek, nil, 0, nonce)
 	if err != nil {
 		t.Fatalf("seal %d rows: %v", len(p.Rows), err)
 	}
-	if sealed.Bucket != seal.Buckets[len(seal.Buckets)-1] {
+	if sealed.Bucket != largest {
 		t.Fatalf("bucket %d, want the largest", sealed.Bucket)
 	}
 	opened, err := seal.Open(sealed.Blob, r.dek, ctx)
@@ -58,9 +85,13 @@ func sealOpen(t *testing.T, r *testStore, p *seal.Plaintext) *seal.Plaintext {
 	return opened.Plaintext
 }
 
-func sealFits(r *testStore, p *seal.Plaintext) bool {
-	_, err := seal.Seal(p, r.epochContext(p.Seq, p.Prev), r.dek, nil, 0, [12]byte{})
-	return err == nil
+// idsPerBatch is a batch budget of n tiny rows (their changes counted at the most each can
+// write), so that a test epoch of a few thousand is applied in a few batches.
+func idsPerBatch(n int64) func() (int64, int64) {
+	row := TinyRows(1, "")[0]
+	c, k := changeCost(row.Tier, row.Category, row.Key+"ffff")
+	fixed := int64(8 * entryCost(64))
+	return func() (int64, int64) { return fixed + n*c, 8 + n*k }
 }
 
 func countBatches(s *Store) *int {
@@ -70,8 +101,18 @@ func countBatches(s *Store) *int {
 }
 
 func TestApplyLargestEpoch(t *testing.T) {
+	all := TinyRows(30000, "")
+	leaves := make([][32]byte, len(all))
+	for i := range all {
+		leaves[i] = seal.Leaf(&all[i])
+	}
+	chunks, err := seal.ChunkDiff(all, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, snapshot := range []bool{false, true} {
 		t.Run(map[bool]string{false: "diff", true: "snapshot"}[snapshot], func(t *testing.T) {
+			t.Parallel() // all, leaves and chunks are only read
 			r := newTestStore(t)
 			state := map[string]seal.Row{}
 			seq := uint64(1)
@@ -89,31 +130,13 @@ func TestApplyLargestEpoch(t *testing.T) {
 				}
 				seq = 2
 			}
-			all := TinyRows(30000, "")
-			chunks, err := seal.ChunkDiff(all, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			base := seal.Plaintext{Tenant: r.vault.Tenant, Space: r.vault.Space, Seq: seq, CreatedAt: "2026-12-01T10:00:00Z",
-				Snapshot: snapshot, RowsRoot: [32]byte{0xff}, NRows: 30000}
-			n := fillBucket(t, base, all)
-			t.Logf("seal's chunking puts %d tiny rows in one epoch; the largest bucket holds %d", len(chunks[0].Rows), n)
+			p := largestEpoch(t, r, all, leaves, seq, snapshot)
+			n := len(p.Rows)
+			rows := all[:n]
+			t.Logf("seal's chunking puts %d tiny rows in one epoch", len(chunks[0].Rows))
 			if n < len(chunks[0].Rows) {
 				t.Fatalf("the bucket holds fewer rows (%d) than a chunk (%d)", n, len(chunks[0].Rows))
 			}
-			rows := all[:n]
-			p := plaintextFor(map[string]seal.Row{}, seq, rows, nil)
-			p.Space, p.Tenant, p.Snapshot = r.vault.Space, r.vault.Tenant, snapshot
-			for !sealFits(r, p) {
-				// the real root and row count compress a little differently: drop rows
-				// until the epoch seals
-				n--
-				rows = all[:n]
-				p = plaintextFor(map[string]seal.Row{}, seq, rows, nil)
-				p.Space, p.Tenant, p.Snapshot = r.vault.Space, r.vault.Tenant, snapshot
-			}
-			t.Logf("the largest epoch of tiny rows holds %d", n)
-			p = sealOpen(t, r, p)
 			batches := countBatches(r.Store)
 			start := time.Now()
 			changed, _, err := r.ApplyEpoch(EpochInfo{Seq: seq, Block: 20, Digest: common.Hash{2}}, p, ApplyOptions{})
@@ -196,21 +219,21 @@ func TestApplyCrashMidEpoch(t *testing.T) {
 		t.Run(fmt.Sprintf("after-batch-%d", stopAfter), func(t *testing.T) {
 			r := newTestStore(t)
 			state := map[string]seal.Row{}
-			p1 := plaintextFor(state, 1, TinyRows(4000, "o"), nil)
+			p1 := plaintextFor(state, 1, TinyRows(400, "o"), nil)
 			if _, _, err := r.ApplyEpoch(EpochInfo{Seq: 1, Block: 10, Digest: common.Hash{1}}, p1, ApplyOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			// local edits of a row in the first batch and of one in the last: each becomes
 			// exactly one conflict copy, crash or not
-			rows := TinyRows(4000, "n")
+			rows := TinyRows(400, "n")
 			first, last := rows[0], rows[len(rows)-1]
 			mustWrite(t, r.Store, rowKey(&first), "mine-first")
 			mustWrite(t, r.Store, rowKey(&last), "mine-last")
-			p2 := plaintextFor(state, 2, rows[:3990], []seal.Deleted{{Tier: seal.TierState, Key: rows[3995].Key}})
-			r.batchLimits = func() (int64, int64) { return 100 << 10, 1000 } // about 40 ids a batch
+			p2 := plaintextFor(state, 2, rows[:390], []seal.Deleted{{Tier: seal.TierState, Key: rows[395].Key}})
+			r.batchLimits = idsPerBatch(50)
 			total := len(r.applyBatches(r.prepareApply(EpochInfo{Seq: 2}, p2, ApplyOptions{})))
-			if total < 5 {
-				t.Fatalf("%d batches", total)
+			if total < 5 || total > 12 {
+				t.Fatalf("%d batches, want about 8", total)
 			}
 			stop := stopAfter
 			if stop == 0 {
@@ -237,11 +260,11 @@ func TestApplyCrashMidEpoch(t *testing.T) {
 			if h, _ := r.MirrorHead(); h.Seq != 2 || h.Digest != (common.Hash{2}) {
 				t.Fatalf("head after the reopen: %+v", h)
 			}
-			CheckRows(t, r.Store, rows[1:3990])
-			if _, err := r.Get(rowKey(&rows[3995])); !errors.Is(err, ErrNotFound) {
+			CheckRows(t, r.Store, rows[1:390])
+			if _, err := r.Get(rowKey(&rows[395])); !errors.Is(err, ErrNotFound) {
 				t.Fatalf("the deleted row: %v", err)
 			}
-			if body, _ := r.Content(rowKey(&rows[3994])); string(body) != "o" {
+			if body, _ := r.Content(rowKey(&rows[394])); string(body) != "o" {
 				t.Fatalf("a row the epoch left alone: %q", body)
 			}
 			// the staged edit of a row the epoch changed is a conflict; the other stays staged
@@ -258,7 +281,7 @@ func TestApplyCrashMidEpoch(t *testing.T) {
 			if err := r.getState(kConflict, &conflicts); err != nil || len(conflicts) != 1 {
 				t.Fatalf("conflicts %+v, %v", conflicts, err)
 			}
-			if r.leaves.len() != 4000-1 {
+			if r.leaves.len() != 400-1 {
 				t.Fatalf("%d leaves", r.leaves.len())
 			}
 			r.t.mu.RLock()
@@ -427,6 +450,34 @@ func TestApplyValueLimit(t *testing.T) {
 	}
 }
 
+// histRecLen measures what json.Marshal would build, piece by piece: the same length for
+// strings of every kind of character and stray byte, cut anywhere.
+func TestHistRecLen(t *testing.T) {
+	parts := []string{"a", "<", ">", "&", `"`, `\`, "\n", "\x01", "\x7f", "é", "€", "\u2028", "\u2029", "😀", "\xff", "\x80", "\xe2\x82", "\xf0\x9f"}
+	rng := rand.New(rand.NewSource(1))
+	str := func() *string {
+		if rng.Intn(4) == 0 {
+			return nil
+		}
+		var b strings.Builder
+		for i := rng.Intn(60); i > 0; i-- {
+			b.WriteString(parts[rng.Intn(len(parts))])
+		}
+		s := b.String()
+		return &s
+	}
+	for i := 0; i < 2000; i++ {
+		r := &seal.Row{Tier: seal.TierState, Key: "k<" + fmt.Sprint(i), Category: str(), Status: str(), Body: str(), Meta: str(),
+			TS: str(), Evaluated: str(), Acted: str(), Forward: str(), Extra: str()}
+		want := len(mustJSON(t, &histRec{Row: r}))
+		for _, piece := range []int{1, 2, 3, 5, 8, 1 << 20} {
+			if got, err := histRecLen(r, piece); err != nil || got != want {
+				t.Fatalf("row %d in pieces of %d: %d, %v; json.Marshal makes %d", i, piece, got, err, want)
+			}
+		}
+	}
+}
+
 func TestJournalFits(t *testing.T) {
 	blob := 100 << 10
 	at := 3*(valueLogFileSize-4096)/4 - blob - 1024 - 16
@@ -443,8 +494,18 @@ func TestJournalFits(t *testing.T) {
 	if !errors.Is(err, ErrApplyLimit) || !strings.Contains(err.Error(), "the push journal holds at most") {
 		t.Fatalf("above the limit: %v", err)
 	}
-	// the journal entry at the limit is a value badger takes
-	if n := len(mustJSON(t, &PendingPush{RawTx: make([]byte, blob+1024), Plaintext: make([]byte, at)})); n > valueLogFileSize {
+	// the journal entry at the limit is a value badger takes; encoding/json writes a []byte as
+	// its base64, so the entry's length is measured without encoding 64 MiB (and the measure
+	// checked against a real encoding)
+	entryLen := func(raw, plain int) int {
+		return len(mustJSON(t, &PendingPush{RawTx: []byte{}, Plaintext: []byte{}})) + base64.StdEncoding.EncodedLen(raw) + base64.StdEncoding.EncodedLen(plain)
+	}
+	for _, n := range []int{0, 1, 2, 3, 1000, 1001, 1002} {
+		if got, want := entryLen(n+5, n), len(mustJSON(t, &PendingPush{RawTx: make([]byte, n+5), Plaintext: make([]byte, n)})); got != want {
+			t.Fatalf("a journal entry of %d bytes measures %d", want, got)
+		}
+	}
+	if n := entryLen(blob+1024, at); n > valueLogFileSize {
 		t.Fatalf("a journal entry of %d bytes at the limit", n)
 	}
 }

@@ -16,13 +16,13 @@ import (
 	"kintfs/seal"
 )
 
-// killEpochs are the two epochs of the SIGKILL test, built the same in both processes: 4,000
-// rows, then 3,990 of them rewritten and one deleted.
+// killEpochs are the two epochs of the SIGKILL test, built the same in both processes: 400
+// rows, then 390 of them rewritten and one deleted.
 func killEpochs() (p1, p2 *seal.Plaintext, rows []seal.Row) {
 	state := map[string]seal.Row{}
-	p1 = plaintextFor(state, 1, TinyRows(4000, "o"), nil)
-	rows = TinyRows(4000, "n")
-	p2 = plaintextFor(state, 2, rows[:3990], []seal.Deleted{{Tier: seal.TierState, Key: rows[3995].Key}})
+	p1 = plaintextFor(state, 1, TinyRows(400, "o"), nil)
+	rows = TinyRows(400, "n")
+	p2 = plaintextFor(state, 2, rows[:390], []seal.Deleted{{Tier: seal.TierState, Key: rows[395].Key}})
 	return p1, p2, rows
 }
 
@@ -43,7 +43,7 @@ func TestApplyKilledMidEpochChild(t *testing.T) {
 	if _, _, err := s.ApplyEpoch(EpochInfo{Seq: 1, Block: 10, Digest: common.Hash{1}}, p1, ApplyOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	s.batchLimits = func() (int64, int64) { return 100 << 10, 1000 }
+	s.batchLimits = idsPerBatch(50)
 	s.applyHook = func(batch int) error {
 		if batch == 3 {
 			fmt.Println("KILL ME")
@@ -108,11 +108,11 @@ func TestApplyKilledMidEpoch(t *testing.T) {
 		t.Fatalf("head after the restart: %+v, want the killed epoch finished", head)
 	}
 	_, _, rows := killEpochs()
-	CheckRows(t, s, rows[:3990])
-	if _, err := s.Get(rowKey(&rows[3995])); !errors.Is(err, ErrNotFound) {
+	CheckRows(t, s, rows[:390])
+	if _, err := s.Get(rowKey(&rows[395])); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("the row the epoch deleted: %v", err)
 	}
-	if body, err := s.Content(rowKey(&rows[3994])); err != nil || string(body) != "o" {
+	if body, err := s.Content(rowKey(&rows[394])); err != nil || string(body) != "o" {
 		t.Fatalf("a row the epoch left alone: %q, %v", body, err)
 	}
 }

@@ -80,14 +80,62 @@ func rowLimit(r *seal.Row) string {
 	if n <= valueLogFileSize {
 		return ""
 	}
-	b, err := json.Marshal(&histRec{Row: r})
+	n, err := histRecLen(r, jsonPiece)
 	if err != nil {
 		return fmt.Sprintf("its history record cannot be encoded: %v", err)
 	}
-	if len(b)+1024 > valueLogFileSize {
-		return fmt.Sprintf("its history record is %d bytes, more than the %d a value may hold", len(b), valueLogFileSize)
+	if n+1024 > valueLogFileSize {
+		return fmt.Sprintf("its history record is %d bytes, more than the %d a value may hold", n, valueLogFileSize)
 	}
 	return ""
+}
+
+// jsonPiece is the most of one string histRecLen encodes at a time.
+const jsonPiece = 1 << 20
+
+// histRecLen is len(json.Marshal(&histRec{Row: r})), measured without holding the whole
+// encoding (six times a body of escaped bytes): the record with its fields longer than piece
+// left empty, plus the encoded length of each of those, encoded a piece at a time.
+func histRecLen(r *seal.Row, piece int) (int, error) {
+	short := *r
+	n := 0
+	empty := ""
+	for _, f := range []**string{&short.Category, &short.Status, &short.Body, &short.Meta, &short.TS, &short.Evaluated, &short.Acted, &short.Forward, &short.Extra} {
+		if *f != nil && len(**f) > piece {
+			n += jsonStringLen(**f, piece) - len(`""`)
+			*f = &empty
+		}
+	}
+	b, err := json.Marshal(&histRec{Row: &short})
+	return n + len(b), err
+}
+
+// jsonStringLen is the length of s encoded as a JSON string by encoding/json, encoded a piece
+// at a time. Pieces end before a byte that starts a character (or is a stray byte), so each
+// character, and each invalid byte, is encoded as it would be in the whole string.
+func jsonStringLen(s string, piece int) int {
+	var c byteCounter
+	enc := json.NewEncoder(&c)
+	n := len(`""`)
+	for len(s) > 0 {
+		k := min(len(s), piece)
+		for k < len(s) && !utf8.RuneStart(s[k]) {
+			k++
+		}
+		c = 0
+		enc.Encode(s[:k])            // a string always encodes
+		n += int(c) - len(`""`+"\n") // less the quotes and the newline Encode adds
+		s = s[k:]
+	}
+	return n
+}
+
+// byteCounter counts what is written to it.
+type byteCounter int
+
+func (c *byteCounter) Write(p []byte) (int, error) {
+	*c += byteCounter(len(p))
+	return len(p), nil
 }
 
 // keyLimit says why a row named so cannot be keyed in the state database, or "" when it can.

@@ -106,24 +106,26 @@ func TestStoreErrorsNameNoBody(t *testing.T) {
 // TestWriteLimit: the store takes a file of exactly MaxFileBytes and refuses one byte more
 // with ErrFileTooBig, leaving the row as it was.
 func TestWriteLimit(t *testing.T) {
+	t.Parallel() // a store of its own; mostly writing and syncing 64 MiB values
 	s, err := OpenStore(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	k := Key{Tier: "state", Key: "big"}
+	big := bytes.Repeat([]byte("c"), MaxFileBytes+1) // each write takes a prefix: Write copies what it keeps
 	for _, n := range []int{MaxFileBytes - 1, MaxFileBytes} {
-		if _, err := s.Write(k, bytes.Repeat([]byte("c"), n), time.Now()); err != nil {
+		if _, err := s.Write(k, big[:n], time.Now()); err != nil {
 			t.Fatalf("%d bytes: %v", n, err)
 		}
 	}
-	if _, err := s.Write(k, bytes.Repeat([]byte("c"), MaxFileBytes+1), time.Now()); !errors.Is(err, ErrFileTooBig) {
+	if _, err := s.Write(k, big, time.Now()); !errors.Is(err, ErrFileTooBig) {
 		t.Fatalf("limit+1: %v, want ErrFileTooBig", err)
 	}
 	if got, err := s.Content(k); err != nil || len(got) != MaxFileBytes {
 		t.Fatalf("after limit+1 the row has %d bytes (%v)", len(got), err)
 	}
-	if _, err := s.Write(Key{Tier: "state", Key: ".big.swp", Local: true}, bytes.Repeat([]byte("c"), MaxFileBytes), time.Now()); err != nil {
+	if _, err := s.Write(Key{Tier: "state", Key: ".big.swp", Local: true}, big[:MaxFileBytes], time.Now()); err != nil {
 		t.Fatalf("a local file of the limit: %v", err)
 	}
 }
