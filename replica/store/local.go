@@ -412,6 +412,9 @@ func (s *Store) readContent(txn *badger.Txn, n *node) ([]byte, error) {
 		}
 		return RenderContent(&r.Row), nil
 	}
+	if n.size > 0 && n.row.Tier != seal.TierJournal {
+		return mirrorBody(txn, id) // content is the body, and a row of some size has one
+	}
 	m, found, err := getMirror(txn, id, false)
 	if err != nil || !found {
 		return nil, orNotFound(err)
