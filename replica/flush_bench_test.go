@@ -1,8 +1,6 @@
 package replica
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -30,32 +28,14 @@ func BenchmarkFlush(b *testing.B) {
 			}
 		}
 		writeRows(0)
-		flushUntilEmpty(b, a)
+		flushAll(b, a)
 		writeRows(1)
 		b.StartTimer()
 		t0 := time.Now()
-		epochs := flushUntilEmpty(b, a)
+		epochs := flushAll(b, a)
 		b.ReportMetric(time.Since(t0).Seconds(), "s/flush")
 		b.ReportMetric(float64(epochs), "epochs")
 	}
-}
-
-// flushUntilEmpty pushes until nothing is staged and returns the number of epochs anchored.
-func flushUntilEmpty(t testing.TB, r *Replica) int {
-	t.Helper()
-	epochs := 0
-	for i := 0; i < 100; i++ {
-		rep, err := r.Push(context.Background(), PushOptions{})
-		if errors.Is(err, ErrNothingToPush) {
-			return epochs
-		}
-		if err != nil {
-			t.Fatalf("push: %v", err)
-		}
-		epochs += len(rep.Epochs)
-	}
-	t.Fatal("still something to push after 100 pushes")
-	return epochs
 }
 
 // noteWords make bodies that compress as notes do.

@@ -231,39 +231,38 @@ func (r *Replica) planPush(opt PushOptions, rep *PushReport) (*chunkFeed, error)
 	return feedChunks(rows, dels), nil
 }
 
-// holdTooLarge holds each row no epoch can carry even alone, before the rest is split, so
-// that splitting never stops halfway through a push.
-func (r *Replica) holdTooLarge(rows []seal.Row, held []HeldRow) ([]seal.Row, []HeldRow, error) {
-	out := rows[:0]
-	for i := range rows {
-		err := seal.FitsAlone(&rows[i])
-		var big *seal.RowTooLargeError
-		if !errors.As(err, &big) {
-			out = append(out, rows[i])
-			continue
-		}
-		if herr := r.Hold(big.Row, err.Error()); herr != nil {
-			return nil, nil, herr
-		}
-		held = append(held, HeldRow{Tier: big.Row.Tier, Category: big.Row.Category, Key: big.Row.Key, Reason: err.Error()})
-	}
-	return out, held, nil
-}
-
 // holdUnapplicable holds the staged rows this code could not apply once anchored, so that
 // they block nothing else, and returns the rest.
 func (r *Replica) holdUnapplicable(rows []seal.Row, held []HeldRow) ([]seal.Row, []HeldRow, error) {
+	return r.holdWhere(rows, held, store.UnapplicableReason)
+}
+
+// holdTooLarge holds each row no epoch can carry even alone, before the rest is split, so
+// that splitting never stops halfway through a push.
+func (r *Replica) holdTooLarge(rows []seal.Row, held []HeldRow) ([]seal.Row, []HeldRow, error) {
+	return r.holdWhere(rows, held, func(row *seal.Row) string {
+		if err := seal.FitsAlone(row); err != nil {
+			return err.Error() // a *seal.RowTooLargeError, naming the row and the limit
+		}
+		return ""
+	})
+}
+
+// holdWhere holds each row that reason gives a reason for, adding it to held, and returns the
+// rest.
+func (r *Replica) holdWhere(rows []seal.Row, held []HeldRow, reason func(*seal.Row) string) ([]seal.Row, []HeldRow, error) {
 	out := rows[:0]
-	for _, row := range rows {
-		reason := store.UnapplicableReason(&row)
-		if reason == "" {
+	for i := range rows {
+		row := rows[i]
+		why := reason(&row)
+		if why == "" {
 			out = append(out, row)
 			continue
 		}
-		if err := r.Hold(row, reason); err != nil {
+		if err := r.Hold(row, why); err != nil {
 			return nil, nil, err
 		}
-		held = append(held, HeldRow{Tier: row.Tier, Category: row.Category, Key: row.Key, Reason: reason})
+		held = append(held, HeldRow{Tier: row.Tier, Category: row.Category, Key: row.Key, Reason: why})
 	}
 	return out, held, nil
 }

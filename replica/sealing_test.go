@@ -171,19 +171,22 @@ func (pp *pausedPush) finish(t testing.TB, err error) error {
 	return nil
 }
 
-// flushAll pushes until nothing is staged.
-func flushAll(t testing.TB, r *Replica) {
+// flushAll pushes until nothing is staged, and returns the number of epochs anchored.
+func flushAll(t testing.TB, r *Replica) int {
 	t.Helper()
+	epochs := 0
 	for i := 0; i < 3; i++ {
-		_, err := r.Push(context.Background(), PushOptions{})
+		rep, err := r.Push(context.Background(), PushOptions{})
 		if errors.Is(err, ErrNothingToPush) {
-			return
+			return epochs
 		}
 		if err != nil {
 			t.Fatalf("push: %v", err)
 		}
+		epochs += len(rep.Epochs)
 	}
 	t.Fatal("still something to push after three pushes")
+	return epochs
 }
 
 type writer struct {
