@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"kintfs/chain/rpcproxy"
 )
@@ -48,6 +49,7 @@ func TestRoundTrips(t *testing.T) {
 		t.Errorf("a flush read the head %d times, want once", flush.Seen["eth_call"])
 	}
 
+
 	b := newMachine(t, dc, "roundtrips")
 	b.useRPC(proxy.URL)
 	proxy.ResetStats()
@@ -89,6 +91,22 @@ func TestRoundTrips(t *testing.T) {
 	}
 	if pullSt.Requests > 6 {
 		t.Errorf("restore after compact: the pull made %d requests, want at most 6", pullSt.Requests)
+	}
+
+	// A push tells the time it waited on the chain from its own: a send held 400 ms by the
+	// proxy is counted in the epoch's chain_seconds and the report's.
+	const held = 400 * time.Millisecond
+	proxy.SetRule("eth_sendRawTransaction", rpcproxy.Rule{Delay: held})
+	writeFile(t, ma.path("state/slow"), "a slow send")
+	ma.mustCtl("flush")
+	proxy.ClearRules()
+	rep0 := ma.status()["last_push"].(map[string]any)["report"].(map[string]any)
+	total, onChain := rep0["seconds"].(float64), rep0["chain_seconds"].(float64)
+	epochChain := rep0["anchored"].([]any)[0].(map[string]any)["chain_seconds"].(float64)
+	t.Logf("push of one row with the send held %v: %.3f s, %.3f s on the chain", held, total, onChain)
+	if onChain < held.Seconds() || epochChain != onChain || total < onChain {
+		t.Errorf("push report: seconds %.3f, chain_seconds %.3f (its epoch %.3f); want chain_seconds >= %.1f, the epoch's the same, seconds >= chain_seconds",
+			total, onChain, epochChain, held.Seconds())
 	}
 	ma.checkNoPanic()
 }

@@ -45,6 +45,9 @@ type EpochReceipt struct {
 	EffectiveGasPrice string `json:"effective_gas_price"`
 	L1Fee             string `json:"l1_fee,omitempty"`
 	Cost              string `json:"cost_wei"`
+	// ChainSeconds is the time spent in the chain's calls for this epoch: signing's nonce and
+	// gas reads, the send, and the wait for its receipt and confirmations.
+	ChainSeconds float64 `json:"chain_seconds"`
 }
 
 // PushReport says what a push did or, on a dry run, would do.
@@ -55,6 +58,11 @@ type PushReport struct {
 	Chunks  int            `json:"epochs"`
 	Epochs  []EpochReceipt `json:"anchored"`
 	Held    []HeldRow      `json:"held,omitempty"`
+	// Seconds is the push's wall time, and ChainSeconds the part of it spent waiting on the
+	// chain (the epochs' ChainSeconds): the rest is this machine's own work that sealing
+	// ahead did not hide.
+	Seconds      float64 `json:"seconds"`
+	ChainSeconds float64 `json:"chain_seconds"`
 }
 
 // PushStage is a point in the sealing of one epoch where a test hook may act.
@@ -100,6 +108,7 @@ func (r *Replica) Push(ctx context.Context, opt PushOptions) (*PushReport, error
 func (r *Replica) pushLocked(ctx context.Context, opt PushOptions) (*PushReport, error) {
 	r.pushing.Store(true)
 	defer r.pushing.Store(false)
+	start := time.Now()
 	rep, err := r.push(ctx, opt)
 	if !opt.DryRun && rep != nil && len(rep.Epochs) > 0 {
 		if terr := r.recordBlockTimes(ctx); err == nil && terr != nil {
@@ -114,6 +123,12 @@ func (r *Replica) pushLocked(ctx context.Context, opt PushOptions) (*PushReport,
 		}
 	}
 	if !opt.DryRun {
+		if rep != nil {
+			rep.Seconds = time.Since(start).Seconds()
+			for _, e := range rep.Epochs {
+				rep.ChainSeconds += e.ChainSeconds
+			}
+		}
 		r.status.notePush(rep, err)
 	}
 	return rep, err
@@ -412,7 +427,10 @@ func (r *Replica) sendEpoch(ctx context.Context, se sealedEpoch, head Head, conf
 	if err := r.atStage(StageSealed, p.Seq); err != nil {
 		return nil, head, err
 	}
+	var onChain time.Duration
+	t := time.Now()
 	prep, err := r.preparePush(ctx, c, p, sealed)
+	onChain += time.Since(t)
 	if err != nil {
 		return nil, head, err
 	}
@@ -428,13 +446,17 @@ func (r *Replica) sendEpoch(ctx context.Context, se sealedEpoch, head Head, conf
 	if err := r.PutPending(&pend); err != nil {
 		return nil, head, err
 	}
+	t = time.Now()
 	if err := c.Send(ctx, prep); err != nil {
 		return nil, head, fmt.Errorf("send epoch %d: %w", p.Seq, err)
 	}
+	onChain += time.Since(t)
 	if err := r.atStage(StageSent, p.Seq); err != nil {
 		return nil, head, err
 	}
+	t = time.Now()
 	rc, err := c.WaitPush(ctx, prep, r.vault.Owner, r.vault.Space, confirmations)
+	onChain += time.Since(t)
 	if err != nil {
 		return nil, head, fmt.Errorf("epoch %d sent as %s: %w", p.Seq, prep.Hash.Hex(), err)
 	}
@@ -451,7 +473,9 @@ func (r *Replica) sendEpoch(ctx context.Context, se sealedEpoch, head Head, conf
 		return nil, head, err
 	}
 	r.logf("push: epoch %d anchored in block %d (%d rows, %d deleted, bucket %d, gas %d)", p.Seq, rc.Block, len(p.Rows), len(p.Deleted), sealed.Bucket, rc.GasUsed)
-	return epochReceipt(p, sealed, prep, rc), Head{Seq: p.Seq, Digest: sealed.Digest, Block: rc.Block}, nil
+	er := epochReceipt(p, sealed, prep, rc)
+	er.ChainSeconds = onChain.Seconds()
+	return er, Head{Seq: p.Seq, Digest: sealed.Digest, Block: rc.Block}, nil
 }
 
 // epochReceipt is the report of one anchored epoch.

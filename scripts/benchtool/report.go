@@ -294,17 +294,17 @@ func (rp *report) vaultOps(r results, p map[string]any) {
 			files, strings.ReplaceAll(verdict, "*", ""), num(pop, "seconds"), per)
 	}
 	if pop != nil && fn != nil {
-		rp.w("| flush %d new rows | %.1f s: %d epochs, %d calldata bytes, %d gas |", integer(fn, "rows"), num(fn, "seconds"),
-			integer(fn, "epochs"), integer(fn, "calldata_bytes"), integer(fn, "gas_used"))
+		rp.w("| flush %d new rows | %.1f s (%.1f s of it waiting on the chain): %d epochs, %d calldata bytes, %d gas |", integer(fn, "rows"), num(fn, "seconds"),
+			num(fn, "chain_seconds"), integer(fn, "epochs"), integer(fn, "calldata_bytes"), integer(fn, "gas_used"))
 	}
 	rw, fc := r.json("rewrite.json"), r.json("flush-changed.json")
 	if rw != nil && fc != nil {
-		verdict := met(num(fc, "seconds") <= 2)
-		rp.verdicts = append(rp.verdicts, verdictRow{fmt.Sprintf("flush of %d changed rows (%d epochs, dev chain; the chain's own time not subtracted)",
-			integer(fc, "rows"), integer(fc, "epochs")), verdict, fmt.Sprintf("%.1f s", num(fc, "seconds")), "<= 2 s"})
+		verdict := met(num(fc, "own_seconds") <= 2)
+		rp.verdicts = append(rp.verdicts, verdictRow{fmt.Sprintf("flush of %d changed rows (%d epochs, dev chain; the time spent waiting on the chain, measured by the push, subtracted)",
+			integer(fc, "rows"), integer(fc, "epochs")), verdict, fmt.Sprintf("%.1f s", num(fc, "own_seconds")), "<= 2 s"})
 		rp.w("| rewrite the %d rows through the mount | %.1f s |", integer(rw, "files"), num(rw, "seconds"))
-		rp.w("| **flush %d changed rows** | **%.1f s: %d epochs, %d calldata bytes** (%.0f per row), %d gas |",
-			integer(fc, "rows"), num(fc, "seconds"), integer(fc, "epochs"), integer(fc, "calldata_bytes"),
+		rp.w("| **flush %d changed rows** | **%.1f s (%.1f s of it waiting on the chain, %.1f s its own): %d epochs, %d calldata bytes** (%.0f per row), %d gas |",
+			integer(fc, "rows"), num(fc, "seconds"), num(fc, "chain_seconds"), num(fc, "own_seconds"), integer(fc, "epochs"), integer(fc, "calldata_bytes"),
 			num(fc, "calldata_bytes")/float64(max(integer(fc, "rows"), 1)), integer(fc, "gas_used"))
 	}
 	if hw := r.json("hist-write.json"); hw != nil {

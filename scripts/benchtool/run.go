@@ -600,9 +600,11 @@ type mountStatus struct {
 	LastPush   *struct {
 		Error  string `json:"error"`
 		Report *struct {
-			Rows     int `json:"rows"`
-			Deleted  int `json:"deleted"`
-			Anchored []struct {
+			Seconds      float64 `json:"seconds"`
+			ChainSeconds float64 `json:"chain_seconds"`
+			Rows         int     `json:"rows"`
+			Deleted      int     `json:"deleted"`
+			Anchored     []struct {
 				CalldataBytes int `json:"calldata_bytes"`
 				GasUsed       int `json:"gas_used"`
 			} `json:"anchored"`
@@ -635,7 +637,8 @@ func (b *bench) flushMeasured(dir, name string) error {
 		return err
 	}
 	r := map[string]any{"seconds": secs, "staged_before": before.StagedRows + before.StagedDels, "rows": 0, "deleted": 0,
-		"epochs": 0, "calldata_bytes": 0, "gas_used": 0, "error": "", "staged_after": st.StagedRows + st.StagedDels}
+		"epochs": 0, "calldata_bytes": 0, "gas_used": 0, "error": "", "staged_after": st.StagedRows + st.StagedDels,
+		"chain_seconds": 0.0, "own_seconds": secs}
 	if lp := st.LastPush; lp != nil {
 		r["error"] = lp.Error
 		if rep := lp.Report; rep != nil {
@@ -645,6 +648,8 @@ func (b *bench) flushMeasured(dir, name string) error {
 				gas += e.GasUsed
 			}
 			r["rows"], r["deleted"], r["epochs"], r["calldata_bytes"], r["gas_used"] = rep.Rows, rep.Deleted, len(rep.Anchored), cd, gas
+			// the flush's own time: the wall time less what the push spent waiting on the chain
+			r["chain_seconds"], r["own_seconds"] = rep.ChainSeconds, max(0, secs-rep.ChainSeconds)
 		}
 	}
 	return b.keep(name, r)
