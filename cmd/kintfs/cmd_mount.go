@@ -156,7 +156,10 @@ func runMount(ctx context.Context, o *mountOptions, args []string) error {
 		return r.fail(err)
 	}
 	defer stopDev()
-	if r.env, err = openVault(ctx, openOptions{dek: true, redial: true, readOnly: o.readOnly, logf: r.replicaLog}); err != nil {
+	restoreGC := collectOftenWhileLoading()
+	r.env, err = openVault(ctx, openOptions{dek: true, redial: true, readOnly: o.readOnly, logf: r.replicaLog})
+	restoreGC()
+	if err != nil {
 		return r.fail(err)
 	}
 	defer r.env.Close()
@@ -321,6 +324,25 @@ const mountMemoryLimit = 180 << 20
 func limitMemory() {
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(mountMemoryLimit)
+	}
+}
+
+// loadGCPercent is the collector's target while a mount opens its vault. Loading the tree index
+// decodes a record per row and keeps a small part of it, so at the default target of 100 the
+// heap grows to twice the index before each collection: 144 MB at the peak for the 78 MB
+// index of 100,000 rows, against 107 MB at 25, for 0.04 s more of collecting.
+const loadGCPercent = 25
+
+// collectOftenWhileLoading sets loadGCPercent, unless GOGC says otherwise, and returns the
+// func that sets the target back and hands the load's garbage back to the system.
+func collectOftenWhileLoading() (restore func()) {
+	if os.Getenv("GOGC") != "" {
+		return func() {}
+	}
+	old := debug.SetGCPercent(loadGCPercent)
+	return func() {
+		debug.SetGCPercent(old)
+		debug.FreeOSMemory()
 	}
 }
 

@@ -151,6 +151,7 @@ func renderReport(dir, out string) error {
 		rp.w("| %s | %s | %s | %s |", cell(v.what), v.value, v.target, v.verdict)
 	}
 	rp.w("")
+	rp.floorsSection(r, p)
 	rp.w("Sizes: ROWS=%d CATS=%d ROW_BYTES=%d CP_FILES=%d VERSIONS=%d PULL_EPOCHS=%d RSS_ROWS=%d RUNS=%d COLD_RUNS=%d. Reproduce with"+
 		" `make bench` (QUICK=1 for a small run of a few minutes; the variables above override the sizes).",
 		integer(p, "rows"), integer(p, "cats"), integer(p, "row_bytes"), integer(p, "cp_files"), integer(p, "versions"),

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// floors measures what the targets cannot go below on this machine: one FUSE round trip, the
+// open and close of a warm file (two round trips on a read-write mount: OPEN, and RELEASE sent
+// after close returns), and one durable write on the disk. The report turns them into the
+// lowest ratio each missed target could reach with the daemon doing no work at all.
+func (b *bench) floors() error {
+	if b.cfg.skip["warm"] {
+		return nil
+	}
+	say("floors: FUSE round trip, open + close, fsync")
+	mf, err := firstFile(filepath.Join(b.mnt, "entity"))
+	if err != nil {
+		return err
+	}
+	nf, err := firstFile(filepath.Join(b.nat, "entity"))
+	if err != nil {
+		return err
+	}
+	r := map[string]any{}
+	// getxattr of a name kintfs never has: answered at once, and the kernel caches no answer
+	// but ENOSYS, so each call is one round trip
+	if r["roundtrip_us"], err = perOp(20000, func() error {
+		_, err := syscall.Getxattr(mf, "security.selinux", make([]byte, 64))
+		if err == nil || errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.ENODATA) {
+			return nil
+		}
+		return err
+	}); err != nil {
+		return err
+	}
+	openClose := func(path string) func() error {
+		return func() error {
+			fd, err := syscall.Open(path, syscall.O_RDONLY, 0)
+			if err != nil {
+				return err
+			}
+			return syscall.Close(fd)
+		}
+	}
+	if r["open_close_mount_us"], err = perOp(20000, openClose(mf)); err != nil {
+		return err
+	}
+	if r["open_close_native_us"], err = perOp(20000, openClose(nf)); err != nil {
+		return err
+	}
+	dir := filepath.Join(b.work, "fsync-probe")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	body := make([]byte, b.cfg.rowBytes)
+	i := 0
+	if r["fsync_ms"], err = perOp(200, func() error {
+		i++
+		f, err := os.Create(filepath.Join(dir, fmt.Sprint(i)))
+		if err != nil {
+			return err
+		}
+		if _, err := f.Write(body); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
+	}); err != nil {
+		return err
+	}
+	r["fsync_ms"] = r["fsync_ms"].(float64) / 1000
+	return b.keep("floors", r)
+}
+
+// perOp runs fn n times in 5 batches and returns the median batch's microseconds per call.
+func perOp(n int, fn func() error) (float64, error) {
+	var per []float64
+	for batch := 0; batch < 5; batch++ {
+		t := time.Now()
+		for i := 0; i < n/5; i++ {
+			if err := fn(); err != nil {
+				return 0, err
+			}
+		}
+		per = append(per, float64(time.Since(t).Nanoseconds())/1e3/float64(n/5))
+	}
+	slices.Sort(per)
+	return per[len(per)/2], nil
+}
+
+// firstFile is the first regular file under dir, in walk order.
+func firstFile(dir string) (string, error) {
+	found := ""
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() {
+			found = p
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	if err == nil && found == "" {
+		err = fmt.Errorf("no file under %s", dir)
+	}
+	return found, err
+}
+
+// floorsSection renders floors.json: the machine's costs, and the lowest ratio each target
+// that depends on them could reach if kintfs itself took no time.
+func (rp *report) floorsSection(r results, p map[string]any) {
+	f := r.json("floors.json")
+	if f == nil {
+		return
+	}
+	rt, ocm, ocn, fsyncMS := num(f, "roundtrip_us"), num(f, "open_close_mount_us"), num(f, "open_close_native_us"), num(f, "fsync_ms")
+	rows := float64(integer(p, "rows"))
+	rp.w("## Floors")
+	rp.w("")
+	rp.w("What this machine charges for the requests FUSE cannot skip, measured in the same run (median of 5 batches):")
+	rp.w("")
+	rp.w("| cost | measured |")
+	rp.w("|---|---|")
+	rp.w("| one FUSE round trip (a getxattr kintfs answers at once) | %.1f µs |", rt)
+	rp.w("| open + close of a warm file: mount (OPEN, and RELEASE after close returns) vs native | %.1f µs vs %.1f µs |", ocm, ocn)
+	rp.w("| write %d B + fsync + close of a new file on the native disk | %.2f ms |", integer(p, "row_bytes"), fsyncMS)
+	rp.w("")
+	rp.w("The lowest each target could reach if kintfs took no time beyond these:")
+	rp.w("")
+	rp.w("| target | floor | target |")
+	rp.w("|---|---|---|")
+	if g := r.hf("grep-warm"); len(g) >= 2 {
+		nat := g[1].Median
+		rp.w("| `grep -r`, warm, read-write mount: native plus one open + close per file | %.2fx | <= 2x |", (nat+rows*(ocm-ocn)/1e6)/nat)
+	}
+	var cold []float64
+	for _, l := range r.lines("cold.txt") {
+		if len(l) >= 2 && l[0] == "native" {
+			if x, err := strconv.ParseFloat(l[1], 64); err == nil {
+				cold = append(cold, x)
+			}
+		}
+	}
+	if nat := median(cold); nat > 0 {
+		rp.w("| `grep -r`, cold: native cold plus one open + close and one READ per file | %.2fx | <= 1.5x |", (nat+rows*(ocm-ocn+rt)/1e6)/nat)
+	}
+	if rh := r.json("readhist.json"); rh != nil {
+		cur := num(rh, "current_median_us")
+		rp.w("| first read at an arbitrary `@<block>`: the current version's read plus 5 round trips (4 LOOKUPs and a READ) | %.2fx | <= 2x |", (cur+5*rt)/cur)
+	}
+	rp.w("| a new file durable at close: one durable write per file | %.2f ms | <= 0.3 ms |", fsyncMS)
+	rp.w("")
+}
