@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // floors measures what the targets cannot go below on this machine: one FUSE round trip, the
@@ -33,7 +35,7 @@ func (b *bench) floors() error {
 	// getxattr of a name kintfs never has: answered at once, and the kernel caches no answer
 	// but ENOSYS, so each call is one round trip
 	if r["roundtrip_us"], err = perOp(20000, func() error {
-		_, err := syscall.Getxattr(mf, "security.selinux", make([]byte, 64))
+		_, err := unix.Getxattr(mf, "security.selinux", make([]byte, 64))
 		if err == nil || errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.ENODATA) {
 			return nil
 		}
