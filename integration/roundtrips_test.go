@@ -49,7 +49,6 @@ func TestRoundTrips(t *testing.T) {
 		t.Errorf("a flush read the head %d times, want once", flush.Seen["eth_call"])
 	}
 
-
 	b := newMachine(t, dc, "roundtrips")
 	b.useRPC(proxy.URL)
 	proxy.ResetStats()

@@ -6,8 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -66,19 +64,7 @@ func (b *bench) floors() error {
 	i := 0
 	if r["fsync_ms"], err = perOp(200, func() error {
 		i++
-		f, err := os.Create(filepath.Join(dir, fmt.Sprint(i)))
-		if err != nil {
-			return err
-		}
-		if _, err := f.Write(body); err != nil {
-			f.Close()
-			return err
-		}
-		if err := f.Sync(); err != nil {
-			f.Close()
-			return err
-		}
-		return f.Close()
+		return writeFile(filepath.Join(dir, fmt.Sprint(i)), body, true)
 	}); err != nil {
 		return err
 	}
@@ -98,8 +84,7 @@ func perOp(n int, fn func() error) (float64, error) {
 		}
 		per = append(per, float64(time.Since(t).Nanoseconds())/1e3/float64(n/5))
 	}
-	slices.Sort(per)
-	return per[len(per)/2], nil
+	return median(per), nil
 }
 
 // firstFile is the first regular file under dir, in walk order.
@@ -148,15 +133,8 @@ func (rp *report) floorsSection(r results, p map[string]any) {
 		nat := g[1].Median
 		rp.w("| `grep -r`, warm, read-write mount: native plus one open + close per file | %.2fx | <= 2x |", (nat+rows*(ocm-ocn)/1e6)/nat)
 	}
-	var cold []float64
-	for _, l := range r.lines("cold.txt") {
-		if len(l) >= 2 && l[0] == "native" {
-			if x, err := strconv.ParseFloat(l[1], 64); err == nil {
-				cold = append(cold, x)
-			}
-		}
-	}
-	if nat := median(cold); nat > 0 {
+	if _, cold := r.coldPasses(); len(cold) > 0 {
+		nat := median(cold)
 		rp.w("| `grep -r`, cold: native cold plus one open + close and one READ per file | %.2fx | <= 1.5x |", (nat+rows*(ocm-ocn+rt)/1e6)/nat)
 	}
 	if rh := r.json("readhist.json"); rh != nil {

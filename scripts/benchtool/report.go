@@ -46,6 +46,26 @@ func (r results) lines(name string) [][]string {
 	return out
 }
 
+// coldPasses are the seconds of each cold grep pass (cold.txt), on the mount and native.
+func (r results) coldPasses() (mount, native []float64) {
+	for _, l := range r.lines("cold.txt") {
+		if len(l) < 2 {
+			continue
+		}
+		x, err := strconv.ParseFloat(l[1], 64)
+		if err != nil {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(l[0], "mount"):
+			mount = append(mount, x)
+		case strings.HasPrefix(l[0], "native"):
+			native = append(native, x)
+		}
+	}
+	return mount, native
+}
+
 // num is a number of a result (0 when missing); numOr falls back to def.
 func num(m map[string]any, key string) float64 { return numOr(m, key, 0) }
 
@@ -169,23 +189,7 @@ func (rp *report) mountVsNative(r results, p map[string]any) {
 	size := fmt.Sprintf("%d rows of ~%d B", integer(p, "rows"), integer(p, "row_bytes"))
 	rp.hfRow(r, "`grep -r` ("+size+"), warm", "grep-warm", 2)
 	rp.hfRow(r, "`grep -r`, warm, `--read-only` mount", "grep-warm-ro", 1.5)
-	var m, n []float64
-	for _, l := range r.lines("cold.txt") {
-		if len(l) < 2 {
-			continue
-		}
-		x, err := strconv.ParseFloat(l[1], 64)
-		if err != nil {
-			continue
-		}
-		switch {
-		case strings.HasPrefix(l[0], "mount"):
-			m = append(m, x)
-		case strings.HasPrefix(l[0], "native"):
-			n = append(n, x)
-		}
-	}
-	if len(m) > 0 && len(n) > 0 {
+	if m, n := r.coldPasses(); len(m) > 0 && len(n) > 0 {
 		passes := len(m)
 		mm, nm := median(m), median(n)
 		rp.add(fmt.Sprintf("`grep -r`, cold: first pass after a fresh mount vs native after drop_caches (%d passes)", passes),
