@@ -4,7 +4,7 @@ BIN      ?= bin/kintfs
 MNT      ?= $(HOME)/kint
 FUZZTIME ?= 5s
 
-.PHONY: build cross test test-unit stress run bench fuzz vet lint contracts contracts-check clean
+.PHONY: build cross test test-unit stress run bench uring-probe fuzz vet lint contracts contracts-check clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/kintfs
@@ -56,6 +56,14 @@ fuzz:
 
 bench: build
 	bash scripts/bench.sh
+
+# FUSE over io_uring against classic /dev/fuse on a trivial file system (Linux, as root: it
+# turns /sys/module/fuse/parameters/enable_uring on for its mount and back as it was).
+# URING_PROBE_FLAGS passes options, e.g. -rounds 21 -batch 1000 -taskrun defer.
+URING_PROBE_FLAGS ?=
+uring-probe:
+	$(GO) build -o bin/uringprobe ./scripts/uringprobe
+	bin/uringprobe $(URING_PROBE_FLAGS)
 
 clean:
 	rm -rf bin

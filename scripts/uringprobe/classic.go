@@ -32,9 +32,10 @@ func (m *rawMount) fail(err error) {
 	m.errOnce.Do(func() { m.err = err })
 }
 
-// mountRaw mounts the trivial file system at dir and answers FUSE_INIT; with withURing it then
-// moves the connection to io_uring queues, one per possible CPU.
-func mountRaw(dir string, fs *trivialFS, withURing bool, pin bool) (*rawMount, error) {
+// mountRaw mounts the trivial file system at dir and answers FUSE_INIT; given uring options it
+// then moves the connection to io_uring queues, one per possible CPU.
+func mountRaw(dir string, fs *trivialFS, uo *uringOpts) (*rawMount, error) {
+	withURing := uo != nil
 	fd, err := unix.Open("/dev/fuse", unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open /dev/fuse: %w", err)
@@ -75,7 +76,7 @@ func mountRaw(dir string, fs *trivialFS, withURing bool, pin bool) (*rawMount, e
 			m.unmount()
 			return nil, errURingOff
 		}
-		u, err := startURing(fd, fs, pin)
+		u, err := startURing(fd, fs, *uo)
 		if err != nil {
 			m.unmount()
 			return nil, err

@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
 )
 
 func main() {
@@ -25,10 +26,14 @@ func main() {
 	cfg := config{}
 	flag.IntVar(&cfg.rounds, "rounds", 11, "rounds of measurement, the first a warm-up")
 	flag.IntVar(&cfg.batch, "batch", 1000, "calls per operation and transport in each round")
-	flag.BoolVar(&cfg.pin, "pin", true, "pin each io_uring queue's thread to its CPU, as libfuse does")
+	flag.BoolVar(&cfg.uring.pin, "pin", true, "pin each io_uring queue's thread to its CPU, as libfuse does")
+	taskrun := flag.String("taskrun", "signal", "how completions reach a queue's thread: signal (the kernel's default), coop (IORING_SETUP_COOP_TASKRUN) or defer (SINGLE_ISSUER and DEFER_TASKRUN)")
+	flag.DurationVar(&cfg.timeout, "timeout", 10*time.Minute, "stop the measurement after this long")
 	flag.Parse()
-	if cfg.rounds < 2 || cfg.batch < 1 {
-		fmt.Fprintln(os.Stderr, "uringprobe: -rounds must be at least 2 and -batch at least 1")
+	flags, ok := taskrunModes[*taskrun]
+	cfg.uring.flags = flags
+	if !ok || cfg.rounds < 2 || cfg.batch < 1 {
+		fmt.Fprintln(os.Stderr, "uringprobe: -rounds must be at least 2, -batch at least 1, and -taskrun signal, coop or defer")
 		os.Exit(2)
 	}
 	dir, err := os.MkdirTemp("", "uringprobe-")

@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -29,8 +31,8 @@ const uringParam = "/sys/module/fuse/parameters/enable_uring"
 
 type config struct {
 	rounds, batch int
-	pin           bool // pin each io_uring queue's thread to its CPU
-	keepEnabled   bool // leave enable_uring on after the io_uring mount is up (the tests' own choice)
+	uring         uringOpts
+	timeout       time.Duration // the client's whole run; killed after it
 }
 
 // served says how many requests each server answered during the probe.
@@ -98,14 +100,14 @@ func probe(dir string, self string, cfg config) (*result, error) {
 		return nil, fmt.Errorf("go-fuse mount: %w", err)
 	}
 	defer gm.unmount()
-	cm, err := mountRaw(dirs[tClassic], fsClassic, false, false)
+	cm, err := mountRaw(dirs[tClassic], fsClassic, nil)
 	if err != nil {
 		return nil, fmt.Errorf("classic mount: %w", err)
 	}
 	defer cm.unmount()
 	var um *rawMount
 	if err := withURingEnabled(func() error {
-		um, err = mountRaw(dirs[tURing], fsURing, true, cfg.pin)
+		um, err = mountRaw(dirs[tURing], fsURing, &cfg.uring)
 		return err
 	}); err != nil {
 		return nil, fmt.Errorf("io_uring mount: %w", err)
@@ -116,7 +118,9 @@ func probe(dir string, self string, cfg config) (*result, error) {
 	for _, t := range []string{tGoFuse, tClassic, tURing} {
 		args = append(args, t+"="+dirs[t])
 	}
-	cmd := exec.Command(self, args...)
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, self, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

@@ -22,6 +22,10 @@ const (
 	setupSQE128 = 1 << 10 // 128-byte SQEs: the 80-byte command area FUSE needs
 	setupCQE32  = 1 << 11 // 32-byte CQEs
 
+	setupCoopTaskrun  = 1 << 8  // no interrupt to run completions: they wait for the next enter
+	setupSingleIssuer = 1 << 12 // one thread submits
+	setupDeferTaskrun = 1 << 13 // completions run only when the thread waits in io_uring_enter
+
 	featSingleMmap = 1 << 0
 
 	offSQRing = 0
@@ -75,9 +79,9 @@ type ring struct {
 	maps                    [][]byte
 }
 
-func newRing(entries uint32) (*ring, error) {
+func newRing(entries, flags uint32) (*ring, error) {
 	var p ioURingParams
-	p.flags = setupSQE128 | setupCQE32
+	p.flags = setupSQE128 | setupCQE32 | flags
 	fd, _, e := unix.Syscall(unix.SYS_IO_URING_SETUP, uintptr(entries), uintptr(unsafe.Pointer(&p)), 0)
 	if e != 0 {
 		return nil, fmt.Errorf("io_uring_setup: %w", e)
@@ -176,11 +180,25 @@ func (r *ring) reap(fn func(userData uint64, res int32)) {
 	r.setU32(r.cq, r.cqHead, head)
 }
 
+// uringOpts are the io_uring server's settings.
+type uringOpts struct {
+	pin   bool   // pin each queue's thread to its CPU, as libfuse does
+	flags uint32 // io_uring_setup flags beyond SQE128 and CQE32
+}
+
+// taskrunModes are the ways a completion can reach a queue's thread, for -taskrun.
+var taskrunModes = map[string]uint32{
+	"signal": 0, // the default: the kernel interrupts the thread to run it
+	"coop":   setupCoopTaskrun,
+	"defer":  setupSingleIssuer | setupDeferTaskrun,
+}
+
 // uringServer serves a FUSE connection through one io_uring queue per possible CPU, each on
 // its own locked thread (pinned to its CPU when asked, as libfuse does).
 type uringServer struct {
 	fd      int
 	fs      *trivialFS
+	opts    uringOpts
 	queues  int
 	wg      sync.WaitGroup
 	served  []atomic.Int64 // requests answered per queue
@@ -213,16 +231,16 @@ func possibleCPUs() (int, error) {
 	return n, nil
 }
 
-func startURing(fd int, fs *trivialFS, pin bool) (*uringServer, error) {
+func startURing(fd int, fs *trivialFS, o uringOpts) (*uringServer, error) {
 	nq, err := possibleCPUs()
 	if err != nil {
 		return nil, err
 	}
-	u := &uringServer{fd: fd, fs: fs, queues: nq, served: make([]atomic.Int64, nq)}
+	u := &uringServer{fd: fd, fs: fs, opts: o, queues: nq, served: make([]atomic.Int64, nq)}
 	ready := make(chan error, nq)
 	for q := 0; q < nq; q++ {
 		u.wg.Add(1)
-		go u.queue(q, pin, ready)
+		go u.queue(q, ready)
 	}
 	for q := 0; q < nq; q++ {
 		if err := <-ready; err != nil {
@@ -246,16 +264,16 @@ type entry struct {
 
 // queue registers queueDepth entries on queue q and serves them until the connection ends.
 // Everything on one thread: the kernel completes a FUSE command in the task that submitted it.
-func (u *uringServer) queue(q int, pin bool, ready chan<- error) {
+func (u *uringServer) queue(q int, ready chan<- error) {
 	defer u.wg.Done()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if pin {
+	if u.opts.pin {
 		var set unix.CPUSet
 		set.Set(q)
 		_ = unix.SchedSetaffinity(0, &set) // a CPU that is possible but offline refuses; serve anyway
 	}
-	r, err := newRing(2 * queueDepth)
+	r, err := newRing(2*queueDepth, u.opts.flags)
 	if err != nil {
 		ready <- err
 		return
