@@ -32,25 +32,28 @@ type stats struct {
 	N         int     `json:"n"`
 	MedianUS  float64 `json:"median_us"`
 	P90US     float64 `json:"p90_us"`
-	ClientCPU float64 `json:"client_cpu_us"` // the client thread's user+system time per op
-	ServerCPU float64 `json:"server_cpu_us"` // the serving process's CPU time per op
+	ClientCPU float64 `json:"client_cpu_us"`          // the client thread's user+system time per op
+	ServerCPU float64 `json:"server_cpu_us"`          // the serving process's CPU time per op
+	MedianLo  float64 `json:"median_lo_us,omitempty"` // over several runs: the lowest median
+	MedianHi  float64 `json:"median_hi_us,omitempty"` // and the highest
 }
 
 // runClient measures the mounts named on the command line (name=dir, in order) and writes a
 // JSON list of stats to w. Round 0 warms up and is not counted; each round measures every
 // operation on every transport back to back, starting with a different transport each round.
 func runClient(args []string, w io.Writer) error {
-	if len(args) < 4 {
-		return fmt.Errorf("usage: %s ROUNDS BATCH SERVER_PID NAME=DIR...", clientArg)
+	if len(args) < 5 {
+		return fmt.Errorf("usage: %s ROUNDS BATCH SERVER_PID CPU NAME=DIR...", clientArg)
 	}
 	rounds, err1 := strconv.Atoi(args[0])
 	batch, err2 := strconv.Atoi(args[1])
 	server, err3 := strconv.Atoi(args[2])
-	if err1 != nil || err2 != nil || err3 != nil || rounds < 2 || batch < 1 {
-		return fmt.Errorf("%s: bad ROUNDS BATCH SERVER_PID %q", clientArg, args[:3])
+	cpu, err4 := strconv.Atoi(args[3])
+	if err1 != nil || err2 != nil || err3 != nil || err4 != nil || rounds < 2 || batch < 1 {
+		return fmt.Errorf("%s: bad ROUNDS BATCH SERVER_PID CPU %q", clientArg, args[:4])
 	}
 	var names, files []string
-	for _, a := range args[3:] {
+	for _, a := range args[4:] {
 		n, d, ok := strings.Cut(a, "=")
 		if !ok {
 			return fmt.Errorf("%s: %q is not NAME=DIR", clientArg, a)
@@ -58,6 +61,13 @@ func runClient(args []string, w io.Writer) error {
 		names, files = append(names, n), append(files, filepath.Join(d, fileName))
 	}
 	runtime.LockOSThread()
+	if cpu >= 0 {
+		var set unix.CPUSet
+		set.Set(cpu)
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			return fmt.Errorf("pin the client to CPU %d: %w", cpu, err)
+		}
+	}
 	fds := make([]int, len(files))
 	for i, f := range files {
 		fd, err := unix.Open(f, unix.O_RDONLY|unix.O_CLOEXEC, 0)

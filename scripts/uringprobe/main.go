@@ -28,12 +28,14 @@ func main() {
 	flag.IntVar(&cfg.batch, "batch", 1000, "calls per operation and transport in each round")
 	flag.BoolVar(&cfg.uring.pin, "pin", true, "pin each io_uring queue's thread to its CPU, as libfuse does")
 	taskrun := flag.String("taskrun", "signal", "how completions reach a queue's thread: signal (the kernel's default), coop (IORING_SETUP_COOP_TASKRUN) or defer (SINGLE_ISSUER and DEFER_TASKRUN)")
+	flag.IntVar(&cfg.runs, "runs", 5, "client processes, one after the other, on the same mounts")
+	flag.IntVar(&cfg.clientCPU, "client-cpu", -1, "pin the client to this CPU (-1: leave it to the scheduler)")
 	flag.DurationVar(&cfg.timeout, "timeout", 10*time.Minute, "stop the measurement after this long")
 	flag.Parse()
 	flags, ok := taskrunModes[*taskrun]
 	cfg.uring.flags = flags
-	if !ok || cfg.rounds < 2 || cfg.batch < 1 {
-		fmt.Fprintln(os.Stderr, "uringprobe: -rounds must be at least 2, -batch at least 1, and -taskrun signal, coop or defer")
+	if !ok || cfg.rounds < 2 || cfg.batch < 1 || cfg.runs < 1 {
+		fmt.Fprintln(os.Stderr, "uringprobe: -rounds must be at least 2, -batch and -runs at least 1, and -taskrun signal, coop or defer")
 		os.Exit(2)
 	}
 	dir, err := os.MkdirTemp("", "uringprobe-")

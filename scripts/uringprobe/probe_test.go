@@ -57,7 +57,7 @@ func needURing(t *testing.T) string {
 func TestProbeRunsAllThree(t *testing.T) {
 	needURing(t)
 	const rounds, batch = 2, 20
-	res, err := probe(t.TempDir(), os.Args[0], config{rounds: rounds, batch: batch, uring: uringOpts{pin: true}, timeout: 5 * time.Minute})
+	res, err := probe(t.TempDir(), os.Args[0], config{rounds: rounds, batch: batch, runs: 1, clientCPU: -1, uring: uringOpts{pin: true}, timeout: 5 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
