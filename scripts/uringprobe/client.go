@@ -1,4 +1,4 @@
-//go:build linux
+//go:build linux && (amd64 || arm64)
 
 package main
 
@@ -43,7 +43,7 @@ type stats struct {
 // operation on every transport back to back, starting with a different transport each round.
 func runClient(args []string, w io.Writer) error {
 	if len(args) < 5 {
-		return fmt.Errorf("usage: %s ROUNDS BATCH SERVER_PID CPU NAME=DIR...", clientArg)
+		return fmt.Errorf("usage: %s ROUNDS BATCH SERVER_PID CPU NAME=DIR [NAME=DIR]", clientArg)
 	}
 	rounds, err1 := strconv.Atoi(args[0])
 	batch, err2 := strconv.Atoi(args[1])

@@ -1,4 +1,4 @@
-//go:build linux
+//go:build linux && (amd64 || arm64)
 
 // Command uringprobe measures what FUSE over io_uring would save on this machine: it mounts
 // one trivial tree (a directory, one 1 KB file with one extended attribute) three ways - go-fuse
@@ -28,7 +28,7 @@ func main() {
 	flag.IntVar(&cfg.batch, "batch", 1000, "calls per operation and transport in each round")
 	flag.BoolVar(&cfg.uring.pin, "pin", true, "pin each io_uring queue's thread to its CPU, as libfuse does")
 	taskrun := flag.String("taskrun", "signal", "how completions reach a queue's thread: signal (the kernel's default), coop (IORING_SETUP_COOP_TASKRUN) or defer (SINGLE_ISSUER and DEFER_TASKRUN)")
-	flag.IntVar(&cfg.runs, "runs", 5, "client processes, one after the other, on the same mounts")
+	flag.IntVar(&cfg.runs, "runs", 7, "client processes, one after the other, on the same mounts")
 	flag.IntVar(&cfg.clientCPU, "client-cpu", -1, "pin the client to this CPU (-1: leave it to the scheduler)")
 	flag.DurationVar(&cfg.timeout, "timeout", 10*time.Minute, "stop the measurement after this long")
 	flag.Parse()
