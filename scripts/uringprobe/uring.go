@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -159,8 +160,7 @@ func (r *ring) enter() error {
 	for {
 		_, _, e := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(n), 1, enterGetEvents, 0, 0)
 		if e == unix.EINTR {
-			n = 0 // the submission went through before the wait was interrupted
-			continue
+			continue // the kernel takes at most the SQEs still unsubmitted: n again is safe
 		}
 		if e != 0 {
 			return fmt.Errorf("io_uring_enter: %w", e)
@@ -250,7 +250,17 @@ func startURing(fd int, fs *trivialFS, o uringOpts) (*uringServer, error) {
 	return u, nil
 }
 
-func (u *uringServer) wait() { u.wg.Wait() }
+// wait waits for the queues to see the connection end (every entry completed with ENOTCONN),
+// for a minute at most.
+func (u *uringServer) wait() {
+	done := make(chan struct{})
+	go func() { u.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		u.fail(errors.New("the io_uring queues did not end within a minute of the unmount"))
+	}
+}
 
 func (u *uringServer) fail(err error) { u.errOnce.Do(func() { u.err = err }) }
 
