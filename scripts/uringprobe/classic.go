@@ -26,6 +26,8 @@ type rawMount struct {
 	classic sync.WaitGroup
 	err     error // the first error of a serving loop
 	errOnce sync.Once
+	down    sync.Once // unmount's work, done once however often it is called
+	downErr error
 }
 
 func (m *rawMount) fail(err error) {
@@ -141,8 +143,13 @@ func (m *rawMount) serveClassic() {
 }
 
 // unmount detaches the mount, waits for the serving loops to see the connection end, and
-// closes the device.
+// closes the device; calls after the first return the first's answer.
 func (m *rawMount) unmount() error {
+	m.down.Do(func() { m.downErr = m.doUnmount() })
+	return m.downErr
+}
+
+func (m *rawMount) doUnmount() error {
 	err := unix.Unmount(m.dir, 0)
 	if err != nil {
 		err = unix.Unmount(m.dir, unix.MNT_DETACH)

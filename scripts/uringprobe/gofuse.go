@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"sync"
 	"syscall"
 	"time"
 
@@ -85,7 +86,9 @@ func (f *goFile) Release(ctx context.Context, fh fusefs.FileHandle) syscall.Errn
 
 // goMount is the go-fuse server of the tree at dir.
 type goMount struct {
-	server *fuse.Server
+	server  *fuse.Server
+	down    sync.Once
+	downErr error
 }
 
 func mountGoFuse(dir string, fs *trivialFS) (*goMount, error) {
@@ -112,4 +115,7 @@ func mountGoFuse(dir string, fs *trivialFS) (*goMount, error) {
 	return &goMount{server: server}, nil
 }
 
-func (g *goMount) unmount() error { return g.server.Unmount() }
+func (g *goMount) unmount() error {
+	g.down.Do(func() { g.downErr = g.server.Unmount() })
+	return g.downErr
+}

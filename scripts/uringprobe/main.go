@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"time"
 )
 
@@ -38,6 +39,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, "uringprobe: -rounds must be at least 2, -batch and -runs at least 1, and -taskrun signal, coop or defer")
 		os.Exit(2)
 	}
+	// Ctrl-C reaches the client too (one process group): its end ends the probe, which then
+	// unmounts and puts enable_uring back instead of dying with the mounts up
+	signal.Notify(make(chan os.Signal, 1), os.Interrupt)
 	dir, err := os.MkdirTemp("", "uringprobe-")
 	if err == nil {
 		defer os.RemoveAll(dir)
