@@ -223,29 +223,32 @@ type Incompatible struct {
 }
 
 // KintIncompatible lists the anchored rows in shapes kint's store cannot hold (status outside
-// entities, meta outside references), as they stand here (a staged change that takes the
-// status or meta off clears it), whatever the model.
+// entities, meta outside references), as anchored (a staged change that mends one counts once
+// it is anchored), whatever the model.
 func (s *Store) KintIncompatible() []Incompatible {
 	out := []Incompatible{}
+	var restaged []string // rows anchored and changed since: their anchored shape is in the mirror
 	s.t.mu.RLock()
 	for _, names := range s.t.dirs {
 		for _, n := range names {
-			if n.key.Local || n.anchor == nil {
-				continue
-			}
-			var why []string
-			if n.row.Status != nil && n.key.Tier != seal.TierEntity {
-				why = append(why, "status on a "+n.key.Tier+" row")
-			}
-			if n.row.Meta != nil && n.key.Tier != seal.TierReference {
-				why = append(why, "meta on a "+n.key.Tier+" row")
-			}
-			if len(why) > 0 {
-				out = append(out, Incompatible{Tier: n.key.Tier, Category: n.key.Category, Key: n.key.Key, Reason: strings.Join(why, ", ")})
+			switch {
+			case n.key.Local || n.anchor == nil:
+			case n.staged:
+				restaged = append(restaged, seal.CanonicalID(n.key.Tier, n.key.Category, n.key.Key))
+			default:
+				out = appendIncompatible(out, &n.row)
 			}
 		}
 	}
 	s.t.mu.RUnlock()
+	_ = s.db.View(func(txn *badger.Txn) error {
+		for _, id := range restaged {
+			if m, found, err := getMirror(txn, id, false); err == nil && found {
+				out = appendIncompatible(out, &m.Row)
+			}
+		}
+		return nil
+	})
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		if a.Tier != b.Tier {
@@ -257,6 +260,21 @@ func (s *Store) KintIncompatible() []Incompatible {
 		return a.Key < b.Key
 	})
 	return out
+}
+
+// appendIncompatible appends row when kint's store cannot hold its shape.
+func appendIncompatible(out []Incompatible, row *seal.Row) []Incompatible {
+	var why []string
+	if row.Status != nil && row.Tier != seal.TierEntity {
+		why = append(why, "status on a "+row.Tier+" row")
+	}
+	if row.Meta != nil && row.Tier != seal.TierReference {
+		why = append(why, "meta on a "+row.Tier+" row")
+	}
+	if len(why) == 0 {
+		return out
+	}
+	return append(out, Incompatible{Tier: row.Tier, Category: row.Category, Key: row.Key, Reason: strings.Join(why, ", ")})
 }
 
 func derefOr(p *string) string {
