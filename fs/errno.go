@@ -87,7 +87,7 @@ func (f *mountFS) fail(op string, at *node, name string, err error) syscall.Errn
 		f.logf("warn: %s: EINVAL: %s", op, einvalReason(err))
 	case errno == syscall.EPERM && errors.Is(err, replica.ErrNotPermitted):
 		// the rule and the way out, naming the tier but not the key or a value
-		f.logf("warn: %s: EPERM: %v", op, err)
+		f.logf("warn: %s: EPERM: %s", op, strings.TrimPrefix(err.Error(), replica.ErrNotPermitted.Error()+": "))
 	}
 	return errno
 }
