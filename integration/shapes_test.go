@@ -256,7 +256,8 @@ func TestTemporariesNeverAnchored(t *testing.T) {
 		case 1:
 			script = fmt.Sprintf(`printf 'v%d\n' > state/doc.tmp%d && mv state/doc.tmp%d state/doc`, i, i, i)
 		default:
-			script = fmt.Sprintf(`printf 'v%d\n' > state/doc.new && sleep 0.%d && mv -f state/doc.new state/doc`, i, rng.Intn(3))
+			// an editor that keeps its temporary open a while before it closes and renames it
+			script = fmt.Sprintf(`exec 3>state/doc.new && printf 'v%d\n' >&3 && sleep 0.%d && exec 3>&- && mv -f state/doc.new state/doc`, i, 1+rng.Intn(5))
 		}
 		if out, err := exec.Command("sh", "-c", "cd "+mt.dir+" && "+script).CombinedOutput(); err != nil {
 			t.Fatalf("round %d (%s, flush after %v): the save failed: %v\n%s\nlog:\n%s", i, script, delay, err, out, mt.log.String())
