@@ -147,8 +147,8 @@ func (s *Store) openForWrite(id string) bool {
 // unsettled is how long the staged row id (st, not anchored when inMirror is false) must
 // still wait before it may be sealed; 0 when it may be now.
 func (s *Store) unsettled(id string, st *stagedRec, inMirror bool, now time.Time) time.Duration {
-	if st.Del || inMirror || (st.Row.Tier != seal.TierState && st.Row.Tier != seal.TierReference) {
-		return 0
+	if st.Del || inMirror || (st.Row.Tier != seal.TierState && st.Row.Tier != seal.TierReference) || s.full.Load() {
+		return 0 // in the full model an anchored temporary can still be removed
 	}
 	age := now.Sub(fromNanos(st.At))
 	wait := settleQuiet - age
