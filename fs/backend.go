@@ -42,7 +42,12 @@ type Backend interface {
 	Mkdir(category string) error
 	Rmdir(category string) error
 	// SetAttr sets "status" or "meta" (nil value = null); meta must be JSON (replica.ErrInvalid).
+	// What the vault model does not allow is replica.ErrNotPermitted.
 	SetAttr(k replica.Key, name string, value *string) error
+	// OpenedForWrite and ClosedForWrite tell the engine a file is open for writing: a new
+	// state or reference row is not sealed while it is (a temporary about to be renamed).
+	OpenedForWrite(k replica.Key)
+	ClosedForWrite(k replica.Key)
 
 	// At is the read-only tree as anchored at or before block.
 	At(block uint64) TreeReader

@@ -20,6 +20,7 @@ var errnos = []struct {
 	{is(replica.ErrExists), syscall.EEXIST},
 	{is(replica.ErrNotEmpty), syscall.ENOTEMPTY},
 	{is(replica.ErrReadOnly), syscall.EROFS},
+	{is(replica.ErrNotPermitted), syscall.EPERM},
 	{is(replica.ErrInvalid), syscall.EINVAL},
 	{is(replica.ErrStagingFull), syscall.ENOSPC},
 	{is(replica.ErrFileTooBig, replica.ErrValueTooLarge), syscall.EFBIG},
@@ -84,6 +85,9 @@ func (f *mountFS) fail(op string, at *node, name string, err error) syscall.Errn
 	case errno == syscall.EINVAL && op != "lookup" && !strings.HasPrefix(op, "ctl"):
 		// a user acts on it: say what was refused, not the name or value (a key, a meta)
 		f.logf("warn: %s: EINVAL: %s", op, einvalReason(err))
+	case errno == syscall.EPERM && errors.Is(err, replica.ErrNotPermitted):
+		// the rule and the way out, naming the tier but not the key or a value
+		f.logf("warn: %s: EPERM: %s", op, strings.TrimPrefix(err.Error(), replica.ErrNotPermitted.Error()+": "))
 	}
 	return errno
 }
@@ -93,8 +97,10 @@ func einvalReason(err error) string {
 	switch {
 	case errors.Is(err, errBadName):
 		return "a name with a % that is not one of the escapes (%2F %25 %00 %2E)"
+	case errors.Is(err, replica.ErrKeptInvalid):
+		return err.Error() // names the local file that keeps what was written, never its content
 	case errors.Is(err, replica.ErrInvalid):
-		return "an invalid value (user.kint.meta must be JSON; a journal event must be a JSON object of its fields)"
+		return "an invalid value (user.kint.status and user.kint.meta must be UTF-8, meta JSON; a journal event must be a JSON object of its fields)"
 	}
 	return "an invalid argument"
 }

@@ -3,6 +3,7 @@ package fs
 import (
 	"bytes"
 	"context"
+	"errors"
 	"sync"
 	"syscall"
 	"time"
@@ -90,6 +91,12 @@ func (n *fileNode) invalidate() {
 	n.mu.Unlock()
 }
 
+// journalRefused refuses a change to a journal event, which never changes, and logs why.
+func (f *mountFS) journalRefused(op string) syscall.Errno {
+	f.logf("warn: %s: EPERM: the journal is append-only: an event cannot be changed (write a new one)", op)
+	return syscall.EPERM
+}
+
 // journalEvent reports whether n is an anchored-or-staged journal event, which never changes.
 func (n *fileNode) journalEventLocked() bool {
 	return n.key.Tier == seal.TierJournal && !n.key.Local && n.pendingIn == nil
@@ -167,7 +174,7 @@ func (n *fileNode) truncate(size int64, viaHandle bool) syscall.Errno {
 	}
 	viaHandle = viaHandle || openTrunc
 	if n.journalEventLocked() {
-		return syscall.EACCES
+		return n.fs.journalRefused("truncate")
 	}
 	if !n.loaded {
 		if n.detached {
@@ -218,7 +225,7 @@ func (n *fileNode) open(flags uint32, v *replica.Version) (fusefs.FileHandle, ui
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if (write || trunc) && n.journalEventLocked() {
-		return nil, 0, syscall.EACCES
+		return nil, 0, n.fs.journalRefused("open")
 	}
 	keep, v, errno := n.noteLeafLocked(v)
 	if errno != 0 {
@@ -232,6 +239,11 @@ func (n *fileNode) open(flags uint32, v *replica.Version) (fusefs.FileHandle, ui
 	}
 	n.opens++
 	n.opened = write
+	h := &fileHandle{n: n, write: write}
+	if write && n.pendingIn == nil && !n.v.history {
+		h.writing = n.key
+		n.fs.b.OpenedForWrite(n.key)
+	}
 	var fflags uint32
 	if keep {
 		fflags |= fuse.FOPEN_KEEP_CACHE
@@ -240,7 +252,7 @@ func (n *fileNode) open(flags uint32, v *replica.Version) (fusefs.FileHandle, ui
 		// Closing a read-only descriptor has nothing to hand over.
 		fflags |= fuse.FOPEN_NOFLUSH
 	}
-	return &fileHandle{n: n, write: write}, fflags, 0
+	return h, fflags, 0
 }
 
 // noteLeafLocked records the leaf of the row as it stands (v, read when nil) and reports
@@ -336,7 +348,15 @@ func (n *fileNode) writeLocked() error {
 	if !n.dirty || n.detached {
 		return nil
 	}
+	if n.pendingIn != nil && len(n.buf) == 0 {
+		// A new event nothing was written to yet: the shell's close of the descriptor it
+		// duplicated, before echo writes. There is nothing to append.
+		return nil
+	}
 	v, err := n.fs.b.Write(n.key, bytes.Clone(n.buf), n.mtime)
+	if errors.Is(err, replica.ErrKeptInvalid) {
+		n.dirty = false // kept as a local file, which the error names: not dropped
+	}
 	if err != nil {
 		return err
 	}

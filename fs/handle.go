@@ -7,12 +7,15 @@ import (
 
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"kintfs/replica"
 )
 
 // fileHandle is one open file. The content is the node's shared buffer.
 type fileHandle struct {
-	n     *fileNode
-	write bool
+	n       *fileNode
+	write   bool
+	writing replica.Key // the row it told the engine it writes (Backend.OpenedForWrite); zero when none
 }
 
 var (
@@ -83,5 +86,8 @@ func (h *fileHandle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 
 func (h *fileHandle) Release(ctx context.Context) syscall.Errno {
 	h.n.release()
+	if h.writing.Tier != "" {
+		h.n.fs.b.ClosedForWrite(h.writing)
+	}
 	return 0
 }

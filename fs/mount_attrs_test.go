@@ -283,6 +283,7 @@ func TestCpAAndTarKeepMtime(t *testing.T) {
 
 func TestTrashMoveRestoreEmpty(t *testing.T) {
 	tm := mountForTest(t)
+	tm.r.SetModel(replica.ModelFull) // a status on a state row, which only the full model keeps
 	f := tm.path("state", "g1")
 	mustSh(t, "echo keep me > "+f)
 	if err := tm.r.SetAttr(stateKey("g1"), "status", strp("open")); err != nil {

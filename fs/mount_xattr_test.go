@@ -27,6 +27,7 @@ func getxattr(t *testing.T, p, name string) (string, error) {
 
 func TestXattrs(t *testing.T) {
 	tm := mountForTest(t)
+	tm.r.SetModel(replica.ModelFull) // status and meta on one state row; kint's model is TestXattrShapes'
 	tm.expectLog("warn: setxattr: EINVAL: an invalid value")
 	p := tm.path("state", "goal")
 	mustSh(t, "echo ship > "+p)
@@ -124,6 +125,7 @@ func TestXattrsOff(t *testing.T) {
 
 func TestAttrsSurviveEditorSaves(t *testing.T) {
 	tm := mountForTest(t)
+	tm.r.SetModel(replica.ModelFull) // status and meta on one row
 	p := tm.path("state", "plan")
 	mustSh(t, "printf 'alpha beta\n' > "+p)
 	mustRun(t, "setfattr", "-n", "user.kint.status", "-v", "draft", p)
@@ -160,7 +162,7 @@ func TestAttrsSurviveEditorSaves(t *testing.T) {
 // backup, and a fresh file is written under the name.
 func TestAttrsSurviveBackupRename(t *testing.T) {
 	tm := mountForTest(t)
-	p := tm.path("state", "plan")
+	p := tm.path("entity", "plan")
 	mustSh(t, "printf 'v1\n' > "+p)
 	mustRun(t, "setfattr", "-n", "user.kint.status", "-v", "draft", p)
 	mustSh(t, "mv "+p+" "+p+"~ && printf 'v2\n' > "+p+" && rm "+p+"~")

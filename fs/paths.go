@@ -88,3 +88,16 @@ func KeyOfPath(rel string) (k replica.Key, short bool, err error) {
 	k.Key, k.Local = n.key, n.local
 	return k, false, nil
 }
+
+// PathOfKey is the path, relative to the mount's root, of the row k (a null-category entity
+// whose name a category also takes is listed as entity/<name>%; this names it plainly).
+func PathOfKey(k replica.Key) string {
+	name := k.Key
+	if !k.Local {
+		name = EscapeName(k.Key)
+	}
+	if k.Category != nil {
+		return k.Tier + "/" + EscapeName(*k.Category) + "/" + name
+	}
+	return k.Tier + "/" + name
+}

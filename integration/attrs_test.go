@@ -100,7 +100,8 @@ touch -d 2020-01-02T03:04:05.5Z state/x && chmod 600 state/x && mv state/z state
 	}
 }
 
-// TestTrashAcrossFlushes: gio trash of a row, a flush (deleted on the chain), a rename back, a
+// TestTrashAcrossFlushes: gio trash of a row (an entity: an anchored state or reference row
+// cannot be trashed in kint's model), a flush (deleted on the chain), a rename back, a
 // flush (back on the chain, content intact), and emptying the trash leaves history alone.
 func TestTrashAcrossFlushes(t *testing.T) {
 	requireFUSE(t)
@@ -109,12 +110,12 @@ func TestTrashAcrossFlushes(t *testing.T) {
 	a := newMachine(t, dc, "trash")
 	a.connect("correct horse battery")
 	ma := a.mount()
-	const content = "the row to trash\n"
-	writeFile(t, ma.path("state/g1"), content)
+	const content = `{"row":"to trash"}`
+	writeFile(t, ma.path("entity/g1"), content)
 	ma.mustCtl("flush")
 	first := anchoredBlock(t, ma, 0)
 
-	sh(t, ma.dir, `gio trash state/g1`)
+	sh(t, ma.dir, `gio trash entity/g1`)
 	trash := fmt.Sprintf(".Trash-%d", os.Getuid())
 	if got := readFile(t, ma.path(trash+"/files/g1")); got != content {
 		t.Fatalf("trashed copy %q", got)
@@ -124,8 +125,8 @@ func TestTrashAcrossFlushes(t *testing.T) {
 	if deleted == first {
 		t.Fatal("the flush after gio trash anchored nothing")
 	}
-	if _, err := os.Stat(ma.path(fmt.Sprintf("@%d/state/g1", deleted))); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("@%d/state/g1 after the trash was flushed: %v, want ENOENT", deleted, err)
+	if _, err := os.Stat(ma.path(fmt.Sprintf("@%d/entity/g1", deleted))); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("@%d/entity/g1 after the trash was flushed: %v, want ENOENT", deleted, err)
 	}
 	// a machine restoring from the chain does not have it
 	b := newMachine(t, dc, "trash")
@@ -134,38 +135,38 @@ func TestTrashAcrossFlushes(t *testing.T) {
 	if block := anchoredBlock(t, mb, deleted-1); block != deleted {
 		t.Fatalf("second machine at block %d, want %d", block, deleted)
 	}
-	if _, err := os.Stat(mb.path("state/g1")); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("second machine has state/g1: %v", err)
+	if _, err := os.Stat(mb.path("entity/g1")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("second machine has entity/g1: %v", err)
 	}
 
 	// restore: the rename back that a file manager's Restore does
-	sh(t, ma.dir, `mv `+trash+`/files/g1 state/g1 && rm `+trash+`/info/g1.trashinfo`)
+	sh(t, ma.dir, `mv `+trash+`/files/g1 entity/g1 && rm `+trash+`/info/g1.trashinfo`)
 	ma.mustCtl("flush")
 	restored := anchoredBlock(t, ma, deleted)
-	if got := readFile(t, ma.path(fmt.Sprintf("@%d/state/g1", restored))); got != content {
-		t.Fatalf("@%d/state/g1 after the restore was flushed: %q", restored, got)
+	if got := readFile(t, ma.path(fmt.Sprintf("@%d/entity/g1", restored))); got != content {
+		t.Fatalf("@%d/entity/g1 after the restore was flushed: %q", restored, got)
 	}
 	eventually(t, 30*time.Second, "second machine sees the restored row", func() error {
-		if got, err := os.ReadFile(mb.path("state/g1")); err != nil || string(got) != content {
-			return fmt.Errorf("state/g1 = %q, %v", got, err)
+		if got, err := os.ReadFile(mb.path("entity/g1")); err != nil || string(got) != content {
+			return fmt.Errorf("entity/g1 = %q, %v", got, err)
 		}
 		return nil
 	})
 
 	// trash again, flush, empty: the local copy goes, history stays
-	sh(t, ma.dir, `gio trash state/g1`)
+	sh(t, ma.dir, `gio trash entity/g1`)
 	ma.mustCtl("flush")
 	sh(t, ma.dir, `gio trash --empty; rm -rf `+trash+`/files/* `+trash+`/info/*`)
 	if names, err := os.ReadDir(ma.path(trash + "/files")); err != nil || len(names) != 0 {
 		t.Fatalf("emptied trash: %v %v", names, err)
 	}
 	for _, block := range []uint64{first, restored} {
-		if got := readFile(t, ma.path(fmt.Sprintf("@%d/state/g1", block))); got != content {
-			t.Fatalf("@%d/state/g1 after emptying the trash: %q", block, got)
+		if got := readFile(t, ma.path(fmt.Sprintf("@%d/entity/g1", block))); got != content {
+			t.Fatalf("@%d/entity/g1 after emptying the trash: %q", block, got)
 		}
 	}
-	if _, err := os.Stat(ma.path("state/g1")); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("state/g1 after emptying: %v", err)
+	if _, err := os.Stat(ma.path("entity/g1")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("entity/g1 after emptying: %v", err)
 	}
 }
 

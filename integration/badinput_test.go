@@ -169,8 +169,15 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("state/%s was not anchored: %v", name, err)
 		}
 	}
-	if out, err := exec.Command("ls", "-a", mt.path("journal")).CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != ".\n.." {
+	// refused events append nothing; what was written is kept beside, local-only, and held
+	if out, err := exec.Command("ls", "-a", mt.path("journal")).CombinedOutput(); err != nil ||
+		strings.TrimSpace(string(out)) != ".\n..\n.new-event.invalid\n.other-event.invalid" {
 		t.Errorf("journal/ after refused events: %q %v", out, err)
+	}
+	for _, k := range []string{"journal/.new-event.invalid", "journal/.other-event.invalid"} {
+		if !strings.Contains(held[k], "not a journal event") {
+			t.Errorf("%s held as %q (held: %v)", k, held[k], held)
+		}
 	}
 	mt.checkNoPanic()
 

@@ -100,11 +100,12 @@ func TestCachesFollowChanges(t *testing.T) {
 		expectContent(t, "after kintfs pull beside a --read-only mount", mc.path(w.rel), w.content)
 	}
 
-	// A rename, on the same mount and, anchored, on the others.
-	if err := os.Rename(ma.path("state/new"), ma.path("state/moved")); err != nil {
+	// A rename, on the same mount and, anchored, on the others (of an entity: an anchored
+	// state row cannot be renamed away in kint's model).
+	if err := os.Rename(ma.path("entity/cat/new"), ma.path("entity/cat/moved")); err != nil {
 		t.Fatal(err)
 	}
-	renamed := []want{{"state/new", ""}, {"state/moved", "n1"}, {far + "state/new", ""}, {far + "state/moved", "n1"}}
+	renamed := []want{{"entity/cat/new", ""}, {"entity/cat/moved", `{"n":1}`}, {far + "entity/cat/new", ""}, {far + "entity/cat/moved", `{"n":1}`}}
 	for _, w := range renamed[:2] {
 		expectContent(t, "a rename on the same mount", ma.path(w.rel), w.content)
 	}

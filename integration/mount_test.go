@@ -187,6 +187,7 @@ func TestAttrWithoutXattrs(t *testing.T) {
 	if out, err := exec.Command("getfattr", "-n", "user.kint.anchored", p).CombinedOutput(); err == nil {
 		t.Fatalf("getfattr answered with xattrs off: %q", out)
 	}
+	a.mustRun("", "vault-model", "full") // status and meta on one entity
 	a.mustRun("", "attr", p, "status", "--set", "active")
 	a.mustRun("", "attr", p, "meta", "--set", `{"tags":["x"]}`)
 	mt.mustCtl("flush")

@@ -484,6 +484,7 @@ var statusSchema = map[string]string{
 	"held": "list", "conflicts": "list", "gaps": "list", "pending_push": "list",
 	"last_push": "object|null", "last_pull": "object|null",
 	"history_from": "object", "backfill": "string", "live": "string",
+	"vault_model": "string", "kint_incompatible": "list",
 }
 
 // checkStatusSchema fails for a missing or extra field, or a value of another type.

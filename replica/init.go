@@ -55,6 +55,9 @@ func Init(ctx context.Context, o InitOptions) (*InitResult, error) {
 	}
 	space := seal.SpaceID(o.Tenant)
 	v := &homedir.VaultConfig{Owner: o.Owner, Tenant: o.Tenant, Space: space, ChainID: o.Client.ChainID(), RPC: o.RPC, Contract: o.Contract}
+	if old, err := o.Home.LoadVault(); err == nil && old.Owner == o.Owner && old.Space == space {
+		v.Model = old.Model // a vault marked full (kintfs vault-model) stays so through a new init
+	}
 	kek, kind, err := initKEK(&o, space)
 	if err != nil {
 		return nil, err

@@ -153,6 +153,9 @@ func (r *Replica) push(ctx context.Context, opt PushOptions) (*PushReport, error
 	if g := openGaps(gaps, 0, 0); len(g) > 0 && !opt.Snapshot {
 		return rep, fmt.Errorf("%w: epoch %d (%s); if it will never open, kintfs compact --over-skipped anchors a snapshot over it", ErrGapOpen, g[0].Seq, g[0].Reason)
 	}
+	if !opt.DryRun && !opt.Snapshot {
+		r.awaitSettled(ctx)
+	}
 	feed, err := r.planPush(opt, rep)
 	if err != nil || opt.DryRun {
 		return rep, err
@@ -214,7 +217,11 @@ func (r *Replica) push(ctx context.Context, opt PushOptions) (*PushReport, error
 // whole state, or chunks of the changes. It fills in rep's counts (the number of epochs only
 // on a dry run); ErrNothingToPush when there is nothing to anchor.
 func (r *Replica) planPush(opt PushOptions, rep *PushReport) (*chunkFeed, error) {
-	rows, dels, held, err := r.CollectStaged(!opt.DryRun)
+	collect := r.CollectSettled
+	if opt.Snapshot || opt.DryRun {
+		collect = r.CollectStaged
+	}
+	rows, dels, held, err := collect(!opt.DryRun)
 	if err != nil {
 		return nil, err
 	}
@@ -244,6 +251,30 @@ func (r *Replica) planPush(opt PushOptions, rep *PushReport) (*chunkFeed, error)
 		return nil, err
 	}
 	return feedChunks(rows, dels), nil
+}
+
+// settleBound bounds how long a push waits for new state and reference rows to settle.
+const settleBound = 4 * time.Second
+
+// awaitSettled waits, a bounded time, until the new state and reference rows staged have
+// settled (store.SettleWait): a temporary file sed -i or an editor writes and renames at
+// once is then gone before the push reads what to seal, and is never anchored. What is still
+// unsettled after it stays staged for the next push.
+func (r *Replica) awaitSettled(ctx context.Context) {
+	deadline := time.Now().Add(settleBound)
+	for {
+		w, left := r.SettleWait(), time.Until(deadline)
+		if w <= 0 || left <= 0 {
+			return
+		}
+		t := time.NewTimer(min(w, left))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // holdUnapplicable holds the staged rows this code could not apply once anchored, so that

@@ -64,6 +64,8 @@ type Options struct {
 	ColdStart func(ctx context.Context, head Head) error
 	// ReadOnly refuses every change and every push with ErrReadOnly (a --read-only mount).
 	ReadOnly bool
+	// RowPath names a row by its path under the mount, for the status; nil: tier/key.
+	RowPath func(Key) string
 }
 
 // Replica is the engine under the mount: the local store, the vault's keys, and the chain.
@@ -105,6 +107,7 @@ func Open(opt Options) (*Replica, error) {
 		return nil, err
 	}
 	r := &Replica{Store: st, opt: opt, vault: opt.Vault, cache: homedir.NewEpochCache(opt.Home, opt.Vault.Space16())}
+	st.SetModel(opt.Vault.Model)
 	r.status.started = time.Now()
 	// rows an interrupted push sent are sealing until its journal entry is settled
 	if err = r.LoadSealing(); err != nil {
@@ -118,6 +121,32 @@ func Open(opt Options) (*Replica, error) {
 		}
 	}
 	return r, nil
+}
+
+// SetVaultModel changes what the vault may anchor (store.ModelKint or store.ModelFull) and
+// records it in vault.json, where the next mount finds it.
+func (r *Replica) SetVaultModel(m string) error {
+	r.pushMu.Lock() // vault.json is also written by a pull
+	defer r.pushMu.Unlock()
+	if err := SaveVaultModel(r.opt.Home, m); err != nil {
+		return err
+	}
+	r.vault.Model = m
+	r.Store.SetModel(m)
+	return nil
+}
+
+// SaveVaultModel records the vault model in home's vault.json, as it is on disk otherwise.
+func SaveVaultModel(home homedir.Home, m string) error {
+	if !store.ValidModel(m) || m == "" {
+		return fmt.Errorf("%w: vault model %q: it is kint or full", ErrInvalid, m)
+	}
+	v, err := home.LoadVault()
+	if err != nil {
+		return err
+	}
+	v.Model = m
+	return home.SaveVault(v)
 }
 
 // Vault is the vault configuration.

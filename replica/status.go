@@ -131,6 +131,38 @@ type Status struct {
 	// Live says how other machines' epochs are heard of: a websocket subscription, or the
 	// poll and why.
 	Live string `json:"live"`
+	// VaultModel is what the vault may anchor: "kint" (what kint's store can hold) or "full";
+	// KintIncompatible lists the rows anchored in shapes kint's store cannot hold.
+	VaultModel       string         `json:"vault_model"`
+	KintIncompatible []Incompatible `json:"kint_incompatible"`
+}
+
+// Incompatible is a row anchored in a shape kint's store cannot hold: its path under the
+// mount and why.
+type Incompatible struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+// KintIncompatible lists the rows anchored in shapes kint's store cannot hold, by path.
+func (r *Replica) KintIncompatible() []Incompatible {
+	out := []Incompatible{}
+	for _, x := range r.Store.KintIncompatible() {
+		k := Key{Tier: x.Tier, Category: x.Category, Key: x.Key}
+		out = append(out, Incompatible{Path: r.rowPath(k), Reason: x.Reason})
+	}
+	return out
+}
+
+// rowPath is the path of k under the mount (Options.RowPath), or its tier and key.
+func (r *Replica) rowPath(k Key) string {
+	if r.opt.RowPath != nil {
+		return r.opt.RowPath(k)
+	}
+	if k.Category != nil {
+		return k.Tier + "/" + *k.Category + "/" + k.Key
+	}
+	return k.Tier + "/" + k.Key
 }
 
 // ChainInfo names the chain the vault lives on.
@@ -165,6 +197,8 @@ func (r *Replica) Status() (*Status, error) {
 		st.PendingPush = []uint64{}
 	}
 	st.Live = r.liveStatus()
+	st.VaultModel = r.Store.Model()
+	st.KintIncompatible = r.KintIncompatible()
 	st.ReadOnly = r.opt.ReadOnly
 	st.Pushing = r.pushing.Load()
 	r.status.mu.Lock()

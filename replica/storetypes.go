@@ -27,6 +27,8 @@ type (
 const (
 	MaxFileBytes = store.MaxFileBytes
 	TrashTier    = store.TrashTier
+	ModelKint    = store.ModelKint
+	ModelFull    = store.ModelFull
 )
 
 // Tiers, in the order the mount lists them.
@@ -44,6 +46,8 @@ var (
 	ErrValueTooLarge     = store.ErrValueTooLarge
 	ErrHistoryIncomplete = store.ErrHistoryIncomplete
 	ErrInUse             = store.ErrInUse
+	ErrNotPermitted      = store.ErrNotPermitted
+	ErrKeptInvalid       = store.ErrKeptInvalid
 )
 
 // RenderContent is the file content of a row: its body, or for a journal event the JSON

@@ -8,6 +8,7 @@ import (
 	"math/big"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 
 	"kintfs/chain"
 	"kintfs/chain/devchain"
+	"kintfs/fs"
 	"kintfs/replica"
 	"kintfs/replica/homedir"
 )
@@ -297,7 +299,7 @@ func doctorStatus(home homedir.Home, v *homedir.VaultConfig) (*replica.Status, s
 		}
 		return &st, " (from the mount)", nil
 	}
-	rep, err := replica.Open(replica.Options{Home: home, Vault: v})
+	rep, err := replica.Open(replica.Options{Home: home, Vault: v, RowPath: fs.PathOfKey})
 	if err != nil {
 		return nil, "", err
 	}
@@ -360,6 +362,35 @@ func (d *doctorRun) checkMirror(ctx context.Context, home homedir.Home, v *homed
 		d.warn("held", "%d row(s) held, never anchored until fixed; first: %s: %s", len(st.Held), heldName(h), h.Reason)
 	} else {
 		d.ok("held", "no row held")
+	}
+	d.checkShapes(st)
+}
+
+// checkShapes reports the vault model and the rows anchored in shapes kint's store cannot hold.
+func (d *doctorRun) checkShapes(st *replica.Status) {
+	switch {
+	case st.VaultModel == replica.ModelFull:
+		d.ok("vault model", "full: status and meta on every tier and deleting any row but the journal's are allowed; kint cannot hold such rows, so kint must never open this vault")
+	default:
+		d.ok("vault model", "kint: only what kint's store can hold is anchored (kintfs vault-model full for a vault kint never opens)")
+	}
+	if n := len(st.KintIncompatible); n > 0 {
+		var paths []string
+		for _, x := range st.KintIncompatible[:min(n, 5)] {
+			paths = append(paths, x.Path+" ("+x.Reason+")")
+		}
+		more := ""
+		if n > 5 {
+			more = fmt.Sprintf(" and %d more (kintfs status)", n-5)
+		}
+		say := d.warn
+		if st.VaultModel == replica.ModelFull {
+			say = d.ok
+		}
+		say("kint shapes", "%d anchored row(s) kint's store cannot hold: %s%s; clear them (setfattr -x user.kint.status or user.kint.meta) before kint opens the vault",
+			n, strings.Join(paths, ", "), more)
+	} else {
+		d.ok("kint shapes", "every anchored row has a shape kint's store can hold")
 	}
 }
 

@@ -93,6 +93,10 @@ func runStatus(ctx context.Context, o *infoOptions, args []string) error {
 	for _, g := range st.Gaps {
 		fmt.Fprintf(outw(ctx), "gap: epoch %d: %s\n", g.Seq, g.Reason)
 	}
+	fmt.Fprintf(outw(ctx), "vault model: %s\n", st.VaultModel)
+	for _, x := range st.KintIncompatible {
+		fmt.Fprintf(outw(ctx), "kint cannot hold: %s: %s\n", x.Path, x.Reason)
+	}
 	return nil
 }
 

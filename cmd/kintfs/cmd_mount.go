@@ -42,6 +42,7 @@ type mountOptions struct {
 	fileMode      string
 	dirMode       string
 	umask         string
+	vaultModel    string
 }
 
 var errMountBusy = errors.New("the mount is busy")
@@ -67,6 +68,7 @@ func init() {
 			fs.BoolVar(&o.debugFuse, "debug-fuse", false, "log every FUSE request")
 			fs.StringVar(&o.fileMode, "file-mode", "0644", "the mode (octal) of files never given one by chmod or create")
 			fs.StringVar(&o.dirMode, "dir-mode", "0755", "the mode (octal) of directories never given one by chmod")
+			fs.StringVar(&o.vaultModel, "vault-model", "", "set and keep what the vault may anchor: kint or full (see kintfs vault-model); default: as kept")
 			fs.StringVar(&o.umask, "umask", "", "permission bits to clear on every file, in octal (default 077 with --allow-other: rows 0600, only you; else 022)")
 			return func(ctx context.Context, args []string) error { return runMount(ctx, o, args) }
 		},
@@ -120,6 +122,9 @@ func checkMountFlags(o *mountOptions, args []string) (r *mountRun, err error) {
 	if o.devChainID != 0 && !o.dev {
 		return nil, usagef("--chain-id is for the development chain: use it with --dev")
 	}
+	if o.vaultModel != "" && o.vaultModel != replica.ModelKint && o.vaultModel != replica.ModelFull {
+		return nil, usagef("--vault-model is kint or full, not %q", o.vaultModel)
+	}
 	r = &mountRun{o: o, dir: args[0]}
 	if r.umask, err = parseUmask(o.umask, o.allowOther); err != nil {
 		return nil, err
@@ -156,6 +161,11 @@ func runMount(ctx context.Context, o *mountOptions, args []string) error {
 		return r.fail(err)
 	}
 	defer stopDev()
+	if o.vaultModel != "" {
+		if err := replica.SaveVaultModel(r.home, o.vaultModel); err != nil {
+			return r.fail(err)
+		}
+	}
 	restoreGC := collectOftenWhileLoading()
 	r.env, err = openVault(ctx, openOptions{dek: true, redial: true, readOnly: o.readOnly, logf: r.replicaLog})
 	restoreGC()

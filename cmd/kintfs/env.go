@@ -17,6 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"kintfs/chain"
+	"kintfs/fs"
 	"kintfs/replica"
 	"kintfs/replica/homedir"
 )
@@ -158,7 +159,7 @@ func openVault(ctx context.Context, o openOptions) (*vaultEnv, error) {
 		progress = os.Stderr
 	}
 	e.rep, err = replica.Open(replica.Options{Home: home, Vault: v, DEK: dek, Client: engineChain, Connect: connect, SessionKey: key,
-		Confirmations: confirmations(), Logf: logf, Progress: progress, ReadOnly: o.readOnly, ColdStart: coldStartCheck(v)})
+		Confirmations: confirmations(), Logf: logf, Progress: progress, ReadOnly: o.readOnly, ColdStart: coldStartCheck(v), RowPath: fs.PathOfKey})
 	if err != nil {
 		e.Close()
 		return nil, err

@@ -31,7 +31,7 @@ type fstabMount struct {
 var (
 	fstabEnv = map[string]string{"rpc": "KINT_RPC_URL", "contract": "KINT_CONTRACT", "quiet": "KINT_QUIET_SECONDS",
 		"size_trigger": "KINT_SIZE_TRIGGER_BYTES"}
-	fstabFlags = map[string]string{"poll": "--poll", "log_file": "--log-file", "file_mode": "--file-mode", "dir_mode": "--dir-mode"}
+	fstabFlags = map[string]string{"poll": "--poll", "log_file": "--log-file", "file_mode": "--file-mode", "dir_mode": "--dir-mode", "vault_model": "--vault-model"}
 	// fstabSwitches become a flag of their own, with no value.
 	fstabSwitches = map[string]string{"allow_other": "--allow-other", "allow_non_empty": "--allow-non-empty",
 		"nonempty": "--allow-non-empty", "ro": "--read-only", "noxattrs": "--xattrs=false"}

@@ -69,3 +69,17 @@ func TestParseFstabModes(t *testing.T) {
 		}
 	}
 }
+
+// TestParseFstabVaultModel: vault_model= becomes --vault-model, which mount checks.
+func TestParseFstabVaultModel(t *testing.T) {
+	m, err := parseFstab([]string{"dev", "/mnt/kint", "-o", "home=/var/lib/kint,vault_model=full"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if args := strings.Join(m.args, " "); args != "mount --daemon --vault-model full /mnt/kint" {
+		t.Errorf("args = %q", args)
+	}
+	if _, err := checkMountFlags(&mountOptions{vaultModel: "everything"}, []string{"/mnt/kint"}); err == nil || !strings.Contains(err.Error(), "--vault-model is kint or full") {
+		t.Errorf("mount --vault-model everything: %v", err)
+	}
+}

@@ -39,6 +39,9 @@ type VaultConfig struct {
 	// CreatedHere marks the machine that created the vault: the one whose recovery file was
 	// written at init, and must stay.
 	CreatedHere bool `json:"created_here,omitempty"`
+	// Model is what the vault may anchor: "" or "kint", only what kint's store can hold;
+	// "full", the wire format's whole model (kintfs vault-model).
+	Model string `json:"model,omitempty"`
 }
 
 // Space16 is the first 16 hex characters of the space, used in file names.

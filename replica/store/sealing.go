@@ -29,10 +29,30 @@ type PendingPush struct {
 // held ones. With mark set, it marks what it read as sealing in the same instant, so no
 // change can slip between the read and the mark.
 func (s *Store) CollectStaged(mark bool) (rows []seal.Row, dels []seal.Deleted, held []HeldRow, err error) {
+	return s.collectStaged(mark, false)
+}
+
+// CollectSettled is CollectStaged leaving out (and not marking) the new state and reference
+// rows that have not settled yet (see SettleWait): they stay staged for the next push.
+func (s *Store) CollectSettled(mark bool) (rows []seal.Row, dels []seal.Deleted, held []HeldRow, err error) {
+	return s.collectStaged(mark, true)
+}
+
+func (s *Store) collectStaged(mark, settled bool) (rows []seal.Row, dels []seal.Deleted, held []HeldRow, err error) {
 	s.t.mu.Lock()
 	defer s.t.mu.Unlock()
+	now := s.now()
 	err = s.db.View(func(txn *badger.Txn) error {
 		return scanStaged(txn, true, func(id string, st *stagedRec) error {
+			if settled && !st.Del && st.Held == "" {
+				_, inMirror, err := getMirror(txn, id, false)
+				if err != nil {
+					return err
+				}
+				if s.unsettled(id, st, inMirror, now) > 0 {
+					return nil
+				}
+			}
 			if mark && st.Held == "" {
 				s.sealing[id] = true
 			}

@@ -154,6 +154,7 @@ func (s *Store) Summary() (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
+	sum.Held = append(sum.Held, s.invalidJournals()...)
 	holes, err := s.HistoryHoles()
 	if err != nil {
 		return nil, err

@@ -73,7 +73,7 @@ func TestRenameCategoriesAndRemove(t *testing.T) {
 	r := newTestStore(t)
 	from := Key{Tier: "entity", Category: cat("a"), Key: "x"}
 	mustWrite(t, r.Store, from, `{"x":1}`)
-	if err := r.SetAttr(from, "meta", cat(`{"m":true}`)); err != nil {
+	if err := r.SetAttr(from, "status", cat("active")); err != nil {
 		t.Fatal(err)
 	}
 	to := Key{Tier: "entity", Category: cat("b"), Key: "y"}
@@ -81,8 +81,8 @@ func TestRenameCategoriesAndRemove(t *testing.T) {
 		t.Fatal(err)
 	}
 	v, err := r.Get(to)
-	if err != nil || v.Row.Meta == nil || *v.Row.Meta != `{"m":true}` {
-		t.Fatalf("a renamed row keeps its meta: %+v %v", v, err)
+	if err != nil || v.Row.Status == nil || *v.Row.Status != "active" {
+		t.Fatalf("a renamed row keeps its status: %+v %v", v, err)
 	}
 	if _, err := r.Get(from); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("the old name remains: %v", err)
@@ -122,8 +122,8 @@ func TestRenameCategoriesAndRemove(t *testing.T) {
 
 func TestSetAttrRefusals(t *testing.T) {
 	r := newTestStore(t)
-	k := Key{Tier: "state", Key: "s"}
-	mustWrite(t, r.Store, k, "body")
+	k := Key{Tier: "entity", Key: "s"}
+	mustWrite(t, r.Store, k, `"body"`)
 	if err := r.SetAttr(k, "meta", cat("{not json")); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "JSON") {
 		t.Fatalf("non-JSON meta: %v", err)
 	}
@@ -163,11 +163,14 @@ func TestJournalAppend(t *testing.T) {
 	if _, err := r.Write(Key{Tier: "journal", Key: "x"}, []byte(`{"mood":"ok"}`), time.Now()); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("an unknown field: %v", err)
 	}
-	if err := r.Rename(v1.Key, Key{Tier: "journal", Key: "y"}); !errors.Is(err, ErrReadOnly) {
+	if err := r.Rename(v1.Key, Key{Tier: "journal", Key: "y"}); !errors.Is(err, ErrNotPermitted) {
 		t.Fatalf("rename a journal event: %v", err)
 	}
-	if err := r.SetAttr(v1.Key, "status", nil); !errors.Is(err, ErrReadOnly) {
+	if err := r.SetAttr(v1.Key, "status", nil); !errors.Is(err, ErrNotPermitted) {
 		t.Fatalf("set an attribute on a journal event: %v", err)
+	}
+	if err := r.Remove(v1.Key); !errors.Is(err, ErrNotPermitted) || !strings.Contains(err.Error(), "append-only") {
+		t.Fatalf("remove a journal event: %v", err)
 	}
 }
 

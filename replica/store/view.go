@@ -2,8 +2,10 @@ package store
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -131,7 +133,11 @@ func (s *Store) write(k Key, content []byte, mtime time.Time, perm *uint32) (*Ve
 		return nil, fmt.Errorf("%w: %s is %d bytes, the limit is %d", ErrFileTooBig, keyString(k), len(content), MaxFileBytes)
 	}
 	if k.Tier == seal.TierJournal && !k.Local {
-		return s.appendJournal(content, mtime)
+		v, err := s.appendJournal(content, mtime)
+		if errors.Is(err, ErrInvalid) && len(content) > 0 {
+			return nil, s.keepInvalidJournal(k.Key, content, mtime, err)
+		}
+		return v, err
 	}
 	var v *Version
 	err := s.update(func(txn *badger.Txn, apply *[]func()) error {
@@ -207,6 +213,9 @@ func (s *Store) Remove(k Key) error {
 				return err
 			}
 		}
+		if err := s.checkDelete(txn, k, "removed"); err != nil {
+			return err
+		}
 		if err := s.dropTrashRow(txn, k); err != nil {
 			return err
 		}
@@ -242,7 +251,7 @@ func (s *Store) Rename(from, to Key) error {
 		return err
 	}
 	if (from.Tier == seal.TierJournal || to.Tier == seal.TierJournal) && !(from.Local && to.Local) {
-		return fmt.Errorf("%w: journal events cannot be renamed", ErrReadOnly)
+		return fmt.Errorf("%w: the journal is append-only: its events cannot be renamed", ErrNotPermitted)
 	}
 	return s.update(func(txn *badger.Txn, apply *[]func()) error { return s.renameTx(txn, apply, from, to) })
 }
@@ -255,6 +264,15 @@ func (s *Store) renameTx(txn *badger.Txn, apply *[]func(), from, to Key) error {
 	}
 	if from == to || from.Equal(to) {
 		return nil
+	}
+	if !from.Local && (to.Local || seal.CanonicalID(from.Tier, from.Category, from.Key) != seal.CanonicalID(to.Tier, to.Category, to.Key)) {
+		op := "renamed away"
+		if to.Tier == TrashTier {
+			op = "moved to the trash"
+		}
+		if err := s.checkDelete(txn, from, op); err != nil {
+			return err
+		}
 	}
 	content, err := s.readContent(txn, src)
 	if err != nil {
@@ -351,16 +369,19 @@ func (s *Store) SetAttr(k Key, name string, value *string) error {
 		return fmt.Errorf("%w: local files have no %s", ErrInvalid, name)
 	}
 	if k.Tier == seal.TierJournal {
-		return fmt.Errorf("%w: journal events are immutable", ErrReadOnly)
+		return fmt.Errorf("%w: the journal is append-only: its events have no status or meta to change", ErrNotPermitted)
 	}
 	switch name {
 	case "status":
 	case "meta":
-		if value != nil && !json.Valid([]byte(*value)) {
+		if value != nil && utf8.ValidString(*value) && !json.Valid([]byte(*value)) {
 			return fmt.Errorf("%w: meta must be a JSON value", ErrInvalid)
 		}
 	default:
 		return fmt.Errorf("%w: no attribute %q", ErrInvalid, name)
+	}
+	if err := s.checkAttrShape(k, name, value); err != nil {
+		return err
 	}
 	return s.update(func(txn *badger.Txn, apply *[]func()) error {
 		n := s.t.get(k)
