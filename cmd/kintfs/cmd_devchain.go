@@ -55,7 +55,7 @@ func runDevchain(ctx context.Context, o *devchainOptions, args []string) error {
 			return err
 		}
 	}
-	dc, err := devchain.Start(devchain.Config{DataDir: dir, HTTPAddr: o.http, Period: o.period, ChainID: o.chainID})
+	dc, err := devchain.Start(devchain.Config{DataDir: dir, HTTPAddr: o.http, Period: o.period, ChainID: o.chainID, MaxLead: devchain.DefaultMaxLead})
 	if err != nil {
 		return err
 	}
