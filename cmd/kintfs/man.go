@@ -15,8 +15,8 @@ func manPage() string {
 	b.WriteString(".SH NAME\nkintfs \\- an encrypted, chain\\-anchored memory vault, mounted as a directory\n")
 	b.WriteString(".SH SYNOPSIS\n.B kintfs\n.I COMMAND\n[\\fIoptions\\fR]\n.br\n.B mount.kintfs\n.I TENANT MOUNTPOINT\n[\\fB\\-o\\fR \\fIoptions\\fR]\n")
 	b.WriteString(".SH DESCRIPTION\n")
-	b.WriteString(roff("kintfs mounts a kint memory vault as an ordinary directory. The vault lives on Base as a chain of epochs: " +
-		"encrypted change sets anchored by the EpochAnchor contract. Secrets are read from stdin, a file or the environment, " +
+	b.WriteString(roff("kintfs mounts a kint memory vault as an ordinary directory. The vault lives on Base as a chain of epochs: "+
+		"encrypted change sets anchored by the EpochAnchor contract. Secrets are read from stdin, a file or the environment, "+
 		"never from the command line.") + "\n")
 	b.WriteString(".SH COMMANDS\n")
 	for _, n := range commandNames() {
