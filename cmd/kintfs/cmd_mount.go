@@ -255,6 +255,9 @@ func (r *mountRun) serve(ctx context.Context) error {
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sig)
 	r.say("mounted %s (owner %s, tenant %q, chain %d)", r.dir, e.vault.Owner.Hex(), e.vault.Tenant, e.vault.ChainID)
+	if showNextSteps(r.o, os.Stderr) {
+		fmt.Fprint(os.Stderr, nextSteps(r.absDir, kintfsCommand(), envDuration("KINT_QUIET_SECONDS", 300*time.Second)))
+	}
 	_ = reportReady(nil)
 	sdNotify("READY=1")
 	pulled := r.initialPull(mctx)
