@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -186,6 +187,9 @@ func historyKey(ctx context.Context, o *infoOptions, args []string) (replica.Key
 			return k, nil, usagef("%s: %v", args[0], err)
 		case short:
 			return k, nil, usagef("%s is a shortened name: give the path in the mount, or TIER KEY", args[0])
+		}
+		if !slices.Contains(replica.Tiers, k.Tier) {
+			return k, nil, usagef("%s is neither a file in a kintfs mount nor TIER/KEY (or entity/CATEGORY/KEY): unknown tier %q", args[0], k.Tier)
 		}
 	}
 	if err != nil {
