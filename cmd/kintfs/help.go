@@ -119,7 +119,7 @@ func flagParseError(c *command, fl *pflag.FlagSet, err error) string {
 	msg := fmt.Sprintf("kintfs %s: %v", c.name, err)
 	var ne *pflag.NotExistError
 	if errors.As(err, &ne) {
-		var names []string
+		names := []string{"help"}
 		fl.VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
 		if n := ne.GetSpecifiedName(); n != "" {
 			msg += didYouMean(n, names, "--")
