@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 )
@@ -361,5 +362,27 @@ func TestMountChecksMountpointFirst(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(os.Getenv("KINT_HOME"))); err == nil {
 		t.Errorf("a refused mount created KINT_HOME")
+	}
+}
+
+// TestNextStepsQuoting: the next steps name paths a shell takes as printed, spaces and quotes
+// included, and the binary with KINT_HOME in front when it is set.
+func TestNextStepsQuoting(t *testing.T) {
+	if got := shellQuote("/tmp/my kint/it's"); got != `'/tmp/my kint/it'\''s'` {
+		t.Errorf("shellQuote: %s", got)
+	}
+	if got := shellQuote("/root/kint/.kint/ctl"); got != "/root/kint/.kint/ctl" {
+		t.Errorf("shellQuote of a plain path: %s", got)
+	}
+	t.Setenv("KINT_HOME", "/var/lib/kint home")
+	cmd := kintfsCommand()
+	if !strings.HasPrefix(cmd, `KINT_HOME='/var/lib/kint home' `) {
+		t.Errorf("kintfsCommand: %s", cmd)
+	}
+	text := nextSteps("/mnt/my kint", cmd, 300*time.Second)
+	for _, want := range []string{`echo flush > '/mnt/my kint/.kint/ctl'`, "  " + cmd + " status\n", "after 300 s", "Ctrl-C"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("next steps lack %q:\n%s", want, text)
+		}
 	}
 }

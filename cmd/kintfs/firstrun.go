@@ -21,8 +21,9 @@ func nextSteps(absDir, kintfs string, quiet time.Duration) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nkintfs is mounted at %s. Next, in another shell:\n", absDir)
 	fmt.Fprintf(&b, "  echo 'hello from kintfs' > %s\n", q(state))
-	fmt.Fprintf(&b, "      write a row: state/ takes UTF-8 text, entity/CATEGORY/KEY JSON, journal/ appended events,\n")
-	fmt.Fprintf(&b, "      reference/ text; a change is anchored after %s of quiet, or at once with:\n", quiet)
+	fmt.Fprintf(&b, "      write a row: state/ and reference/ take UTF-8 text, entity/CATEGORY/KEY a JSON value,\n")
+	fmt.Fprintf(&b, "      a new file in journal/ one event (a JSON object); changes are anchored after %d s\n", int(quiet.Seconds()))
+	fmt.Fprintf(&b, "      without a new one (KINT_QUIET_SECONDS), or at once with:\n")
 	fmt.Fprintf(&b, "  echo flush > %s\n", q(filepath.Join(absDir, ".kint", "ctl")))
 	fmt.Fprintf(&b, "  %s status\n", kintfs)
 	fmt.Fprintf(&b, "      what is staged, held and anchored; the anchored epochs and their block times:\n")
