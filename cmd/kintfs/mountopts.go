@@ -18,20 +18,19 @@ type mountOpt struct {
 	flag string // the mount flag the value goes to
 	set  string // for an option without a value: the value its flag is given
 	file bool   // the value names a file whose content (trimmed) is the variable's value
-	help string
 }
 
 // mountOptTable lists every kintfs option of fstab and -o. home= and tenant= go to the
 // environment too; the helper also requires home= and defaults the tenant to its first
 // argument.
 var mountOptTable = []mountOpt{
-	{name: "home", env: "KINT_HOME", help: "KINT_HOME, the state directory"},
-	{name: "tenant", env: "KINT_TENANT", help: "the tenant"},
-	{name: "rpc", env: "KINT_RPC_URL", help: "the JSON-RPC URL"},
-	{name: "contract", env: "KINT_CONTRACT", help: "the EpochAnchor address"},
-	{name: "quiet", env: "KINT_QUIET_SECONDS", help: "seconds of quiet before staged rows are anchored"},
-	{name: "size_trigger", env: "KINT_SIZE_TRIGGER_BYTES", help: "staged bytes that anchor at once"},
-	{name: "session_passphrase_file", env: "KINT_SESSION_PASSPHRASE", file: true, help: "a file holding the local secret"},
+	{name: "home", env: "KINT_HOME"},
+	{name: "tenant", env: "KINT_TENANT"},
+	{name: "rpc", env: "KINT_RPC_URL"},
+	{name: "contract", env: "KINT_CONTRACT"},
+	{name: "quiet", env: "KINT_QUIET_SECONDS"},
+	{name: "size_trigger", env: "KINT_SIZE_TRIGGER_BYTES"},
+	{name: "session_passphrase_file", env: "KINT_SESSION_PASSPHRASE", file: true},
 	{name: "poll", flag: "poll"},
 	{name: "log_file", flag: "log-file"},
 	{name: "file_mode", flag: "file-mode"},
