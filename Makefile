@@ -3,11 +3,32 @@ GO       ?= go
 BIN      ?= bin/kintfs
 MNT      ?= $(HOME)/kint
 FUZZTIME ?= 5s
+PREFIX   ?= /usr/local
+SBINDIR  ?= /sbin
+DESTDIR  ?=
+# the source commit kintfs version prints
+COMMIT   ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
+LDFLAGS  ?= -X main.commit=$(COMMIT)
 
-.PHONY: build cross test test-unit stress run bench uring-probe fuzz vet lint contracts contracts-check clean
+.PHONY: build cross test test-unit stress run bench uring-probe fuzz vet lint contracts contracts-check clean install man
 
 build:
-	$(GO) build -o $(BIN) ./cmd/kintfs
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/kintfs
+
+# The manual page, made from the same table as kintfs --help.
+man: build
+	mkdir -p docs
+	$(BIN) man > docs/kintfs.1
+
+# kintfs on PATH, mount.kintfs for fstab and mount(8), the manual page and the bash completion.
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(SBINDIR) $(DESTDIR)$(PREFIX)/share/man/man1 \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions
+	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/kintfs
+	ln -sf $(PREFIX)/bin/kintfs $(DESTDIR)$(SBINDIR)/mount.kintfs
+	$(BIN) man > $(DESTDIR)$(PREFIX)/share/man/man1/kintfs.1
+	$(BIN) completion bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/kintfs
+	@echo "installed $(DESTDIR)$(PREFIX)/bin/kintfs and $(DESTDIR)$(SBINDIR)/mount.kintfs -> $(PREFIX)/bin/kintfs"
 
 # Cross-compile and vet for the other platforms: macOS (macFUSE) on both architectures and
 # 64-bit ARM Linux, without cgo.
@@ -43,7 +64,9 @@ lint: vet
 	$(GO) run $(STATICCHECK) ./...
 
 # Mount a vault on the embedded development chain (not Base) at $(MNT).
-run: build
+run:
+	@echo "building $(BIN): the first build compiles go-ethereum and takes a few minutes; later ones take seconds"
+	@$(MAKE) --no-print-directory build
 	mkdir -p $(MNT)
 	$(BIN) mount --dev $(MNT)
 

@@ -20,7 +20,7 @@ import (
 //	ctl     write a command (one of replica.Commands); the write returns when it is done, or
 //	        fails with its errno. Reading it lists the commands.
 //	status  the replica's status as JSON.
-//	blocks  one line per anchored epoch this machine holds.
+//	blocks  one line per anchored epoch this machine holds: seq block tx time.
 
 var errUnknownCommand = errors.New("unknown command")
 

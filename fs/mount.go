@@ -128,6 +128,12 @@ func Mount(dir string, b Backend, o MountOptions) (*Mounted, error) {
 	return &Mounted{dir: dir, server: server, fs: f}, nil
 }
 
+// CheckMountpoint is checkMountpoint, for the command line to call before it contacts the
+// chain.
+func CheckMountpoint(dir string, allowNonEmpty bool) error {
+	return checkMountpoint(dir, allowNonEmpty)
+}
+
 // checkMountpoint refuses a missing mountpoint, a file, and a non-empty directory unless asked.
 func checkMountpoint(dir string, allowNonEmpty bool) error {
 	d, err := os.Open(dir)

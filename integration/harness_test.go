@@ -80,7 +80,9 @@ func startDevchain(t *testing.T, args ...string) *devChain {
 
 func (d *devChain) start(t *testing.T) {
 	t.Helper()
-	cmd := exec.Command(kintfsBin, append([]string{"devchain", "--datadir", d.dir, "--http", "127.0.0.1:0"}, d.args...)...)
+	// --max-lead 0: blocks as fast as the tests ask for them, as before the dev chain kept to
+	// the wall clock (TestFirstRunNextSteps and chain/devchain test that it does)
+	cmd := exec.Command(kintfsBin, append([]string{"devchain", "--datadir", d.dir, "--http", "127.0.0.1:0", "--max-lead", "0"}, d.args...)...)
 	cmd.Env = append(os.Environ(), "KINT_HOME="+d.dir)
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -349,7 +349,7 @@ func TestExitCodeTable(t *testing.T) {
 		msg    string
 	}{
 		{"done", a, nil, "", []string{"log"}, false, 0, ""},
-		{"I/O fault: no mountpoint", a, nil, "", []string{"mount", filepath.Join(t.TempDir(), "missing")}, true, 1, "no such file"},
+		{"refused: no mountpoint", a, nil, "", []string{"mount", filepath.Join(t.TempDir(), "missing")}, true, 2, "no such file"},
 		{"nothing to push", a, nil, "", []string{"push"}, false, 2, "nothing to push"},
 		{"no vault", fresh, nil, "", []string{"mount", emptyDir()}, true, 2, "kintfs init"},
 		{"wrong passphrase", adopter, nil, "not pw\n", []string{"init", "--owner", a.owner(), "--passphrase-stdin"}, false, 2, "the passphrase does not open this vault"},

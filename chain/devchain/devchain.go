@@ -11,9 +11,12 @@
 // instead of waiting for the next transaction. Waiting for more needs Commit (which
 // seals an empty block on demand), other traffic, or a Period.
 //
-// Block timestamps must increase, so a burst of blocks runs the chain's clock ahead of
-// the wall clock by a second per block, catching up when the chain is idle. Deadlines
-// meant for the contract are safest taken from the latest block's timestamp.
+// Block timestamps are whole seconds and must increase, so a burst of blocks runs the
+// chain's clock ahead of the wall clock by a second per block. With MaxLead set (the kintfs
+// commands set it), sealing waits for the wall clock whenever the next block would run more
+// than MaxLead ahead of it, so that block times follow the wall clock and @<time> means what
+// the clock says; without it the lead grows under load and shrinks when the chain is idle.
+// Deadlines meant for the contract are safest taken from the latest block's timestamp.
 package devchain
 
 import (
@@ -65,7 +68,16 @@ type Config struct {
 	// id, lets tools that bind Base's id into the epoch AAD read a dev vault: the chain is
 	// still not Base. It is fixed when the chain is created.
 	ChainID uint64
+	// MaxLead bounds how far a block's time may run ahead of the wall clock: sealing a block
+	// that would be further ahead waits (a second at most per block) for the clock. Zero
+	// leaves the lead unbounded, as the tests that seal many blocks in a row want.
+	MaxLead time.Duration
 }
+
+// DefaultMaxLead is the MaxLead of the dev chains kintfs runs for a user: a burst of a few
+// blocks (a push and its confirmations) is sealed at once, and block times stay within a
+// few seconds of the wall clock under any load.
+const DefaultMaxLead = 2 * time.Second
 
 // Account is a funded dev account. The keys are derived from a fixed seed and are
 // public: never send anything of value to them.
@@ -419,9 +431,31 @@ func (d *DevChain) seal() {
 
 // commit seals one block, writes it through to disk and lets the pool catch up with it.
 func (d *DevChain) commit() {
+	d.keepToWallClock()
 	d.beacon.Commit()
 	d.persist()
 	d.eth.TxPool().Sync()
+}
+
+// keepToWallClock waits, with MaxLead set, until the next block's time (one second past the
+// head's, or now) is at most MaxLead ahead of the wall clock; it waits a second at most, so a
+// chain left far ahead by an earlier run seals at the wall clock's pace, neither stalling nor
+// running further ahead.
+func (d *DevChain) keepToWallClock() {
+	if d.cfg.MaxLead <= 0 {
+		return
+	}
+	next := time.Unix(int64(d.eth.BlockChain().CurrentHeader().Time)+1, 0)
+	wait := min(time.Until(next.Add(-d.cfg.MaxLead)), time.Second)
+	if wait <= 0 {
+		return
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-d.quit:
+	}
 }
 
 // persist flushes the database to disk. go-ethereum writes asynchronously and leaves the

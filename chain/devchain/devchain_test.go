@@ -293,3 +293,42 @@ func runChild(dir string) int {
 	time.Sleep(time.Minute)
 	return 1 // not reached: the parent kills this process
 }
+
+// TestBlockTimesFollowWallClock: with MaxLead, a run of blocks sealed as fast as they are
+// asked for never takes a time more than MaxLead ahead of the wall clock, and the chain's
+// clock ends near the wall clock (the tolerances allow for a loaded machine).
+func TestBlockTimesFollowWallClock(t *testing.T) {
+	d := start(t, devchain.Config{MaxLead: devchain.DefaultMaxLead})
+	ec, err := ethclient.Dial(d.Info().RPC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ec.Close()
+	ctx := context.Background()
+	lead := int64(devchain.DefaultMaxLead / time.Second)
+	const blocks = 8
+	start := time.Now()
+	for i := 0; i < blocks; i++ {
+		if err := d.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		h, err := ec.HeaderByNumber(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ahead := int64(h.Time) - time.Now().Unix(); ahead > lead+1 {
+			t.Fatalf("block %d has time %d, %d s ahead of the wall clock (MaxLead %v)", h.Number, h.Time, ahead, devchain.DefaultMaxLead)
+		}
+	}
+	// eight blocks take about six seconds (the first few within the lead): the chain waited
+	if took := time.Since(start); took < time.Duration(blocks-int(lead)-2)*time.Second {
+		t.Fatalf("%d blocks in %v: the chain did not wait for the wall clock", blocks, took)
+	}
+	h, err := ec.HeaderByNumber(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if skew := int64(h.Time) - time.Now().Unix(); skew < -30 || skew > lead+1 {
+		t.Fatalf("head time %d is %d s from the wall clock", h.Time, skew)
+	}
+}

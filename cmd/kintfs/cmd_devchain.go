@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -18,12 +19,13 @@ type devchainOptions struct {
 	http    string
 	period  uint64
 	chainID uint64
+	maxLead time.Duration
 }
 
 func init() {
 	register(&command{
 		name:  "devchain",
-		usage: "[--datadir DIR] [--http 127.0.0.1:8545] [--period N] [--chain-id N]",
+		usage: "[--datadir DIR] [--http 127.0.0.1:8545] [--period N] [--chain-id N] [--max-lead 2s]",
 		short: "run a local development chain (not Base) with EpochAnchor deployed",
 		setup: func(fs *pflag.FlagSet) runFunc {
 			o := &devchainOptions{}
@@ -31,6 +33,7 @@ func init() {
 			fs.StringVar(&o.http, "http", "127.0.0.1:8545", "JSON-RPC listen address (loopback only)")
 			fs.Uint64Var(&o.period, "period", 0, "seconds between blocks (0: a block per transaction)")
 			fs.Uint64Var(&o.chainID, "chain-id", devchain.ChainID, "the chain id, fixed when the chain is created (8453 lets tools bound to Base's id read a dev vault; it is still not Base)")
+			fs.DurationVar(&o.maxLead, "max-lead", devchain.DefaultMaxLead, "how far block times may run ahead of the wall clock before sealing waits for it (0: no bound)")
 			return func(ctx context.Context, args []string) error { return runDevchain(ctx, o, args) }
 		},
 	})
@@ -55,7 +58,7 @@ func runDevchain(ctx context.Context, o *devchainOptions, args []string) error {
 			return err
 		}
 	}
-	dc, err := devchain.Start(devchain.Config{DataDir: dir, HTTPAddr: o.http, Period: o.period, ChainID: o.chainID})
+	dc, err := devchain.Start(devchain.Config{DataDir: dir, HTTPAddr: o.http, Period: o.period, ChainID: o.chainID, MaxLead: o.maxLead})
 	if err != nil {
 		return err
 	}

@@ -26,6 +26,7 @@ import (
 
 type doctorOptions struct {
 	allowOther bool
+	json       bool
 }
 
 // minSessionBalance is what kint calls enough to push: 0.00002 ETH.
@@ -34,11 +35,12 @@ var minSessionBalance = big.NewInt(20_000_000_000_000)
 func init() {
 	register(&command{
 		name:  "doctor",
-		usage: "[--allow-other] [MNT]",
+		usage: "[--allow-other] [--json] [MNT]",
 		short: "check every moving part (home, keys, RPCs, contract, session key, mirror, FUSE) and say which fails",
 		setup: func(fs *pflag.FlagSet) runFunc {
 			o := &doctorOptions{}
 			fs.BoolVar(&o.allowOther, "allow-other", false, "also check that /etc/fuse.conf allows --allow-other")
+			fs.BoolVar(&o.json, "json", false, "print the checks as JSON: {checks: [{check, result (ok, warn, fail), message}], failed, warned}")
 			return func(ctx context.Context, args []string) error { return runDoctor(ctx, o, args) }
 		},
 	})
@@ -48,10 +50,39 @@ type doctorRun struct {
 	ctx    context.Context
 	failed int
 	warned int
+	json   bool          // collect the checks for one JSON document instead of printing lines
+	checks []doctorCheck // with json
+}
+
+// doctorCheck is one check as doctor --json prints it.
+type doctorCheck struct {
+	Check   string `json:"check"`
+	Result  string `json:"result"` // ok, warn or fail
+	Message string `json:"message"`
 }
 
 func (d *doctorRun) line(tag, name, format string, args ...any) {
+	if d.json {
+		d.checks = append(d.checks, doctorCheck{Check: name, Result: strings.ToLower(strings.TrimSpace(tag)), Message: fmt.Sprintf(format, args...)})
+		return
+	}
 	fmt.Fprintf(outw(d.ctx), "[%s] %s: %s\n", tag, name, fmt.Sprintf(format, args...))
+}
+
+// printJSON prints the checks collected under --json.
+func (d *doctorRun) printJSON() {
+	if !d.json {
+		return
+	}
+	checks := d.checks
+	if checks == nil {
+		checks = []doctorCheck{}
+	}
+	printJSON(d.ctx, struct {
+		Checks []doctorCheck `json:"checks"`
+		Failed int           `json:"failed"`
+		Warned int           `json:"warned"`
+	}{checks, d.failed, d.warned})
 }
 func (d *doctorRun) ok(name, format string, args ...any) { d.line("ok  ", name, format, args...) }
 func (d *doctorRun) warn(name, format string, args ...any) {
@@ -65,9 +96,10 @@ func (d *doctorRun) fail(name, format string, args ...any) {
 
 func runDoctor(ctx context.Context, o *doctorOptions, args []string) error {
 	if len(args) > 1 {
-		return usagef("doctor [--allow-other] [MNT]")
+		return usagef("doctor [--allow-other] [--json] [MNT]")
 	}
-	d := &doctorRun{ctx: ctx}
+	d := &doctorRun{ctx: ctx, json: o.json}
+	defer d.printJSON()
 	home, err := defaultHome()
 	if err != nil {
 		d.fail("KINT_HOME", "%v", err)

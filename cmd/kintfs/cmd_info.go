@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -36,25 +38,35 @@ func init() {
 	})
 	register(&command{
 		name:  "log",
+		usage: "[--json]",
 		short: "list the anchored epochs this machine holds",
-		run:   runLog,
+		setup: func(fs *pflag.FlagSet) runFunc {
+			o := &infoOptions{}
+			fs.BoolVar(&o.json, "json", false, "print a JSON list, one object per epoch (block_time in RFC 3339, \"\" while unknown)")
+			return func(ctx context.Context, args []string) error { return runLog(ctx, o, args) }
+		},
 	})
 	register(&command{
 		name:  "history",
-		usage: "TIER KEY [--category C] [--block N]",
-		short: "list every anchored version of a row, or print the one at a block",
+		usage: "(TIER KEY | PATH) [--category C] [--block N] [--json]",
+		short: "list every anchored version of a row (named by tier and key, a path in a mount, or tier/key), or print the one at a block",
 		setup: func(fs *pflag.FlagSet) runFunc {
 			o := &infoOptions{}
 			fs.StringVar(&o.category, "category", "", "the entity's category")
 			fs.Uint64Var(&o.block, "block", 0, "print the body as anchored at or before this block")
+			fs.BoolVar(&o.json, "json", false, "print the versions as a JSON list")
 			return func(ctx context.Context, args []string) error { return runHistory(ctx, o, args) }
 		},
 	})
 	register(&command{
 		name:  "verify",
-		usage: "PATH...",
+		usage: "[--json] PATH...",
 		short: "prove each file of a mount against the anchored rows_root with its merkle path",
-		run:   runVerify,
+		setup: func(fs *pflag.FlagSet) runFunc {
+			o := &infoOptions{}
+			fs.BoolVar(&o.json, "json", false, "print one JSON object per file in a list")
+			return func(ctx context.Context, args []string) error { return runVerify(ctx, o, args) }
+		},
 	})
 }
 
@@ -100,7 +112,16 @@ func runStatus(ctx context.Context, o *infoOptions, args []string) error {
 	return nil
 }
 
-func runLog(ctx context.Context, args []string) error {
+// logEntry is one epoch as log --json prints it.
+type logEntry struct {
+	replica.EpochInfo
+	BlockTime string `json:"block_time"` // RFC 3339 UTC; "" while not recorded
+}
+
+func runLog(ctx context.Context, o *infoOptions, args []string) error {
+	if len(args) > 0 {
+		return usagef("log takes no arguments")
+	}
 	e, err := openVault(ctx, openOptions{})
 	if err != nil {
 		return err
@@ -109,6 +130,14 @@ func runLog(ctx context.Context, args []string) error {
 	eps, err := e.rep.Epochs()
 	if err != nil {
 		return err
+	}
+	if o.json {
+		out := make([]logEntry, 0, len(eps))
+		for _, ep := range eps {
+			out = append(out, logEntry{EpochInfo: ep, BlockTime: strings.Trim(blockTime(ep.Time), "-")})
+		}
+		printJSON(ctx, out)
+		return nil
 	}
 	for _, ep := range eps {
 		kind := "diff"
@@ -138,11 +167,57 @@ func rowKeyArgs(o *infoOptions, tier, key string) (replica.Key, error) {
 	return k, usagef("unknown tier %q (entity, state, reference, journal)", tier)
 }
 
-func runHistory(ctx context.Context, o *infoOptions, args []string) error {
-	if len(args) != 2 {
-		return usagef("history TIER KEY [--category C] [--block N]")
+// historyKey is the row history names: TIER KEY, or one PATH (a file in a mount, or
+// tier/key as the live tree spells it), and the tier and key to name it by.
+func historyKey(ctx context.Context, o *infoOptions, args []string) (replica.Key, []string, error) {
+	switch len(args) {
+	case 2:
+		k, err := rowKeyArgs(o, args[0], args[1])
+		return k, args, err
+	case 1:
+	default:
+		return replica.Key{}, nil, usagef("history TIER KEY, or history PATH [--category C] [--block N] [--json]")
 	}
-	k, err := rowKeyArgs(o, args[0], args[1])
+	k, err := keyOfPath(ctx, args[0])
+	var ue usageError
+	if errors.As(err, &ue) && strings.Contains(ue.msg, "is not inside a kintfs mount") {
+		// not a file of a mount: tier/key (entity/category/key) as the tree spells it
+		var short bool
+		k, short, err = fs.KeyOfPath(filepath.Clean(args[0]))
+		switch {
+		case errors.Is(err, fs.ErrNotRowPath) || (err == nil && k.Local):
+			return k, nil, usagef("%s is neither a file in a kintfs mount nor TIER/KEY (or entity/CATEGORY/KEY); or give TIER KEY", args[0])
+		case err != nil:
+			return k, nil, usagef("%s: %v", args[0], err)
+		case short:
+			return k, nil, usagef("%s is a shortened name: give the path in the mount, or TIER KEY", args[0])
+		}
+		if !slices.Contains(replica.Tiers, k.Tier) {
+			return k, nil, usagef("%s is neither a file in a kintfs mount nor TIER/KEY (or entity/CATEGORY/KEY): unknown tier %q", args[0], k.Tier)
+		}
+	}
+	if err != nil {
+		return k, nil, err
+	}
+	if o.category != "" {
+		return k, nil, usagef("--category goes with TIER KEY; a path names the category itself")
+	}
+	return k, []string{k.Tier, k.Key}, nil
+}
+
+// historyEntry is one version as history --json prints it.
+type historyEntry struct {
+	Seq       uint64 `json:"seq"`
+	Block     uint64 `json:"block"`
+	BlockTime string `json:"block_time"` // RFC 3339 UTC; "" while not recorded
+	Tx        string `json:"tx"`
+	Deleted   bool   `json:"deleted"`
+	Bytes     int    `json:"bytes"`
+	Leaf      string `json:"leaf"` // "" for a deletion
+}
+
+func runHistory(ctx context.Context, o *infoOptions, args []string) error {
+	k, args, err := historyKey(ctx, o, args)
 	if err != nil {
 		return err
 	}
@@ -187,6 +262,19 @@ func runHistory(ctx context.Context, o *infoOptions, args []string) error {
 	times := map[uint64]uint64{}
 	for _, ep := range eps {
 		times[ep.Seq] = ep.Time
+	}
+	if o.json {
+		out := make([]historyEntry, 0, len(vs))
+		for _, v := range vs {
+			h := historyEntry{Seq: v.Anchor.Seq, Block: v.Anchor.Block, BlockTime: strings.Trim(blockTime(times[v.Anchor.Seq]), "-"),
+				Tx: v.Anchor.Tx, Deleted: v.Row == nil}
+			if v.Row != nil {
+				h.Bytes, h.Leaf = len(replica.RenderContent(v.Row)), fmt.Sprintf("%x", seal.Leaf(v.Row))
+			}
+			out = append(out, h)
+		}
+		printJSON(ctx, out)
+		return nil
 	}
 	for _, v := range vs {
 		at := fmt.Sprintf("seq %d block %d time %s tx %s", v.Anchor.Seq, v.Anchor.Block, blockTime(times[v.Anchor.Seq]), v.Anchor.Tx)
@@ -244,7 +332,21 @@ func keyOfPath(ctx context.Context, path string) (replica.Key, error) {
 	return k, nil
 }
 
-func runVerify(ctx context.Context, args []string) error {
+// verifyEntry is one file as verify --json prints it.
+type verifyEntry struct {
+	Path     string `json:"path"`
+	OK       bool   `json:"ok"`
+	Error    string `json:"error,omitempty"`
+	Leaf     string `json:"leaf,omitempty"`
+	RowsRoot string `json:"rows_root,omitempty"`
+	Seq      uint64 `json:"seq,omitempty"`
+	Block    uint64 `json:"block,omitempty"`
+	Tx       string `json:"tx,omitempty"`
+	Steps    int    `json:"steps"`
+	Staged   bool   `json:"staged"` // the file has changes not yet anchored; the anchored version was proven
+}
+
+func runVerify(ctx context.Context, o *infoOptions, args []string) error {
 	if len(args) == 0 {
 		return usagef("verify PATH...")
 	}
@@ -257,6 +359,11 @@ func runVerify(ctx context.Context, args []string) error {
 		return err
 	}
 	failed := 0
+	var entries []verifyEntry
+	if o.json {
+		defer func() { printJSON(ctx, entries) }()
+		entries = []verifyEntry{}
+	}
 	for _, p := range args {
 		k, err := keyOfPath(ctx, p)
 		if err != nil {
@@ -264,8 +371,17 @@ func runVerify(ctx context.Context, args []string) error {
 		}
 		proof, err := e.rep.Prove(k)
 		if err != nil {
-			fmt.Fprintf(outw(ctx), "%s: FAILED: %v\n", p, err)
+			if o.json {
+				entries = append(entries, verifyEntry{Path: p, Error: err.Error()})
+			} else {
+				fmt.Fprintf(outw(ctx), "%s: FAILED: %v\n", p, err)
+			}
 			failed++
+			continue
+		}
+		if o.json {
+			entries = append(entries, verifyEntry{Path: p, OK: true, Leaf: fmt.Sprintf("%x", proof.Leaf), RowsRoot: fmt.Sprintf("%x", proof.RowsRoot),
+				Seq: proof.Epoch.Seq, Block: proof.Epoch.Block, Tx: proof.Epoch.Tx, Steps: len(proof.Steps), Staged: proof.Staged})
 			continue
 		}
 		note := ""

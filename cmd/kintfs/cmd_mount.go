@@ -43,6 +43,8 @@ type mountOptions struct {
 	dirMode       string
 	umask         string
 	vaultModel    string
+	uid, gid      int64
+	opts          []string
 }
 
 var errMountBusy = errors.New("the mount is busy")
@@ -70,7 +72,15 @@ func init() {
 			fs.StringVar(&o.dirMode, "dir-mode", "0755", "the mode (octal) of directories never given one by chmod")
 			fs.StringVar(&o.vaultModel, "vault-model", "", "set and keep what the vault may anchor: kint or full (see kintfs vault-model); default: as kept")
 			fs.StringVar(&o.umask, "umask", "", "permission bits to clear on every file, in octal (default 077 with --allow-other: rows 0600, only you; else 022)")
-			return func(ctx context.Context, args []string) error { return runMount(ctx, o, args) }
+			fs.Int64Var(&o.uid, "uid", -1, "the user id that owns every file (default: the mounting user)")
+			fs.Int64Var(&o.gid, "gid", -1, "the group id that owns every file (default: the mounting user's group)")
+			fs.StringSliceVarP(&o.opts, "options", "o", nil, "mount options as in fstab, comma-separated: "+mountOptNames())
+			return func(ctx context.Context, args []string) error {
+				if err := applyMountOpts(fs, o.opts); err != nil {
+					return err
+				}
+				return runMount(ctx, o, args)
+			}
 		},
 	})
 }
@@ -130,6 +140,17 @@ func checkMountFlags(o *mountOptions, args []string) (r *mountRun, err error) {
 		return nil, err
 	}
 	if r.fileMode, r.dirMode, err = parseModes(o.fileMode, o.dirMode); err != nil {
+		return nil, err
+	}
+	for _, id := range []struct {
+		name string
+		v    int64
+	}{{"uid", o.uid}, {"gid", o.gid}} {
+		if id.v < -1 || id.v > 1<<32-2 {
+			return nil, usagef("--%s %d: give a numeric id", id.name, id.v)
+		}
+	}
+	if err := checkMountDir(r.dir, o.allowNonEmpty); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -223,7 +244,7 @@ func (r *mountRun) serve(ctx context.Context) error {
 	r.startWorker()
 	m, err := fs.Mount(r.dir, e.rep, fs.MountOptions{AllowOther: r.o.allowOther, ReadOnly: r.o.readOnly,
 		AllowNonEmpty: r.o.allowNonEmpty, Xattrs: r.o.xattrs, FileMode: r.fileMode, DirMode: r.dirMode, Logger: r.logger,
-		Debug: r.o.debugFuse || r.o.verbose >= 2, Umask: r.umask})
+		Debug: r.o.debugFuse || r.o.verbose >= 2, Umask: r.umask, UID: ownerID(r.o.uid, os.Getuid()), GID: ownerID(r.o.gid, os.Getgid())})
 	if err != nil {
 		_ = e.rep.StopWorker(context.Background())
 		return r.fail(err)
@@ -244,6 +265,9 @@ func (r *mountRun) serve(ctx context.Context) error {
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sig)
 	r.say("mounted %s (owner %s, tenant %q, chain %d)", r.dir, e.vault.Owner.Hex(), e.vault.Tenant, e.vault.ChainID)
+	if showNextSteps(r.o, os.Stderr) {
+		fmt.Fprint(os.Stderr, nextSteps(r.absDir, kintfsCommand(), envDuration("KINT_QUIET_SECONDS", 300*time.Second)))
+	}
 	_ = reportReady(nil)
 	sdNotify("READY=1")
 	pulled := r.initialPull(mctx)
@@ -436,6 +460,38 @@ func openLog(logFile string) (*log.Logger, func(), error) {
 		w, closeFn = f, func() { f.Close() }
 	}
 	return log.New(w, "kintfs: ", log.LstdFlags), closeFn, nil
+}
+
+// checkMountDir refuses, before anything contacts the chain, a mountpoint that is missing,
+// not a directory, or not empty (unless allowNonEmpty). A dead mount (ENOTCONN) passes: it
+// is cleared later. So does a directory where a kintfs mount answers: the refusal names it.
+func checkMountDir(dir string, allowNonEmpty bool) error {
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, syscall.ENOTCONN):
+		return nil
+	case errors.Is(err, os.ErrNotExist):
+		return usagef("mountpoint %s: no such file or directory: create it first (mkdir -p %s)", dir, dir)
+	case err != nil:
+		return usagef("mountpoint %s: %v", dir, err)
+	case !st.IsDir():
+		return usagef("mountpoint %s is not a directory", dir)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".kint", "status")); err == nil {
+		return nil
+	}
+	if err := fs.CheckMountpoint(dir, allowNonEmpty); err != nil {
+		return usageError{err.Error()}
+	}
+	return nil
+}
+
+// ownerID is the owner --uid or --gid asks for (-1: the mounting user's, def).
+func ownerID(v int64, def int) uint32 {
+	if v < 0 {
+		return uint32(def)
+	}
+	return uint32(v)
 }
 
 // clearStaleMount detects a dead mount left on dir and clears it, or says how.

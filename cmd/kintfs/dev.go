@@ -69,7 +69,7 @@ func devChainID(dir string, chainID uint64) (uint64, error) {
 // process runs there (dc is then nil), and points the mount's websocket at it.
 func startDevChain(dir string, chainID uint64, say func(string, ...any)) (*devchain.DevChain, devchain.Info, error) {
 	var info devchain.Info
-	dc, err := devchain.Start(devchain.Config{DataDir: dir, HTTPAddr: "127.0.0.1:0", ChainID: chainID})
+	dc, err := devchain.Start(devchain.Config{DataDir: dir, HTTPAddr: "127.0.0.1:0", ChainID: chainID, MaxLead: devchain.DefaultMaxLead})
 	if err == nil {
 		info = dc.Info()
 	} else {

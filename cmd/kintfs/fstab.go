@@ -15,27 +15,11 @@ import (
 // (session_passphrase_file=) or the environment, never from the option string, and $HOME is
 // never consulted: home= (or KINT_HOME) names the state directory.
 
-// fstabIgnored are options that belong to mount(8) or systemd, not to kintfs.
-var fstabIgnored = map[string]bool{"_netdev": true, "nofail": true, "noauto": true, "auto": true, "defaults": true,
-	"rw": true, "user": true, "users": true, "nouser": true, "exec": true, "noexec": true, "suid": true, "nosuid": true,
-	"dev": true, "nodev": true, "async": true, "sync": true, "atime": true, "noatime": true, "relatime": true}
-
 // fstabMount is what one mount.kintfs call asks for.
 type fstabMount struct {
 	env  []string
 	args []string // kintfs's own argv
 }
-
-// fstabEnv are the options that become kintfs's environment, and fstabFlags those that
-// become a flag with the option's value.
-var (
-	fstabEnv = map[string]string{"rpc": "KINT_RPC_URL", "contract": "KINT_CONTRACT", "quiet": "KINT_QUIET_SECONDS",
-		"size_trigger": "KINT_SIZE_TRIGGER_BYTES"}
-	fstabFlags = map[string]string{"poll": "--poll", "log_file": "--log-file", "file_mode": "--file-mode", "dir_mode": "--dir-mode", "vault_model": "--vault-model"}
-	// fstabSwitches become a flag of their own, with no value.
-	fstabSwitches = map[string]string{"allow_other": "--allow-other", "allow_non_empty": "--allow-non-empty",
-		"nonempty": "--allow-non-empty", "ro": "--read-only", "noxattrs": "--xattrs=false"}
-)
 
 // parseFstab turns mount.kintfs's arguments into kintfs's environment and argv.
 func parseFstab(argv []string) (*fstabMount, error) {
@@ -53,7 +37,7 @@ func parseFstab(argv []string) (*fstabMount, error) {
 		case name == "home" && hasVal:
 			home = val
 		default:
-			if err := m.option(o, name, val, hasVal); err != nil {
+			if err := m.option(o); err != nil {
 				return nil, err
 			}
 		}
@@ -94,28 +78,14 @@ func splitFstabArgs(argv []string) (pos, opts []string, err error) {
 	return pos, opts, nil
 }
 
-// option adds one -o option (o, read as name=val) to the environment or the argv; the options
-// of mount(8) and systemd are ignored, and a secret in the option string is refused.
-func (m *fstabMount) option(o, name, val string, hasVal bool) error {
-	switch {
-	case name == "" || fstabIgnored[name] || strings.HasPrefix(name, "x-systemd.") || strings.HasPrefix(name, "comment="):
-	case fstabEnv[name] != "" && hasVal:
-		m.env = append(m.env, fstabEnv[name]+"="+val)
-	case fstabFlags[name] != "" && hasVal:
-		m.args = append(m.args, fstabFlags[name], val)
-	case name == "session_passphrase_file" && hasVal:
-		b, err := os.ReadFile(val)
-		if err != nil {
-			return fmt.Errorf("mount.kintfs: session_passphrase_file: %w", err)
-		}
-		m.env = append(m.env, "KINT_SESSION_PASSPHRASE="+strings.TrimSpace(string(b)))
-	case fstabSwitches[name] != "":
-		m.args = append(m.args, fstabSwitches[name])
-	case name == "passphrase" || name == "session_passphrase" || name == "key":
-		return fmt.Errorf("mount.kintfs: %s= would put a secret in the option string; use session_passphrase_file= or the environment", name)
-	default:
-		return fmt.Errorf("mount.kintfs: unknown option %q", o)
+// option adds one -o option (o, read as name=val) to the environment or the argv, by the
+// table mount -o uses too.
+func (m *fstabMount) option(o string) error {
+	env, args, err := translateMountOpt(o)
+	if err != nil {
+		return fmt.Errorf("mount.kintfs: %w", err)
 	}
+	m.env, m.args = append(m.env, env...), append(m.args, args...)
 	return nil
 }
 

@@ -9,8 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"sort"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/pflag"
@@ -88,20 +86,20 @@ func runIO(base context.Context, argv []string, cio *cmdIO) int {
 	if cio.env == nil {
 		cio.argv = argv
 	}
-	if code, done := runBuiltin(argv); done {
+	if code, done := runBuiltin(argv, cio); done {
 		return code
 	}
-	c := commands[argv[0]]
-	if c == nil {
-		fmt.Fprintf(cio.err, "kintfs: unknown command %q (kintfs --help lists them)\n", argv[0])
+	c, err := lookupCommand(argv[0])
+	if err != nil {
+		fmt.Fprintf(cio.err, "kintfs: %v\n", err)
 		return exitUsage
 	}
-	fl, runc := c.flagSet(cio.err)
+	fl, runc := c.flagSet(cio.out)
 	if err := fl.Parse(argv[1:]); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return exitOK
 		}
-		fmt.Fprintf(cio.err, "kintfs %s: %v\n", c.name, err)
+		fmt.Fprintln(cio.err, flagParseError(c, fl, err))
 		return exitUsage
 	}
 	if cio.env == nil && forwarded[c.name] {
@@ -117,7 +115,7 @@ func runIO(base context.Context, argv []string, cio *cmdIO) int {
 		ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 		defer stop()
 	}
-	err := runc(ctx, fl.Args())
+	err = runc(ctx, fl.Args())
 	if err == nil {
 		return exitOK
 	}
@@ -127,38 +125,34 @@ func runIO(base context.Context, argv []string, cio *cmdIO) int {
 	return exitCode(err)
 }
 
-// runBuiltin answers no command, help and version; done is false for any other argv.
-func runBuiltin(argv []string) (code int, done bool) {
-	if len(argv) == 0 || argv[0] == "-h" || argv[0] == "--help" || argv[0] == "help" {
-		printUsage()
-		if len(argv) == 0 {
-			return exitUsage, true
-		}
+// runBuiltin answers no command (the help, on stderr, exit 2), --help and --version; done
+// is false for any other argv.
+func runBuiltin(argv []string, cio *cmdIO) (code int, done bool) {
+	switch {
+	case len(argv) == 0:
+		printUsage(cio.err)
+		return exitUsage, true
+	case argv[0] == "-h" || argv[0] == "--help":
+		printUsage(cio.out)
 		return exitOK, true
-	}
-	if argv[0] == "--version" || argv[0] == "version" {
-		fmt.Println("kintfs " + version)
+	case argv[0] == "--version":
+		fmt.Fprint(cio.out, versionText())
 		return exitOK, true
 	}
 	return 0, false
 }
 
-// flagSet is a new flag set for one invocation of c, its usage written to stderr, and what
-// runs with the options it parses into.
-func (c *command) flagSet(stderr io.Writer) (*pflag.FlagSet, runFunc) {
+// flagSet is a new flag set for one invocation of c, its help (--help) written to out, and
+// what runs with the options it parses into.
+func (c *command) flagSet(out io.Writer) (*pflag.FlagSet, runFunc) {
 	fl := pflag.NewFlagSet("kintfs "+c.name, pflag.ContinueOnError)
 	fl.SortFlags = false
 	runc := c.run
 	if c.setup != nil {
 		runc = c.setup(fl)
 	}
-	fl.SetOutput(stderr)
-	fl.Usage = func() {
-		fmt.Fprintf(stderr, "usage: kintfs %s %s\n\n%s\n", c.name, c.usage, c.short)
-		if fl.HasFlags() {
-			fmt.Fprintf(stderr, "\noptions:\n%s", fl.FlagUsages())
-		}
-	}
+	fl.SetOutput(out)
+	fl.Usage = func() { writeCommandHelp(out, c) }
 	return fl, runc
 }
 
@@ -192,21 +186,6 @@ func exitCode(err error) int {
 		return exitMountBusy
 	}
 	return exitFailure
-}
-
-func printUsage() {
-	var names []string
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	var b strings.Builder
-	b.WriteString("kintfs: an encrypted, chain-anchored memory vault, mounted as a directory\n\nusage: kintfs COMMAND [options]\n\ncommands:\n")
-	for _, n := range names {
-		fmt.Fprintf(&b, "  %-18s %s\n", n, commands[n].short)
-	}
-	b.WriteString("\nkintfs COMMAND --help shows a command's options. Secrets are read from stdin, a file or\nthe environment, never from the command line.\n")
-	fmt.Fprint(os.Stderr, b.String())
 }
 
 const version = "0.1.0"

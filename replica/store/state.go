@@ -46,7 +46,8 @@ func (s *Store) Epochs() ([]EpochInfo, error) {
 	return out, err
 }
 
-// BlocksText is .kint/blocks: one line per anchored epoch held here.
+// BlocksText is .kint/blocks: one line per anchored epoch held here, "seq block tx time",
+// the time being the block's (RFC 3339, UTC; "-" until it is read from the chain).
 func (s *Store) BlocksText() []byte {
 	eps, err := s.Epochs()
 	if err != nil {
@@ -54,7 +55,11 @@ func (s *Store) BlocksText() []byte {
 	}
 	var b []byte
 	for _, e := range eps {
-		b = fmt.Appendf(b, "%d %d %s\n", e.Seq, e.Block, e.Tx)
+		at := "-"
+		if e.Time != 0 {
+			at = time.Unix(int64(e.Time), 0).UTC().Format(time.RFC3339)
+		}
+		b = fmt.Appendf(b, "%d %d %s %s\n", e.Seq, e.Block, e.Tx, at)
 	}
 	return b
 }
