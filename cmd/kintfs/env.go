@@ -291,9 +291,10 @@ func envInt(name string, def int64) int64 {
 	return def
 }
 
-// readSecret reads one secret from stdin or a file (removed after reading when asked),
-// trimming one trailing newline. Secrets never come from argv.
-func readSecret(path string, remove bool) (string, error) {
+// readSecret reads one secret from stdin or a file (removed after reading when asked) as
+// kint reads it: surrounding white space stripped (homedir.CleanSecret); what names it in the
+// refusal of an empty one (exit 2). Secrets never come from argv.
+func readSecret(path string, remove bool, what string) (string, error) {
 	var b []byte
 	var err error
 	if path == "-" {
@@ -307,7 +308,16 @@ func readSecret(path string, remove bool) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r"), nil
+	return cleanSecret(string(b), what)
+}
+
+// cleanSecret is homedir.CleanSecret with an empty secret as a usage refusal (exit 2).
+func cleanSecret(raw, what string) (string, error) {
+	s, err := homedir.CleanSecret(raw, what)
+	if err != nil {
+		return "", usagef("%v", err)
+	}
+	return s, nil
 }
 
 // createSessionKey makes this machine's session key: a V3 keystore under KINT_HOME/session,

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"kintfs/replica/homedir"
 )
 
 // mount.kintfs is how mount(8) and fstab lines of type kintfs reach kintfs:
@@ -108,7 +110,11 @@ func (m *fstabMount) option(o, name, val string, hasVal bool) error {
 		if err != nil {
 			return fmt.Errorf("mount.kintfs: session_passphrase_file: %w", err)
 		}
-		m.env = append(m.env, "KINT_SESSION_PASSPHRASE="+strings.TrimSpace(string(b)))
+		pass, err := homedir.CleanSecret(string(b), "session passphrase in "+val)
+		if err != nil {
+			return fmt.Errorf("mount.kintfs: session_passphrase_file: %w", err)
+		}
+		m.env = append(m.env, "KINT_SESSION_PASSPHRASE="+pass)
 	case fstabSwitches[name] != "":
 		m.args = append(m.args, fstabSwitches[name])
 	case name == "passphrase" || name == "session_passphrase" || name == "key":

@@ -239,10 +239,14 @@ func (h Home) RecoveryFile(v *VaultConfig) string {
 	return h.Path("RECOVERY-" + v.Space16() + ".txt")
 }
 
-// WriteRecoveryFile writes the recovery code of dek to RECOVERY-<space16>.txt (mode 0600) and
-// returns its path.
+// WriteRecoveryFile writes the recovery code of dek to RECOVERY-<space16>.txt (mode 0600) in
+// kint's layout (a first line naming the owner and the whole space in bare hex, a note, a blank
+// line, then the code alone on the last line), the one file both tools write, and returns its
+// path.
 func (h Home) WriteRecoveryFile(v *VaultConfig, dek [32]byte) (string, error) {
-	text := "kint recovery code for owner " + v.Owner.Hex() + " tenant " + v.Tenant + ":\n" + seal.EncodeRecoveryCode(dek) + "\n"
+	text := "kint recovery code for owner " + v.Owner.Hex() + ", space " + hex.EncodeToString(v.Space[:]) + "\n" +
+		"It opens this vault without the passphrase or the wallet: keep a copy off this machine.\n\n" +
+		seal.EncodeRecoveryCode(dek) + "\n"
 	if err := h.WriteFile([]byte(text), "RECOVERY-"+v.Space16()+".txt"); err != nil {
 		return "", err
 	}
