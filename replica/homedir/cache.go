@@ -41,7 +41,9 @@ type CacheMeta struct {
 }
 
 // Bare is h as kint writes a hash: lower-case hex without 0x.
-func Bare(h string) string { return strings.ToLower(strings.TrimPrefix(strings.TrimPrefix(h, "0x"), "0X")) }
+func Bare(h string) string {
+	return strings.ToLower(strings.TrimPrefix(strings.TrimPrefix(h, "0x"), "0X"))
+}
 
 // normalise makes every hash bare hex and the writer checksummed.
 func (m *CacheMeta) normalise() {
