@@ -254,7 +254,22 @@ func sessionKeyPass(home homedir.Home) (string, error) {
 	return hex.EncodeToString(k), nil
 }
 
+// loadSessionKey is this machine's session key: kintfs's own (KINT_HOME/session), else, when
+// kintfs has none, the one kint keeps (KINT_HOME/session.key, sealed under kint's local
+// passphrase), so a machine kint enrolled pushes with the key the owner already authorized.
 func loadSessionKey(home homedir.Home) (*ecdsa.PrivateKey, error) {
+	if _, err := os.Stat(filepath.Join(home.Path("session"), chain.SessionKeyFile)); errors.Is(err, os.ErrNotExist) {
+		if dir, pass, ok, err := home.KintSessionKey(); ok || err != nil {
+			if err != nil {
+				return nil, err
+			}
+			key, _, err := chain.LoadSessionKey(dir, pass)
+			if err != nil {
+				return nil, fmt.Errorf("kint's session key: %w", err)
+			}
+			return key, nil
+		}
+	}
 	pass, err := sessionKeyPass(home)
 	if err != nil {
 		return nil, err
