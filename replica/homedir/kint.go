@@ -37,7 +37,7 @@ type kintEnrolment struct {
 }
 
 func (e *kintEnrolment) spaceHash() common.Hash { return common.HexToHash(Bare(e.Space)) }
-func (e *kintEnrolment) space16() string       { return seal.Space16(e.spaceHash()) }
+func (e *kintEnrolment) space16() string        { return seal.Space16(e.spaceHash()) }
 
 // kintEnrolments are the enrolments kint keeps in this home that name a whole space and an
 // owner; a file that does not parse is not one.
