@@ -161,19 +161,6 @@ func (h Home) kintDEK(space common.Hash) ([32]byte, error) {
 	return out, nil
 }
 
-// KintEnrolled names the vault kint enrolled this machine in when the home has no vault.json
-// of kintfs's own ("" when none): what LoadVault then reads.
-func (h Home) KintEnrolled() string {
-	if _, err := os.Stat(h.Path("vault.json")); err == nil {
-		return ""
-	}
-	es := h.kintEnrolments()
-	if len(es) != 1 {
-		return ""
-	}
-	return h.Path("enrol-" + es[0].space16() + ".json")
-}
-
 // kintSessionKey says whether kint keeps a session keystore here (session.key at the top).
 func (h Home) kintSessionKey() bool {
 	fi, err := os.Stat(h.Path("session.key"))
