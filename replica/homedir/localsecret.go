@@ -123,17 +123,30 @@ func (h Home) resealKeys(oldKey, newKey []byte) error {
 	if err != nil {
 		return err
 	}
+	kept := false
 	for _, e := range entries {
 		space16, kind, ok := strings.Cut(e.Name(), ".")
 		if !ok || (kind != "dek" && kind != "kek") || strings.HasPrefix(space16, ".") {
 			continue
 		}
-		if err := h.resealKey(e.Name(), kind, oldKey, newKey); err != nil {
+		err := h.resealKey(e.Name(), kind, oldKey, newKey)
+		if errors.Is(err, errUnknownSpace) {
+			kept = true // a vault this home no longer names: its file stays as it is
+			continue
+		}
+		if err != nil {
 			return fmt.Errorf("cached %s %s: %w", kind, e.Name(), err)
 		}
 	}
+	if kept {
+		// the old secret stays beside the keys it still opens, under a name kint never uses
+		return h.WriteFile(oldKey, "keys", "old-local.key")
+	}
 	return nil
 }
+
+// errUnknownSpace: no vault config of the home names the space of a cached key file.
+var errUnknownSpace = errors.New("no vault config of this home names its space")
 
 // resealKey re-seals one cached key file; the AAD names the whole space, which the file name
 // does not hold, so it is tried against every space the file could be: the one whose AAD
@@ -216,5 +229,5 @@ func (h Home) spaceOf(name string) (common.Hash, error) {
 			return e.spaceHash(), nil
 		}
 	}
-	return common.Hash{}, fmt.Errorf("no vault config of this home names the space %s", space16)
+	return common.Hash{}, fmt.Errorf("%w (%s)", errUnknownSpace, space16)
 }

@@ -149,3 +149,23 @@ func TestLocalSecretKintMade(t *testing.T) {
 		t.Fatalf("a new local.secret %q is not in kint's form", got)
 	}
 }
+
+// TestLocalSecretMigrationKeepsOtherSpaces: a cached key of a vault the home no longer names
+// (its whole space unknown) does not stop the migration; it stays as it was and the old local
+// key is kept beside it, so it is not lost.
+func TestLocalSecretMigrationKeepsOtherSpaces(t *testing.T) {
+	h, v, dek, kek, k := legacyHome(t)
+	other, _ := os.ReadFile(h.Path("keys", v.Space16()+".dek"))
+	if err := h.WriteFile(other, "keys", "00000000deadbeef.dek"); err != nil {
+		t.Fatal(err)
+	}
+	old, _ := os.ReadFile(h.Path("local.secret"))
+	checkMigrated(t, h, v, dek, kek, k)
+	if got, _ := os.ReadFile(h.Path("keys", "00000000deadbeef.dek")); !bytes.Equal(got, other) {
+		t.Fatal("the key of another space was changed")
+	}
+	want, _ := deriveLocal(old)
+	if got, err := os.ReadFile(h.Path("keys", "old-local.key")); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("the old local key was not kept: %v", err)
+	}
+}
