@@ -164,7 +164,7 @@ func TestRecoveryCodeSessionRotateBurnNonce(t *testing.T) {
 	if fi, _ := os.Stat(rec[0]); fi.Mode().Perm() != 0o600 {
 		t.Fatalf("recovery file mode %v", fi.Mode())
 	}
-	if strings.Contains(out, strings.TrimSpace(strings.Split(string(want), "\n")[1])) {
+	if strings.Contains(out, recoveryCodeIn(string(want))) {
 		t.Fatalf("recovery-code printed the code: %s", out)
 	}
 	a.extra = []string{"KINT_OFFLINE=1", "KINT_RPC_URL=http://127.0.0.1:1"}

@@ -262,7 +262,7 @@ func TestOfflineInitVerify(t *testing.T) {
 		t.Fatalf("recovery files: %v", rec)
 	}
 	text, _ := os.ReadFile(rec[0])
-	code := strings.TrimSpace(strings.Split(string(text), "\n")[1])
+	code := recoveryCodeIn(string(text))
 	os.Remove(dek[0])
 	// a typo in the first character: its bits are all key bits (the last one has padding bits)
 	typo := "A"

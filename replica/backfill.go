@@ -250,7 +250,7 @@ func (r *Replica) openForHistory(w walked, state *store.ReplayState) (*seal.Open
 			return nil, fmt.Sprintf("n_rows says %d, the state holds %d", p.NRows, n)
 		}
 		info := epochInfoOf(w.ev, opened)
-		if err := r.cache.PutOpened(cacheMeta(&info), opened.Raw); err != nil {
+		if err := r.cache.PutOpened(cacheMeta(&info, w.ev.PrevBlock), opened.Raw); err != nil {
 			r.warnf("history: cache epoch %d: %v", w.ev.Seq, err)
 		}
 	}
@@ -282,6 +282,12 @@ func (r *Replica) recordHistory(w walked, opened *seal.Opened, before *store.Rep
 func (r *Replica) recordBoundary(above *chain.EpochEvent, p *seal.Plaintext, before *store.ReplayState) error {
 	if err := r.WriteVersions(anchorOf(above), p, before, true); err != nil {
 		return err
+	}
+	// rows the snapshot only carried keep the epoch where their leaf last changed
+	if n, err := r.KeepProvenance(anchorOf(above), p, before); err != nil {
+		return fmt.Errorf("history: snapshot %d: %w", above.Seq, err)
+	} else if n > 0 {
+		r.logf("history: %d rows snapshot %d carried unchanged are anchored where they last changed", n, above.Seq)
 	}
 	return r.RecordBoundary(above.Block, above.Seq)
 }

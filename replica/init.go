@@ -127,9 +127,7 @@ func createVault(o *InitOptions, res *InitResult, kek [32]byte, kind byte) (dek 
 	res.Created = true
 	v.CreatedHere = true
 	res.RecoveryCode = seal.EncodeRecoveryCode(dek)
-	res.RecoveryFile = o.Home.Path("RECOVERY-" + v.Space16() + ".txt")
-	text := "kint recovery code for owner " + o.Owner.Hex() + " tenant " + o.Tenant + ":\n" + res.RecoveryCode + "\n"
-	if err := o.Home.WriteFile([]byte(text), "RECOVERY-"+v.Space16()+".txt"); err != nil {
+	if res.RecoveryFile, err = o.Home.WriteRecoveryFile(v, dek); err != nil {
 		return dek, err
 	}
 	return dek, nil
@@ -287,8 +285,7 @@ func (r *Replica) RekeyKeys(ctx context.Context, keys []RekeyKey, opt PushOption
 	}
 	code := seal.EncodeRecoveryCode(dek)
 	home := r.opt.Home
-	text := "kint recovery code for owner " + r.vault.Owner.Hex() + " tenant " + r.vault.Tenant + " (after rekey):\n" + code + "\n"
-	if err := home.WriteFile([]byte(text), "RECOVERY-"+r.vault.Space16()+".txt"); err != nil {
+	if _, err := home.WriteRecoveryFile(r.vault, dek); err != nil {
 		return code, rep, err
 	}
 	if err := home.SaveDEK(r.vault.Space, dek); err != nil {

@@ -481,7 +481,7 @@ func (r *Replica) applyOneCaching(w walked, rep *PullReport, cw *cacheWriter) er
 		return err
 	}
 	cacheIt := func() error {
-		if err := r.cache.PutOpened(cacheMeta(&info), opened.Raw); err != nil {
+		if err := r.cache.PutOpened(cacheMeta(&info, ev.PrevBlock), opened.Raw); err != nil {
 			return fmt.Errorf("cache epoch %d: %w", ev.Seq, err)
 		}
 		return nil

@@ -497,7 +497,7 @@ func (r *Replica) sendEpoch(ctx context.Context, se sealedEpoch, head Head, conf
 	info := EpochInfo{Seq: p.Seq, Block: rc.Block, Tx: rc.TxHash.Hex(), Digest: sealed.Digest, Prev: p.Prev,
 		Bucket: sealed.Bucket, RowsRoot: p.RowsRoot, Writer: rc.Event.Writer, CreatedAt: p.CreatedAt,
 		Snapshot: p.Snapshot, NRows: p.NRows, Rows: len(p.Rows), Deleted: len(p.Deleted)}
-	if err := r.adopt(&info, p, sealed.Plaintext); err != nil {
+	if err := r.adopt(&info, rc.Event.PrevBlock, p, sealed.Plaintext); err != nil {
 		return nil, head, err
 	}
 	if err := r.atStage(StageApplied, p.Seq); err != nil {
@@ -521,10 +521,10 @@ func epochReceipt(p *seal.Plaintext, sealed *seal.Sealed, prep *chain.PreparedPu
 }
 
 // adopt applies an epoch this machine sealed and clears its journal entry.
-func (r *Replica) adopt(info *EpochInfo, p *seal.Plaintext, plaintext []byte) error {
+func (r *Replica) adopt(info *EpochInfo, prevBlock uint64, p *seal.Plaintext, plaintext []byte) error {
 	// the epoch landed: cache it and raise the bucket first, so a crash during the apply
 	// (which the next open finishes) leaves nothing of it undone
-	if err := r.cache.PutOpened(cacheMeta(info), plaintext); err != nil {
+	if err := r.cache.PutOpened(cacheMeta(info, prevBlock), plaintext); err != nil {
 		return fmt.Errorf("cache epoch %d: %w", info.Seq, err)
 	}
 	if err := r.raiseBucket(info.Bucket); err != nil {
@@ -695,7 +695,7 @@ func (r *Replica) adoptPending(ctx context.Context, c Chain, p *store.PendingPus
 	info := EpochInfo{Seq: p.Seq, Block: block, Tx: p.Tx.Hex(), Digest: p.Digest, Prev: p.Prev, Bucket: p.Bucket,
 		RowsRoot: pt.RowsRoot, Writer: ev.Writer, CreatedAt: pt.CreatedAt, Snapshot: pt.Snapshot, NRows: pt.NRows,
 		Rows: len(pt.Rows), Deleted: len(pt.Deleted)}
-	if err := r.adopt(&info, pt, p.Plaintext); err != nil {
+	if err := r.adopt(&info, ev.PrevBlock, pt, p.Plaintext); err != nil {
 		return err
 	}
 	r.logf("push journal: adopted epoch %d as this machine's own (%s)", p.Seq, p.Tx.Hex())

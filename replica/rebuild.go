@@ -78,11 +78,13 @@ func isSnapshotBlob(b []byte) bool {
 // eventFromMeta is the Epoch event a cached epoch's metadata records.
 func eventFromMeta(m *homedir.CacheMeta) *chain.EpochEvent {
 	return &chain.EpochEvent{Writer: common.HexToAddress(m.Writer), Seq: m.Seq, Prev: common.HexToHash(m.Prev),
-		Digest: common.HexToHash(m.Digest), Block: m.Block, TxHash: common.HexToHash(m.Tx)}
+		Digest: common.HexToHash(m.Digest), PrevBlock: m.PrevBlock, Block: m.Block, TxHash: common.HexToHash(m.Tx)}
 }
 
-// cacheMeta is the epoch cache's record of an applied epoch.
-func cacheMeta(info *EpochInfo) *homedir.CacheMeta {
-	return &homedir.CacheMeta{Seq: info.Seq, Digest: info.Digest.Hex(), Prev: info.Prev.Hex(), Block: info.Block,
-		Tx: info.Tx, Bucket: info.Bucket, RowsRoot: info.RowsRoot.Hex(), Writer: info.Writer.Hex()}
+// cacheMeta is the epoch cache's record of an applied epoch, in kint's form; prevBlock is the
+// block of the epoch before it (the event's prevBlock).
+func cacheMeta(info *EpochInfo, prevBlock uint64) *homedir.CacheMeta {
+	return &homedir.CacheMeta{Seq: info.Seq, Digest: info.Digest.Hex(), Prev: info.Prev.Hex(), PrevBlock: prevBlock,
+		Block: info.Block, Tx: info.Tx, Bucket: info.Bucket, RowsRoot: info.RowsRoot.Hex(), Writer: info.Writer.Hex(),
+		Snapshot: info.Snapshot}
 }

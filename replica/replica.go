@@ -109,6 +109,12 @@ func Open(opt Options) (*Replica, error) {
 	r := &Replica{Store: st, opt: opt, vault: opt.Vault, cache: homedir.NewEpochCache(opt.Home, opt.Vault.Space16())}
 	st.SetModel(opt.Vault.Model)
 	r.status.started = time.Now()
+	// the epoch cache is shared with kint: metadata an earlier version wrote is rewritten in kint's form
+	if n, err := r.cache.Upgrade(); err != nil {
+		r.warnf("epoch cache: rewriting earlier metadata in kint's form: %v", err)
+	} else if n > 0 {
+		r.logf("epoch cache: rewrote the metadata of %d cached epochs in kint's form", n)
+	}
 	// rows an interrupted push sent are sealing until its journal entry is settled
 	if err = r.LoadSealing(); err != nil {
 		st.Close()

@@ -385,8 +385,11 @@ func runVerify(ctx context.Context, o *infoOptions, args []string) error {
 			continue
 		}
 		note := ""
+		if a := proof.Anchored; a != nil {
+			note = fmt.Sprintf("; the row last changed in epoch %d (block %d, tx %s)", a.Seq, a.Block, a.Tx)
+		}
 		if proof.Staged {
-			note = " (the file has changes not yet anchored; the anchored version was proven)"
+			note += " (the file has changes not yet anchored; the anchored version was proven)"
 		}
 		fmt.Fprintf(outw(ctx), "%s: ok: leaf %x in rows_root %x of epoch %d (block %d, tx %s), %d proof steps%s\n", p,
 			proof.Leaf[:8], proof.RowsRoot[:8], proof.Epoch.Seq, proof.Epoch.Block, proof.Epoch.Tx, len(proof.Steps), note)

@@ -22,12 +22,13 @@ type initOptions struct {
 	signature, signatureFile     string
 	saltFile                     string
 	recoveryStdin                bool
+	recoveryFile                 string
 }
 
 func init() {
 	register(&command{
 		name:  "init",
-		usage: "--owner 0x... --tenant NAME (--passphrase-stdin | --signature - | --signature-file F | --recovery-code-stdin)",
+		usage: "--owner 0x... --tenant NAME (--passphrase-stdin | --passphrase-file F | --signature - | --signature-file F | --recovery-code-stdin | --recovery-code-file F)",
 		short: "connect this machine to a vault (adopting it from the chain, or creating it)",
 		setup: func(fs *pflag.FlagSet) runFunc {
 			o := &initOptions{}
@@ -41,6 +42,7 @@ func init() {
 			fs.StringVar(&o.signatureFile, "signature-file", "", "read the owner's vault signature (hex) from a file")
 			fs.StringVar(&o.saltFile, "salt-passphrase-file", "", "a passphrase that salts the signature wrap, read from a file")
 			fs.BoolVar(&o.recoveryStdin, "recovery-code-stdin", false, "read a recovery code from stdin")
+			fs.StringVar(&o.recoveryFile, "recovery-code-file", "", "read a recovery code from a file")
 			return func(ctx context.Context, args []string) error { return runInit(ctx, o, args) }
 		},
 	})
@@ -91,13 +93,13 @@ func runInit(ctx context.Context, o *initOptions, args []string) error {
 // signature, or a recovery code.
 func readInitSecret(o *initOptions, io *replica.InitOptions) error {
 	n := 0
-	for _, set := range []bool{o.passStdin, o.passFile != "", o.signature != "", o.signatureFile != "", o.recoveryStdin} {
+	for _, set := range []bool{o.passStdin, o.passFile != "", o.signature != "", o.signatureFile != "", o.recoveryStdin, o.recoveryFile != ""} {
 		if set {
 			n++
 		}
 	}
 	if n != 1 {
-		return usagef("give exactly one of --passphrase-stdin, --passphrase-file, --signature -, --signature-file, --recovery-code-stdin")
+		return usagef("give exactly one of --passphrase-stdin, --passphrase-file, --signature -, --signature-file, --recovery-code-stdin, --recovery-code-file")
 	}
 	switch {
 	case o.passStdin || o.passFile != "":
@@ -105,7 +107,7 @@ func readInitSecret(o *initOptions, io *replica.InitOptions) error {
 		if o.passFile != "" {
 			src = o.passFile
 		}
-		p, err := readSecret(src, false)
+		p, err := readSecret(src, false, "passphrase")
 		if err != nil {
 			return err
 		}
@@ -119,8 +121,12 @@ func readInitSecret(o *initOptions, io *replica.InitOptions) error {
 			return err
 		}
 		io.Signature, io.SaltPassphrase = sig, salt
-	case o.recoveryStdin:
-		code, err := readSecret("-", false)
+	case o.recoveryStdin || o.recoveryFile != "":
+		src := "-"
+		if o.recoveryFile != "" {
+			src = o.recoveryFile
+		}
+		code, err := readSecret(src, false, "recovery code")
 		if err != nil {
 			return err
 		}
@@ -235,7 +241,7 @@ func readSignature(file, saltFile string) (sig []byte, salt *string, err error) 
 	if file == "" {
 		file = "-"
 	}
-	s, err := readSecret(file, false)
+	s, err := readSecret(file, false, "signature")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -244,7 +250,7 @@ func readSignature(file, saltFile string) (sig []byte, salt *string, err error) 
 		return nil, nil, usagef("the signature must be 65 bytes of hex")
 	}
 	if saltFile != "" {
-		p, err := readSecret(saltFile, false)
+		p, err := readSecret(saltFile, false, "salt passphrase")
 		if err != nil {
 			return nil, nil, err
 		}

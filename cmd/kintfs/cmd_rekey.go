@@ -124,7 +124,7 @@ func rekeyKeys(o *rekeyOptions, v *homedir.VaultConfig) ([]replica.RekeyKey, err
 		if o.passFile != "" {
 			src = o.passFile
 		}
-		p, err := readSecret(src, false)
+		p, err := readSecret(src, false, "passphrase")
 		if err != nil {
 			return nil, err
 		}

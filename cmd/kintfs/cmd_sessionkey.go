@@ -149,7 +149,7 @@ func runAuthorize(ctx context.Context, o *authorizeOptions, args []string) error
 		fmt.Fprintf(outw(ctx), "digest: %s\nsession key: %s\nexpiry: %d\nnonce: %s\n", d.Hex(), addr.Hex(), expiry, nonce)
 		return nil
 	case o.sigFile != "":
-		s, err := readSecret(o.sigFile, false)
+		s, err := readSecret(o.sigFile, false, "signature")
 		if err != nil {
 			return err
 		}

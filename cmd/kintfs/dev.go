@@ -149,12 +149,14 @@ func devInit(ctx context.Context, home homedir.Home, info devchain.Info, c *chai
 // devPassphrase is KINT_PASSPHRASE, else the one saved under KINT_HOME, else a new one saved
 // there; where is set when it was generated.
 func devPassphrase(home homedir.Home) (pass, where string, err error) {
-	if p := os.Getenv("KINT_PASSPHRASE"); p != "" {
-		return p, "", nil
+	if p, ok := os.LookupEnv("KINT_PASSPHRASE"); ok && p != "" {
+		p, err := cleanSecret(p, "passphrase in KINT_PASSPHRASE")
+		return p, "", err
 	}
 	path := home.Path("dev-passphrase")
 	if b, err := os.ReadFile(path); err == nil {
-		return strings.TrimSpace(string(b)), "", nil
+		p, err := cleanSecret(string(b), "passphrase in "+path)
+		return p, "", err
 	}
 	raw := make([]byte, 20)
 	if _, err := rand.Read(raw); err != nil {

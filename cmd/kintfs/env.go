@@ -255,7 +255,22 @@ func sessionKeyPass(home homedir.Home) (string, error) {
 	return hex.EncodeToString(k), nil
 }
 
+// loadSessionKey is this machine's session key: kintfs's own (KINT_HOME/session), else, when
+// kintfs has none, the one kint keeps (KINT_HOME/session.key, sealed under kint's local
+// passphrase), so a machine kint enrolled pushes with the key the owner already authorized.
 func loadSessionKey(home homedir.Home) (*ecdsa.PrivateKey, error) {
+	if _, err := os.Stat(filepath.Join(home.Path("session"), chain.SessionKeyFile)); errors.Is(err, os.ErrNotExist) {
+		if dir, pass, ok, err := home.KintSessionKey(); ok || err != nil {
+			if err != nil {
+				return nil, err
+			}
+			key, _, err := chain.LoadSessionKey(dir, pass)
+			if err != nil {
+				return nil, fmt.Errorf("kint's session key: %w", err)
+			}
+			return key, nil
+		}
+	}
 	pass, err := sessionKeyPass(home)
 	if err != nil {
 		return nil, err
@@ -292,9 +307,10 @@ func envInt(name string, def int64) int64 {
 	return def
 }
 
-// readSecret reads one secret from stdin or a file (removed after reading when asked),
-// trimming one trailing newline. Secrets never come from argv.
-func readSecret(path string, remove bool) (string, error) {
+// readSecret reads one secret from stdin or a file (removed after reading when asked) as
+// kint reads it: surrounding white space stripped (homedir.CleanSecret); what names it in the
+// refusal of an empty one (exit 2). Secrets never come from argv.
+func readSecret(path string, remove bool, what string) (string, error) {
 	var b []byte
 	var err error
 	if path == "-" {
@@ -308,7 +324,16 @@ func readSecret(path string, remove bool) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r"), nil
+	return cleanSecret(string(b), what)
+}
+
+// cleanSecret is homedir.CleanSecret with an empty secret as a usage refusal (exit 2).
+func cleanSecret(raw, what string) (string, error) {
+	s, err := homedir.CleanSecret(raw, what)
+	if err != nil {
+		return "", usagef("%v", err)
+	}
+	return s, nil
 }
 
 // createSessionKey makes this machine's session key: a V3 keystore under KINT_HOME/session,

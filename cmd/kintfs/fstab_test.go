@@ -10,7 +10,7 @@ import (
 func TestParseFstab(t *testing.T) {
 	t.Setenv("KINT_HOME", "")
 	secret := filepath.Join(t.TempDir(), "pass")
-	if err := os.WriteFile(secret, []byte("s3cret\n"), 0o600); err != nil {
+	if err := os.WriteFile(secret, []byte(" \ts3cret \r\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	m, err := parseFstab([]string{"dev", "/mnt/kint", "-o",
@@ -81,5 +81,19 @@ func TestParseFstabVaultModel(t *testing.T) {
 	}
 	if _, err := checkMountFlags(&mountOptions{vaultModel: "everything"}, []string{"/mnt/kint"}); err == nil || !strings.Contains(err.Error(), "--vault-model is kint or full") {
 		t.Errorf("mount --vault-model everything: %v", err)
+	}
+}
+
+// TestFstabBlankSessionPassphrase: a session_passphrase_file holding only white space is
+// refused by name rather than passed on as an empty secret.
+func TestFstabBlankSessionPassphrase(t *testing.T) {
+	t.Setenv("KINT_HOME", "")
+	secret := filepath.Join(t.TempDir(), "pass")
+	if err := os.WriteFile(secret, []byte(" \t\r\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := parseFstab([]string{"dev", "/mnt/kint", "-o", "home=/var/lib/kint,session_passphrase_file=" + secret})
+	if err == nil || !strings.Contains(err.Error(), "session passphrase in "+secret+" is empty") {
+		t.Fatalf("blank session_passphrase_file: %v", err)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"kintfs/replica/homedir"
 )
 
 // mountOpt is one mount option as fstab and mount -o spell it (name or name=value), and what
@@ -95,7 +97,11 @@ func translateMountOpt(o string) (env, args []string, err error) {
 			if err != nil {
 				return nil, nil, fmt.Errorf("%s: %w", name, err)
 			}
-			return []string{m.env + "=" + strings.TrimSpace(string(b))}, nil, nil
+			secret, err := homedir.CleanSecret(string(b), "session passphrase in "+val)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s: %w", name, err)
+			}
+			return []string{m.env + "=" + secret}, nil, nil
 		case m.env == "KINT_HOME":
 			abs, err := filepath.Abs(val)
 			if err != nil {

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/crypto"
+
+	"kintfs/seal"
 )
 
 // EpochCache is kint's epoch cache: epochs/<space16>/NNNNNNNN.bin (the blob as sent), .json
@@ -19,16 +22,48 @@ type EpochCache struct {
 	dir  string // epochs/<space16>
 }
 
-// CacheMeta is the .meta.json beside a cached epoch.
+// CacheMeta is the .meta.json beside a cached epoch, in kint's form: the keys kint's pull
+// writes, in its order, hashes as bare lower-case hex (no 0x), the writer as a checksummed
+// address, prev_block (the block of the epoch before, 0 when unknown) and snapshot only on a
+// snapshot. Meta reads that form, kint's shorter one (an epoch whose ciphertext alone it
+// cached) and the 0x form earlier kintfs versions wrote, all normalised to bare hex.
 type CacheMeta struct {
-	Seq      uint64 `json:"seq"`
-	Digest   string `json:"digest"`
-	Prev     string `json:"prev"`
-	Block    uint64 `json:"block"`
-	Tx       string `json:"tx"`
-	Bucket   int    `json:"bucket"`
-	RowsRoot string `json:"rows_root"`
-	Writer   string `json:"writer"`
+	Seq       uint64 `json:"seq"`
+	Digest    string `json:"digest"`
+	Prev      string `json:"prev"`
+	PrevBlock uint64 `json:"prev_block"`
+	Block     uint64 `json:"block"`
+	Tx        string `json:"tx"`
+	Bucket    int    `json:"bucket"`
+	RowsRoot  string `json:"rows_root"`
+	Writer    string `json:"writer"`
+	Snapshot  bool   `json:"snapshot,omitempty"`
+}
+
+// Bare is h as kint writes a hash: lower-case hex without 0x.
+func Bare(h string) string {
+	return strings.ToLower(strings.TrimPrefix(strings.TrimPrefix(h, "0x"), "0X"))
+}
+
+// normalise makes every hash bare hex and the writer checksummed.
+func (m *CacheMeta) normalise() {
+	m.Digest, m.Prev, m.Tx, m.RowsRoot = Bare(m.Digest), Bare(m.Prev), Bare(m.Tx), Bare(m.RowsRoot)
+	if m.Writer != "" && common.IsHexAddress(m.Writer) {
+		m.Writer = common.HexToAddress(m.Writer).Hex()
+	}
+}
+
+// kintJSON is m exactly as kint's json.dumps writes it: its key order, ", " and ": "
+// between items, snapshot only when true.
+func (m *CacheMeta) kintJSON() []byte {
+	c := *m
+	c.normalise()
+	b := fmt.Appendf(nil, `{"seq": %d, "digest": %q, "prev": %q, "prev_block": %d, "block": %d, "tx": %q, "bucket": %d, "rows_root": %q, "writer": %q`,
+		c.Seq, c.Digest, c.Prev, c.PrevBlock, c.Block, c.Tx, c.Bucket, c.RowsRoot, c.Writer)
+	if c.Snapshot {
+		b = append(b, `, "snapshot": true`...)
+	}
+	return append(b, '}')
 }
 
 // NewEpochCache is the cache of the vault space16 under home.
@@ -57,11 +92,7 @@ func (c *EpochCache) PutOpened(meta *CacheMeta, plaintext []byte) error {
 	if err := c.home.WriteFile(plaintext, c.dir, c.name(meta.Seq, ".json")); err != nil {
 		return err
 	}
-	b, err := json.Marshal(meta)
-	if err != nil {
-		return err
-	}
-	return c.home.WriteFile(b, c.dir, c.name(meta.Seq, ".meta.json"))
+	return c.home.WriteFile(meta.kintJSON(), c.dir, c.name(meta.Seq, ".meta.json"))
 }
 
 // Meta reads the metadata of a cached epoch.
@@ -74,6 +105,7 @@ func (c *EpochCache) Meta(seq uint64) (*CacheMeta, error) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("cached epoch %d meta: %w", seq, err)
 	}
+	m.normalise()
 	return &m, nil
 }
 
@@ -95,4 +127,49 @@ func (c *EpochCache) Seqs() ([]uint64, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out, nil
+}
+
+// Upgrade rewrites in kint's form every .meta.json an earlier kintfs version wrote (0x hashes,
+// no prev_block, no snapshot key), so that kint's pull reads this cache; prev_block comes from
+// the epoch before when it is cached, snapshot from the cached blob's header. A file kint wrote
+// is left as it is. It returns how many files it rewrote.
+func (c *EpochCache) Upgrade() (int, error) {
+	seqs, err := c.Seqs()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, seq := range seqs {
+		b, err := os.ReadFile(c.home.Path(c.dir, c.name(seq, ".meta.json")))
+		if err != nil {
+			return n, err
+		}
+		var raw map[string]json.RawMessage
+		if json.Unmarshal(b, &raw) != nil || !oldForm(raw) {
+			continue
+		}
+		m, err := c.Meta(seq)
+		if err != nil {
+			return n, err
+		}
+		if prev, err := c.Meta(seq - 1); err == nil && seq > 1 && prev.Digest == m.Prev {
+			m.PrevBlock = prev.Block
+		}
+		if blob, ok := c.Blob(seq, common.HexToHash(m.Digest)); ok {
+			if h, _, err := seal.ParseHeader(blob); err == nil {
+				m.Snapshot = h.IsSnapshot()
+			}
+		}
+		if err := c.home.WriteFile(m.kintJSON(), c.dir, c.name(seq, ".meta.json")); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// oldForm: a meta file of an earlier kintfs version, its digest 0x-prefixed.
+func oldForm(raw map[string]json.RawMessage) bool {
+	var d string
+	return json.Unmarshal(raw["digest"], &d) == nil && strings.HasPrefix(d, "0x")
 }

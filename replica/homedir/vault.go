@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -76,8 +77,23 @@ func (v *VaultConfig) SetWraps(ws []seal.Wrap) {
 	}
 }
 
-// LoadVault reads vault.json.
+// LoadVault reads vault.json; a home without one where kint enrolled this machine in one
+// vault (enrol-<space16>.json) reads as that vault (see kintVault).
 func (h Home) LoadVault() (*VaultConfig, error) {
+	v, err := h.loadOwnVault()
+	if !errors.Is(err, ErrNoVault) {
+		return v, err
+	}
+	if es := h.kintEnrolments(); len(es) == 1 {
+		return h.kintVault(&es[0])
+	} else if len(es) > 1 {
+		return nil, fmt.Errorf("%w (kint enrolled this machine in %d vaults here: run kintfs init for the one to mount)", ErrNoVault, len(es))
+	}
+	return nil, ErrNoVault
+}
+
+// loadOwnVault reads kintfs's own vault.json.
+func (h Home) loadOwnVault() (*VaultConfig, error) {
 	b, err := os.ReadFile(h.Path("vault.json"))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, ErrNoVault
@@ -103,7 +119,8 @@ func (h Home) SaveVault(v *VaultConfig) error {
 
 // LocalKey is the secret the cached data key and the session keystore are encrypted under:
 // derived from Local.SessionPassphrase when set, else (on macOS) from kint's Keychain item,
-// else from a random local.secret file.
+// else from the bytes of local.secret, the file kint keeps its local passphrase in (created in
+// kint's form when missing; an earlier kintfs version's binary one is migrated first).
 func (h Home) LocalKey() ([]byte, error) {
 	p := localSettings().SessionPassphrase
 	if p == "" {
@@ -112,21 +129,37 @@ func (h Home) LocalKey() ([]byte, error) {
 	if p != "" {
 		return scrypt.Key([]byte(p), []byte("kintfs-local-v1"), 1<<15, 8, 1, 32)
 	}
-	path := h.Path("local.secret")
-	secret, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		secret = randomBytes(32)
-		if err := h.WriteFile(secret, "local.secret"); err != nil {
-			return nil, err
-		}
-	} else if err != nil {
+	secret, err := h.localSecret()
+	if err != nil {
 		return nil, err
 	}
+	return deriveLocal(secret)
+}
+
+// deriveLocal is the local key of local.secret's bytes.
+func deriveLocal(secret []byte) ([]byte, error) {
 	key := make([]byte, 32)
 	if _, err := io.ReadFull(hkdf.New(sha256.New, secret, nil, []byte("kintfs-local-v1")), key); err != nil {
 		return nil, err
 	}
 	return key, nil
+}
+
+// KintPassphrase is kint's local passphrase, the one its session.key and its cached data key
+// (vault-*.aes) are sealed under: Local.SessionPassphrase as given, else the Keychain item,
+// else local.secret stripped of its surrounding white space.
+func (h Home) KintPassphrase() (string, error) {
+	if p := localSettings().SessionPassphrase; p != "" {
+		return p, nil
+	}
+	if p, ok := keychainPassphrase(); ok {
+		return p, nil
+	}
+	secret, err := h.localSecret()
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimFunc(string(secret), isPySpace), nil
 }
 
 type dekFile struct {
@@ -146,8 +179,21 @@ func KeyTTL() time.Duration {
 // SaveDEK caches the data key encrypted under the local key, valid for KeyTTL.
 func (h Home) SaveDEK(space common.Hash, dek [32]byte) error { return h.saveKey(space, "dek", dek) }
 
-// LoadDEK returns the cached data key of a space.
-func (h Home) LoadDEK(space common.Hash) ([32]byte, error) { return h.loadKey(space, "dek") }
+// LoadDEK returns the cached data key of a space: kintfs's own, else the one kint cached
+// (vault-<space16>.aes) when kintfs has none.
+func (h Home) LoadDEK(space common.Hash) ([32]byte, error) {
+	dek, err := h.loadKey(space, "dek")
+	if errors.Is(err, errNoKeyFile) {
+		if k, kerr := h.kintDEK(space); kerr == nil || !errors.Is(kerr, ErrKeyMissing) {
+			return k, kerr
+		}
+		return dek, ErrKeyMissing
+	}
+	return dek, err
+}
+
+// errNoKeyFile: kintfs caches no key of that kind for the space; it is ErrKeyMissing.
+var errNoKeyFile = fmt.Errorf("%w", ErrKeyMissing)
 
 // SaveKEK caches the key-encryption key the same way, so that a data key another machine
 // rotated (or created first) can be unwrapped from an epoch header without asking again.
@@ -178,10 +224,16 @@ func (h Home) saveKey(space common.Hash, kind string, secret [32]byte) error {
 
 func (h Home) loadKey(space common.Hash, kind string) ([32]byte, error) {
 	var out [32]byte
-	b, err := os.ReadFile(h.Path("keys", seal.Space16(space)+"."+kind))
-	if errors.Is(err, os.ErrNotExist) {
-		return out, ErrKeyMissing
+	path := h.Path("keys", seal.Space16(space)+"."+kind)
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return out, errNoKeyFile
 	}
+	// the local key first: deriving it may re-seal the file (migrateLocalSecret)
+	key, err := h.LocalKey()
+	if err != nil {
+		return out, err
+	}
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return out, err
 	}
@@ -191,10 +243,6 @@ func (h Home) loadKey(space common.Hash, kind string) ([32]byte, error) {
 	}
 	if time.Now().Unix() > f.Expires {
 		return out, ErrKeyExpired
-	}
-	key, err := h.LocalKey()
-	if err != nil {
-		return out, err
 	}
 	gcm, err := newGCM(key)
 	if err != nil {
@@ -225,7 +273,11 @@ func newGCM(key []byte) (cipher.AEAD, error) {
 func (h Home) DEKExpiry(space common.Hash) (time.Time, error) {
 	b, err := os.ReadFile(h.Path("keys", seal.Space16(space)+".dek"))
 	if errors.Is(err, os.ErrNotExist) {
-		return time.Time{}, ErrKeyMissing
+		f, err := h.readKintCache(space) // kint's cached key, which LoadDEK then reads
+		if err != nil {
+			return time.Time{}, err
+		}
+		return time.Unix(int64(f.Expires), 0), nil
 	}
 	if err != nil {
 		return time.Time{}, err
@@ -242,10 +294,14 @@ func (h Home) RecoveryFile(v *VaultConfig) string {
 	return h.Path("RECOVERY-" + v.Space16() + ".txt")
 }
 
-// WriteRecoveryFile writes the recovery code of dek to RECOVERY-<space16>.txt (mode 0600) and
-// returns its path.
+// WriteRecoveryFile writes the recovery code of dek to RECOVERY-<space16>.txt (mode 0600) in
+// kint's layout (a first line naming the owner and the whole space in bare hex, a note, a blank
+// line, then the code alone on the last line), the one file both tools write, and returns its
+// path.
 func (h Home) WriteRecoveryFile(v *VaultConfig, dek [32]byte) (string, error) {
-	text := "kint recovery code for owner " + v.Owner.Hex() + " tenant " + v.Tenant + ":\n" + seal.EncodeRecoveryCode(dek) + "\n"
+	text := "kint recovery code for owner " + v.Owner.Hex() + ", space " + hex.EncodeToString(v.Space[:]) + "\n" +
+		"It opens this vault without the passphrase or the wallet: keep a copy off this machine.\n\n" +
+		seal.EncodeRecoveryCode(dek) + "\n"
 	if err := h.WriteFile([]byte(text), "RECOVERY-"+v.Space16()+".txt"); err != nil {
 		return "", err
 	}

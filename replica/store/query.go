@@ -44,6 +44,9 @@ type Proof struct {
 	RowsRoot common.Hash      `json:"rows_root"`
 	Epoch    EpochInfo        `json:"epoch"`
 	Staged   bool             `json:"staged"` // the live file has changes not yet anchored
+	// Anchored is the epoch where the proven leaf was anchored, the one where the row last
+	// changed (kint's anchored_version); nil when the tree has no anchor for it.
+	Anchored *Anchor `json:"anchored,omitempty"`
 }
 
 // Prove builds the inclusion proof of k's anchored version.
@@ -73,12 +76,17 @@ func (s *Store) Prove(k Key) (*Proof, error) {
 		index = -1
 	}
 	n := s.t.get(k)
+	var anchored *Anchor
+	if n != nil && n.anchor != nil {
+		a := *n.anchor
+		anchored = &a
+	}
 	s.t.mu.RUnlock()
 	if index < 0 {
 		return nil, fmt.Errorf("%w: %s has no anchored version", ErrNotFound, keyString(k))
 	}
 	p := &Proof{Key: k, Leaf: leaves[index], Steps: seal.MerkleProof(leaves, index), RowsRoot: info.RowsRoot, Epoch: info,
-		Staged: n != nil && n.staged}
+		Staged: n != nil && n.staged, Anchored: anchored}
 	if !seal.VerifyProof(p.Leaf, p.Steps, p.RowsRoot) {
 		return p, fmt.Errorf("the proof of %s does not verify against rows_root %s", keyString(k), info.RowsRoot.Hex())
 	}
