@@ -83,6 +83,8 @@ type Replica struct {
 	status   statusState
 	worker   *worker
 	pushHook func(PushStage, uint64) error // tests pause or fail a push here; nil in production
+	// noExitFlush: StopWorker anchors nothing (ctl no-flush, kintfs unmount --no-flush)
+	noExitFlush atomic.Bool
 }
 
 // Open opens the replica of the vault in opt.Home.

@@ -181,7 +181,7 @@ func exitCode(err error) int {
 	case errors.Is(err, replica.ErrNothingToPush), errors.Is(err, homedir.ErrNoVault), errors.Is(err, seal.ErrEmptyPassphrase),
 		errors.Is(err, seal.ErrRecoveryChecksum), errors.Is(err, seal.ErrSignatureOwner), errors.Is(err, seal.ErrDekIDMismatch),
 		errors.Is(err, replica.ErrInvalid), errors.Is(err, replica.ErrReadOnly), errors.Is(err, replica.ErrWrongSecret),
-		errors.Is(err, seal.ErrSnapshotTooLarge):
+		errors.Is(err, seal.ErrSnapshotTooLarge), errors.Is(err, replica.ErrNoSuchVault):
 		return exitUsage
 	case errors.Is(err, replica.ErrGapOpen), replica.Offline(err), errors.Is(err, chain.ErrWouldRevert),
 		errors.Is(err, replica.ErrHistoryIncomplete), errors.Is(err, errSingleRPC),
