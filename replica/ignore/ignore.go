@@ -248,11 +248,11 @@ type File struct {
 	name string // how rules name it: its base name
 	warn func(error)
 
-	mu      sync.Mutex
-	mtime   time.Time
-	size    int64
-	exists  bool
-	rules   []Rule // the defaults, then the file's
+	mu     sync.Mutex
+	mtime  time.Time
+	size   int64
+	exists bool
+	rules  []Rule // the defaults, then the file's
 }
 
 // NewFile watches the rules file at p; warn is told of each line skipped, once per change

@@ -15,17 +15,17 @@ func TestDefaults(t *testing.T) {
 		t.Fatalf("%d default rules, want %d", len(rules), len(DefaultPatterns))
 	}
 	local := map[string]string{
-		"state/cfg~":               "*~ (default rule)",
-		"state/#notes#":            "#*# (default rule)",
-		"reference/4913":           "4913 (default rule)",
-		"state/a.swp":              "*.swp (default rule)",
-		"state/a.swo":              "*.swo (default rule)",
-		"state/a.swx":              "*.swx (default rule)",
-		"entity/person/x.tmp":      "*.tmp (default rule)",
-		"entity/x.bak":             "*.bak (default rule)",
-		"state/patch.orig":         "*.orig (default rule)",
-		"state/patch.rej":          "*.rej (default rule)",
-		"state/doc.kate-swp":       "*.kate-swp (default rule)",
+		"state/cfg~":              "*~ (default rule)",
+		"state/#notes#":           "#*# (default rule)",
+		"reference/4913":          "4913 (default rule)",
+		"state/a.swp":             "*.swp (default rule)",
+		"state/a.swo":             "*.swo (default rule)",
+		"state/a.swx":             "*.swx (default rule)",
+		"entity/person/x.tmp":     "*.tmp (default rule)",
+		"entity/x.bak":            "*.bak (default rule)",
+		"state/patch.orig":        "*.orig (default rule)",
+		"state/patch.rej":         "*.rej (default rule)",
+		"state/doc.kate-swp":      "*.kate-swp (default rule)",
 		"reference/~$report.docx": "~$* (default rule)",
 	}
 	for p, want := range local {
