@@ -33,6 +33,10 @@ type Backend interface {
 	TrashRmdir(path string) error
 	TrashList(path string) ([]replica.Dirent, error)
 
+	// LocalRule names the rule that keeps a new file at path (under the mount, as the mount
+	// names it) local, never anchored; "" when none does.
+	LocalRule(path string) string
+
 	// Remove stages the deletion of a row, or deletes a local file.
 	Remove(k replica.Key) error
 	// Rename moves a row within its tier (across categories for entities), replacing the

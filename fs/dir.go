@@ -67,7 +67,14 @@ func (d *rowDir) parseName(name string) (resolved, error) {
 // shortened name is looked for in the listing; without, a missing row is a name to create.
 func (d *rowDir) resolve(name string, existing bool) (resolved, error) {
 	r, err := d.parseName(name)
-	if err != nil || r.isCat {
+	if err != nil {
+		// a name that escapes no key can still be a local-only file ("~$50%.docx")
+		if lr, ok, lerr := d.resolveLocal(name, replica.Key{}, existing); ok {
+			return lr, lerr
+		}
+		return r, err
+	}
+	if r.isCat {
 		return r, err
 	}
 	v, err := d.v.tree.Get(r.key)
@@ -78,6 +85,9 @@ func (d *rowDir) resolve(name string, existing bool) (resolved, error) {
 	if !errors.Is(err, replica.ErrNotFound) {
 		return r, err
 	}
+	if lr, ok, err := d.resolveLocal(name, r.key, existing); err != nil || ok {
+		return lr, err
+	}
 	if existing && d.maybeShort(name) {
 		if sr, ok, err := d.findShort(name); err != nil || ok {
 			return sr, err
@@ -87,6 +97,31 @@ func (d *rowDir) resolve(name string, existing bool) (resolved, error) {
 		return r, err
 	}
 	return r, nil
+}
+
+// resolveLocal finds whether name, which no row has, is a local-only file: one kept under
+// a local-only rule before (whatever the rules say now), or, unless existing, a new name a
+// rule matches (existing: ErrNotFound). Rows come first: a rule never hides a row, staged or
+// anchored, of the same name.
+func (d *rowDir) resolveLocal(name string, row replica.Key, existing bool) (resolved, bool, error) {
+	if d.v.history || row.Local || d.tier == seal.TierJournal {
+		return resolved{}, false, nil
+	}
+	k := replica.Key{Tier: d.tier, Category: d.category, Key: name, Local: true}
+	v, err := d.v.tree.Get(k)
+	switch {
+	case err == nil:
+		return resolved{key: k, v: v}, true, nil
+	case !errors.Is(err, replica.ErrNotFound):
+		return resolved{}, false, err
+	}
+	if d.fs.b.LocalRule(localPath(k)) != "" {
+		if existing {
+			return resolved{key: k}, true, replica.ErrNotFound
+		}
+		return resolved{key: k}, true, nil
+	}
+	return resolved{}, false, nil
 }
 
 // maybeShort reports whether name may be a shortened name, the '%' of a collided name aside.

@@ -88,3 +88,12 @@ func KeyOfPath(rel string) (k replica.Key, short bool, err error) {
 	k.Key, k.Local = n.key, n.local
 	return k, false, nil
 }
+
+// localPath is the path under the mount of a file named name in the directory of tier and
+// category, as local-only rules match it.
+func localPath(k replica.Key) string {
+	if k.Category == nil {
+		return k.Tier + "/" + k.Key
+	}
+	return k.Tier + "/" + EscapeName(*k.Category) + "/" + k.Key
+}

@@ -132,3 +132,104 @@ func TestInitNewVault(t *testing.T) {
 		t.Fatalf("init --new-vault of an existing vault: %q", out)
 	}
 }
+
+// TestLocalOnlyRules: every default rule and a rule of the vault's ignore file (written while
+// mounted: no remount) keep files on this machine: never anchored, kept across a remount,
+// shown as local with their rule, counted in status. A row anchored before a rule matched its
+// name stays a row and is anchored again when changed.
+func TestLocalOnlyRules(t *testing.T) {
+	requireFUSE(t)
+	dc := startDevchain(t)
+	a := newMachine(t, dc, "localrules")
+	a.connect("pw")
+	mt := a.mount()
+	writeFile(t, mt.path("state/keep.log"), "anchored before the rule")
+	mt.mustCtl("flush")
+	space := a.statusJSON()["space"].(string)
+	rules := filepath.Join(a.home, "kintfs-ignore-"+strings.TrimPrefix(space, "0x")[:16])
+	if err := os.WriteFile(rules, []byte("# this vault's own\n*.log\nbad[\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(mt.path("entity/person"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	local := map[string]string{
+		"state/cfg~":                 "*~ (default rule)",
+		"state/#notes#":              "#*# (default rule)",
+		"state/4913":                 "4913 (default rule)",
+		"state/a.swp":                "*.swp (default rule)",
+		"reference/a.swo":            "*.swo (default rule)",
+		"reference/a.swx":            "*.swx (default rule)",
+		"entity/person/ada.tmp":      "*.tmp (default rule)", // not JSON: would be held as a row
+		"entity/x.bak":               "*.bak (default rule)",
+		"state/patch.orig":           "*.orig (default rule)",
+		"state/patch.rej":            "*.rej (default rule)",
+		"state/doc.kate-swp":         "*.kate-swp (default rule)",
+		"reference/~$50%report.docx": "~$* (default rule)", // no key escapes to it: still a local file
+		"state/new.log":              "*.log (" + filepath.Base(rules) + ":2)",
+	}
+	for p := range local {
+		writeFile(t, mt.path(p), "local content of "+p)
+	}
+	writeFile(t, mt.path("state/normal"), "published")
+	writeFile(t, mt.path("state/keep.log"), "anchored again after the rule")
+	check := func(m *mounted, when string) {
+		t.Helper()
+		for p, rule := range local {
+			if got := readFile(t, m.path(p)); got != "local content of "+p {
+				t.Errorf("%s %s: %q", when, p, got)
+			}
+			if got, err := getxattr(m.path(p), "user.kint.anchored"); err != nil || got != "local: "+rule {
+				t.Errorf("%s %s: user.kint.anchored %q, %v; want local: %s", when, p, got, err, rule)
+			}
+		}
+		if got, err := getxattr(m.path("state/keep.log"), "user.kint.anchored"); err != nil || !strings.HasPrefix(got, "seq ") {
+			t.Errorf("%s: the anchored row matching a new rule: user.kint.anchored %q, %v", when, got, err)
+		}
+		st := m.status()
+		if n := st["local_files"].(float64); n != float64(len(local)) {
+			t.Errorf("%s: local_files %v, want %d", when, n, len(local))
+		}
+		if n := st["staged_rows"].(float64); n != 0 {
+			t.Errorf("%s: %v rows staged", when, n)
+		}
+		names := sh(t, m.dir, "ls state reference entity entity/person")
+		for _, want := range []string{"cfg~", "#notes#", "4913", "a.swp", "~$50%report.docx", "ada.tmp", "new.log", "keep.log"} {
+			if !strings.Contains(names, want) {
+				t.Errorf("%s: %s is not listed:\n%s", when, want, names)
+			}
+		}
+	}
+	mt.mustCtl("flush")
+	check(mt, "after the flush")
+	if !strings.Contains(mt.log.String(), "line 3") {
+		t.Errorf("the bad rule was not reported:\n%s", mt.log.String())
+	}
+	exported := func() string {
+		out := a.mustRun("", "export")
+		for p := range local {
+			if strings.Contains(out, filepath.Base(p)) {
+				t.Fatalf("%s was anchored:\n%s", p, out)
+			}
+		}
+		if !strings.Contains(out, "anchored again after the rule") || !strings.Contains(out, `"published"`) {
+			t.Fatalf("the rows were not anchored:\n%s", out)
+		}
+		return out
+	}
+	exported()
+	mt.unmount()
+	m2 := a.mountAt(mt.dir)
+	check(m2, "after a remount")
+	m2.mustCtl("flush")
+	exported()
+	// dropping the rule publishes nothing already kept local
+	os.Remove(rules)
+	if got, err := getxattr(m2.path("state/new.log"), "user.kint.anchored"); err != nil || !strings.HasPrefix(got, "local: kept here") {
+		t.Errorf("state/new.log once its rule is gone: %q, %v", got, err)
+	}
+	writeFile(t, m2.path("state/other.log"), "a row now")
+	if got, err := getxattr(m2.path("state/other.log"), "user.kint.anchored"); err != nil || got != "unanchored" {
+		t.Errorf("state/other.log without the rule: %q, %v", got, err)
+	}
+}

@@ -6,12 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"kintfs/replica/homedir"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"kintfs/chain"
+	"kintfs/replica/homedir"
+	"kintfs/replica/ignore"
 	"kintfs/replica/store"
 	"kintfs/seal"
 )
@@ -85,6 +86,8 @@ type Replica struct {
 	pushHook func(PushStage, uint64) error // tests pause or fail a push here; nil in production
 	// noExitFlush: StopWorker anchors nothing (ctl no-flush, kintfs unmount --no-flush)
 	noExitFlush atomic.Bool
+	// localRules are the names a new file is kept local under: never staged, never anchored
+	localRules *ignore.File
 }
 
 // Open opens the replica of the vault in opt.Home.
@@ -108,6 +111,7 @@ func Open(opt Options) (*Replica, error) {
 	}
 	r := &Replica{Store: st, opt: opt, vault: opt.Vault, cache: homedir.NewEpochCache(opt.Home, opt.Vault.Space16())}
 	r.status.started = time.Now()
+	r.localRules = ignore.NewFile(opt.Home.Path(IgnoreFileName(opt.Vault)), func(err error) { r.warnf("local-only rules: %v", err) })
 	// rows an interrupted push sent are sealing until its journal entry is settled
 	if err = r.LoadSealing(); err != nil {
 		st.Close()
@@ -120,6 +124,19 @@ func Open(opt Options) (*Replica, error) {
 		}
 	}
 	return r, nil
+}
+
+// IgnoreFileName is the per-vault file of local-only rules in KINT_HOME (gitignore syntax).
+func IgnoreFileName(v *homedir.VaultConfig) string { return "kintfs-ignore-" + v.Space16() }
+
+// LocalRule names the rule that keeps a new file at p (its path under the mount, as the mount
+// names it: "state/x~", "entity/person/#x#") on this machine, never staged or anchored; ""
+// when none does. The caller asks only for a name no row has: a rule never hides a row.
+func (r *Replica) LocalRule(p string) string {
+	if rule, ok := r.localRules.Match(p); ok {
+		return rule.String()
+	}
+	return ""
 }
 
 // Vault is the vault configuration.
