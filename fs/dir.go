@@ -147,6 +147,21 @@ func (d *rowDir) findShort(name string) (resolved, bool, error) {
 	return resolved{}, false, nil
 }
 
+// rowNames are the names the rows of list are shown under, for a local file of the same name.
+func rowNames(list []replica.Dirent, cats map[string]bool) map[string]bool {
+	names := map[string]bool{}
+	for _, e := range list {
+		switch {
+		case e.Local || e.Dir:
+		case cats[EscapeName(e.Name)]:
+			names[collidedName(e.Name)] = true
+		default:
+			names[EscapeName(e.Name)] = true
+		}
+	}
+	return names
+}
+
 // dirEntry is one listed entry: the name shown and the replica's entry.
 type dirEntry struct {
 	name string
@@ -169,7 +184,11 @@ func (d *rowDir) entries() ([]dirEntry, error) {
 		}
 	}
 	out := make([]dirEntry, 0, len(list))
+	var rows map[string]bool // the names rows take, once a local file a row could collide with is listed
 	for _, e := range list {
+		if e.Local && rows == nil && !isLocalName(e.Name) && d.tier != replica.TrashTier {
+			rows = rowNames(list, cats)
+		}
 		var name string
 		switch {
 		case e.Local:
@@ -179,6 +198,11 @@ func (d *rowDir) entries() ([]dirEntry, error) {
 			name = collidedName(e.Name)
 		default:
 			name = EscapeName(e.Name)
+		}
+		if e.Local && rows[name] {
+			// a row another machine anchored under a local-only file's name: the row is what
+			// the name opens, and the local file waits, unlisted, until the row is gone
+			continue
 		}
 		out = append(out, dirEntry{name: name, d: e})
 	}

@@ -233,3 +233,57 @@ func TestLocalOnlyRules(t *testing.T) {
 		t.Errorf("state/other.log without the rule: %q, %v", got, err)
 	}
 }
+
+// TestLocalFileUnderARemoteRow: another machine whose rules publish "*~" anchors state/x~
+// while this one keeps a local x~: the row is what the name shows (listed once), and the local
+// file comes back when the row is deleted.
+func TestLocalFileUnderARemoteRow(t *testing.T) {
+	requireFUSE(t)
+	dc := startDevchain(t)
+	a := newMachine(t, dc, "remoterow")
+	a.connect("pw")
+	ma := a.mount()
+	writeFile(t, ma.path("state/x~"), "kept on a")
+	writeFile(t, ma.path("state/seed"), "a vault with an epoch")
+	ma.mustCtl("flush")
+	b := newMachine(t, dc, "remoterow")
+	b.connect("pw")
+	space := a.statusJSON()["space"].(string)
+	if err := os.WriteFile(filepath.Join(b.home, "kintfs-ignore-"+strings.TrimPrefix(space, "0x")[:16]), []byte("!*~\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mb := b.mount()
+	writeFile(t, mb.path("state/x~"), "anchored by b")
+	if got, err := getxattr(mb.path("state/x~"), "user.kint.anchored"); err != nil || got != "unanchored" {
+		t.Fatalf("on b, with !*~: %q, %v", got, err)
+	}
+	mb.mustCtl("flush")
+	ma.mustCtl("pull")
+	if got := readFile(t, ma.path("state/x~")); got != "anchored by b" {
+		t.Fatalf("state/x~ on a after the pull: %q", got)
+	}
+	if got, err := getxattr(ma.path("state/x~"), "user.kint.anchored"); err != nil || !strings.HasPrefix(got, "seq ") {
+		t.Fatalf("state/x~ on a is not the anchored row: %q, %v", got, err)
+	}
+	if names := sh(t, ma.dir, "ls state"); strings.Count(names, "x~") != 1 {
+		t.Fatalf("state lists x~ other than once:\n%s", names)
+	}
+	// a change on a goes to the row
+	writeFile(t, ma.path("state/x~"), "changed on a")
+	if n := a.stagedRows(); n != 1 {
+		t.Fatalf("a change of the row on a staged %v rows", n)
+	}
+	ma.mustCtl("flush")
+	mb.mustCtl("pull")
+	if got := readFile(t, mb.path("state/x~")); got != "changed on a" {
+		t.Fatalf("state/x~ on b: %q", got)
+	}
+	if err := os.Remove(mb.path("state/x~")); err != nil {
+		t.Fatal(err)
+	}
+	mb.mustCtl("flush")
+	ma.mustCtl("pull")
+	if got := readFile(t, ma.path("state/x~")); got != "kept on a" {
+		t.Fatalf("a's local x~ after the row is gone: %q", got)
+	}
+}
