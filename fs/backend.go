@@ -33,6 +33,10 @@ type Backend interface {
 	TrashRmdir(path string) error
 	TrashList(path string) ([]replica.Dirent, error)
 
+	// LocalRule names the rule that keeps a new file at path (under the mount, as the mount
+	// names it) local, never anchored; "" when none does.
+	LocalRule(path string) string
+
 	// Remove stages the deletion of a row, or deletes a local file.
 	Remove(k replica.Key) error
 	// Rename moves a row within its tier (across categories for entities), replacing the
@@ -64,8 +68,7 @@ type Backend interface {
 	// recorded locally (0 when none is); replica.ErrHistoryIncomplete when it cannot be told.
 	BlockAt(t time.Time) (uint64, error)
 
-	// Control runs one ctl command (flush, pull, pull full, compact, refresh) and returns when
-	// it is done.
+	// Control runs one ctl command (one of replica.Commands) and returns when it is done.
 	Control(ctx context.Context, cmd string) error
 	// StatusJSON and BlocksText are the contents of .kint/status and .kint/blocks.
 	StatusJSON() []byte

@@ -67,7 +67,14 @@ func (d *rowDir) parseName(name string) (resolved, error) {
 // shortened name is looked for in the listing; without, a missing row is a name to create.
 func (d *rowDir) resolve(name string, existing bool) (resolved, error) {
 	r, err := d.parseName(name)
-	if err != nil || r.isCat {
+	if err != nil {
+		// a name that escapes no key can still be a local-only file ("~$50%.docx")
+		if lr, ok, lerr := d.resolveLocal(name, replica.Key{}, existing); ok {
+			return lr, lerr
+		}
+		return r, err
+	}
+	if r.isCat {
 		return r, err
 	}
 	v, err := d.v.tree.Get(r.key)
@@ -78,6 +85,9 @@ func (d *rowDir) resolve(name string, existing bool) (resolved, error) {
 	if !errors.Is(err, replica.ErrNotFound) {
 		return r, err
 	}
+	if lr, ok, err := d.resolveLocal(name, r.key, existing); err != nil || ok {
+		return lr, err
+	}
 	if existing && d.maybeShort(name) {
 		if sr, ok, err := d.findShort(name); err != nil || ok {
 			return sr, err
@@ -87,6 +97,31 @@ func (d *rowDir) resolve(name string, existing bool) (resolved, error) {
 		return r, err
 	}
 	return r, nil
+}
+
+// resolveLocal finds whether name, which no row has, is a local-only file: one kept under
+// a local-only rule before (whatever the rules say now), or, unless existing, a new name a
+// rule matches (existing: ErrNotFound). Rows come first: a rule never hides a row, staged or
+// anchored, of the same name.
+func (d *rowDir) resolveLocal(name string, row replica.Key, existing bool) (resolved, bool, error) {
+	if d.v.history || row.Local || d.tier == seal.TierJournal {
+		return resolved{}, false, nil
+	}
+	k := replica.Key{Tier: d.tier, Category: d.category, Key: name, Local: true}
+	v, err := d.v.tree.Get(k)
+	switch {
+	case err == nil:
+		return resolved{key: k, v: v}, true, nil
+	case !errors.Is(err, replica.ErrNotFound):
+		return resolved{}, false, err
+	}
+	if d.fs.b.LocalRule(localPath(k)) != "" {
+		if existing {
+			return resolved{key: k}, true, replica.ErrNotFound
+		}
+		return resolved{key: k}, true, nil
+	}
+	return resolved{}, false, nil
 }
 
 // maybeShort reports whether name may be a shortened name, the '%' of a collided name aside.
@@ -112,6 +147,21 @@ func (d *rowDir) findShort(name string) (resolved, bool, error) {
 	return resolved{}, false, nil
 }
 
+// rowNames are the names the rows of list are shown under, for a local file of the same name.
+func rowNames(list []replica.Dirent, cats map[string]bool) map[string]bool {
+	names := map[string]bool{}
+	for _, e := range list {
+		switch {
+		case e.Local || e.Dir:
+		case cats[EscapeName(e.Name)]:
+			names[collidedName(e.Name)] = true
+		default:
+			names[EscapeName(e.Name)] = true
+		}
+	}
+	return names
+}
+
 // dirEntry is one listed entry: the name shown and the replica's entry.
 type dirEntry struct {
 	name string
@@ -134,7 +184,11 @@ func (d *rowDir) entries() ([]dirEntry, error) {
 		}
 	}
 	out := make([]dirEntry, 0, len(list))
+	var rows map[string]bool // the names rows take, once a local file a row could collide with is listed
 	for _, e := range list {
+		if e.Local && rows == nil && !isLocalName(e.Name) && d.tier != replica.TrashTier {
+			rows = rowNames(list, cats)
+		}
 		var name string
 		switch {
 		case e.Local:
@@ -144,6 +198,11 @@ func (d *rowDir) entries() ([]dirEntry, error) {
 			name = collidedName(e.Name)
 		default:
 			name = EscapeName(e.Name)
+		}
+		if e.Local && rows[name] {
+			// a row another machine anchored under a local-only file's name: the row is what
+			// the name opens, and the local file waits, unlisted, until the row is gone
+			continue
 		}
 		out = append(out, dirEntry{name: name, d: e})
 	}

@@ -276,3 +276,40 @@ func TestVimSave(t *testing.T) {
 		t.Fatalf("vim left %q", got)
 	}
 }
+
+// TestVimBackupIsLocal: vim with backups on renames the file to its backup (vim's "4913"
+// probe first) and writes it anew; the backup "notes~" is a local-only file, never a row.
+func TestVimBackupIsLocal(t *testing.T) {
+	vim, err := exec.LookPath("vim")
+	if err != nil {
+		if vim, err = exec.LookPath("vim.tiny"); err != nil {
+			t.Skip("VIM TEST NOT RUN: no vim on PATH")
+		}
+	}
+	tm := mountForTest(t)
+	p := tm.path("state", "notes")
+	mustSh(t, "printf 'one\ntwo\n' > "+p)
+	mustRun(t, vim, "-u", "NONE", "-N", "-i", "NONE", "-es", "-c", "set backup writebackup backupcopy=no backupskip=", "-c", "%s/two/three/", "-c", "wq", p)
+	if got := mustRun(t, "cat", p); got != "one\nthree\n" {
+		t.Fatalf("after vim: %q", got)
+	}
+	if got := mustRun(t, "cat", p+"~"); got != "one\ntwo\n" {
+		t.Fatalf("the backup: %q", got)
+	}
+	if _, err := tm.r.Get(replica.Key{Tier: "state", Key: "notes~", Local: true}); err != nil {
+		t.Fatalf("the backup is not a local file: %v", err)
+	}
+	if _, err := tm.r.Get(stateKey("notes~")); err == nil {
+		t.Fatal("the backup is a row")
+	}
+	if got, err := getxattr(t, p+"~", "user.kint.anchored"); err != nil || got != "local: *~ (default rule)" {
+		t.Fatalf("the backup's user.kint.anchored: %q %v", got, err)
+	}
+	st, err := tm.r.Status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.StagedRows != 1 || st.LocalFiles != 1 {
+		t.Fatalf("staged %d rows and %d local files, want 1 and 1", st.StagedRows, st.LocalFiles)
+	}
+}

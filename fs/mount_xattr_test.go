@@ -136,7 +136,7 @@ func TestAttrsSurviveEditorSaves(t *testing.T) {
 		t.Fatalf("after sed -i: %q", got)
 	}
 	// A write-to-temp-then-rename save, with a temp name that is a row, then a dotfile.
-	mustSh(t, "printf 'delta\n' > "+p+".tmp && mv "+p+".tmp "+p)
+	mustSh(t, "printf 'delta\n' > "+p+".new && mv "+p+".new "+p)
 	mustSh(t, "printf 'epsilon\n' > "+tm.path("state", ".plan.tmp")+" && mv "+tm.path("state", ".plan.tmp")+" "+p)
 	if got := mustRun(t, "cat", p); got != "epsilon\n" {
 		t.Fatalf("after temp saves: %q", got)
@@ -148,7 +148,7 @@ func TestAttrsSurviveEditorSaves(t *testing.T) {
 	if v.Row.Status == nil || *v.Row.Status != "draft" || v.Row.Meta == nil || *v.Row.Meta != `{"v":1}` {
 		t.Fatalf("attributes after saves: status %v meta %v", v.Row.Status, v.Row.Meta)
 	}
-	for _, left := range []string{"plan.tmp", ".plan.tmp"} {
+	for _, left := range []string{"plan.new", ".plan.tmp"} {
 		if _, err := tm.r.Get(replica.Key{Tier: "state", Key: left, Local: strings.HasPrefix(left, ".")}); err == nil {
 			t.Errorf("temporary %s left behind", left)
 		}

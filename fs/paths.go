@@ -101,3 +101,12 @@ func PathOfKey(k replica.Key) string {
 	}
 	return k.Tier + "/" + name
 }
+
+// localPath is the path under the mount of a file named name in the directory of tier and
+// category, as local-only rules match it.
+func localPath(k replica.Key) string {
+	if k.Category == nil {
+		return k.Tier + "/" + k.Key
+	}
+	return k.Tier + "/" + EscapeName(*k.Category) + "/" + k.Key
+}

@@ -46,7 +46,24 @@ func (n *fileNode) xattrs() ([]string, map[string]string, syscall.Errno) {
 		return nil, nil, n.fs.fail("getxattr", &n.node, "", err)
 	}
 	names, vals := Attrs(v)
+	if k.Local {
+		vals[xattrAnchored] = n.fs.localReason(k)
+	}
 	return names, vals, 0
+}
+
+// localReason is user.kint.anchored of a local file: "local: " and why it is kept here.
+func (f *mountFS) localReason(k replica.Key) string {
+	switch {
+	case k.Tier == replica.TrashTier:
+		return "local: in the trash"
+	case isLocalName(k.Key):
+		return "local: dotfile"
+	}
+	if rule := f.b.LocalRule(localPath(k)); rule != "" {
+		return "local: " + rule
+	}
+	return "local: kept here (made under a rule that no longer matches; copy it to a new name to publish it)"
 }
 
 // Attrs are the user.kint.* extended attributes of a version, by name, in listing order. The

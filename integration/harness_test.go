@@ -204,7 +204,7 @@ func (m *machine) mustRun(stdin string, args ...string) string {
 // connect inits the vault with a passphrase and creates, funds and authorizes a session key.
 func (m *machine) connect(passphrase string) {
 	m.t.Helper()
-	m.mustRun(passphrase+"\n", "init", "--owner", m.owner(), "--passphrase-stdin")
+	m.mustRun(passphrase+"\n", "init", "--owner", m.owner(), "--new-vault", "--passphrase-stdin")
 	out := m.mustRun("", "session-key", "create")
 	addr := common.HexToAddress(strings.Fields(out)[2])
 	owner, _ := crypto.HexToECDSA(strings.TrimPrefix(m.dc.ownerKeyHex(), "0x"))

@@ -480,7 +480,7 @@ func TestExitCodeTable(t *testing.T) {
 var statusSchema = map[string]string{
 	"owner": "string", "tenant": "string", "space": "string", "chain": "object", "head": "object", "mirror": "object",
 	"read_only": "bool", "pushing": "bool", "last_poll": "string", "offline": "string",
-	"staged_rows": "int", "staged_deletions": "int", "staged_bytes": "int", "oldest_staged_age_seconds": "int",
+	"staged_rows": "int", "staged_deletions": "int", "staged_bytes": "int", "oldest_staged_age_seconds": "int", "local_files": "int",
 	"held": "list", "conflicts": "list", "gaps": "list", "pending_push": "list",
 	"last_push": "object|null", "last_pull": "object|null",
 	"history_from": "object", "backfill": "string", "live": "string",

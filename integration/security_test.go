@@ -54,7 +54,7 @@ func (m *machine) connectRecorded(tr *transcript, passphrase string) {
 		}
 		return out
 	}
-	must(passphrase+"\n", "init", "--owner", m.owner(), "--passphrase-stdin")
+	must(passphrase+"\n", "init", "--owner", m.owner(), "--new-vault", "--passphrase-stdin")
 	out := must("", "session-key", "create")
 	addr := common.HexToAddress(strings.Fields(out)[2])
 	owner, _ := crypto.HexToECDSA(strings.TrimPrefix(m.dc.ownerKeyHex(), "0x"))

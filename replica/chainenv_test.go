@@ -125,7 +125,7 @@ func (e *chainEnv) machineWith(logf func(string, ...any)) *Replica {
 	home := homedir.Home(e.t.TempDir())
 	pass := chainEnvPassphrase
 	owner := crypto.PubkeyToAddress(e.owner.PublicKey)
-	res, err := Init(ctx, InitOptions{Home: home, Owner: owner, Tenant: e.tenant, RPC: e.rpc, Contract: e.contract, Client: c, Passphrase: &pass, KEK: e.kek()})
+	res, err := Init(ctx, InitOptions{Home: home, Owner: owner, Tenant: e.tenant, RPC: e.rpc, Contract: e.contract, Client: c, Passphrase: &pass, KEK: e.kek(), NewVault: true})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -7,13 +7,14 @@ import (
 )
 
 func TestParseCommand(t *testing.T) {
-	for in, want := range map[string]string{"flush\n": "flush", "  pull   full \n": "pull full", "compact": "compact", "refresh\r\n": "refresh"} {
+	for in, want := range map[string]string{"flush\n": "flush", "  pull   full \n": "pull full", "compact": "compact", "refresh\r\n": "refresh", " no-flush\n": "no-flush", "flush-on-exit": "flush-on-exit"} {
 		if got, err := ParseCommand(in); err != nil || got != want {
 			t.Errorf("ParseCommand(%q) = %q, %v", in, got, err)
 		}
 	}
 	_, err := ParseCommand("rm -rf /")
-	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `unknown command "rm -rf /" (one of: flush, pull, pull full, compact, refresh)`) {
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `unknown command "rm -rf /" (one of: `+strings.Join(Commands, ", ")+")") ||
+		!strings.Contains(err.Error(), "(one of: flush, pull, pull full, compact, refresh") {
 		t.Fatalf("garbage: %v", err)
 	}
 }

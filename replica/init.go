@@ -32,7 +32,13 @@ type InitOptions struct {
 	// KEK, when set, is the key Passphrase or Signature derives for this owner and space,
 	// derived already by the caller: the slow scrypt run is not repeated.
 	KEK *[32]byte
+	// NewVault allows creating a vault when the chain has no epoch for this owner and tenant;
+	// without it such a tenant is refused (ErrNoSuchVault), so that a typo never makes a vault.
+	NewVault bool
 }
+
+// ErrNoSuchVault is init of a tenant with no epoch on the chain, without NewVault.
+var ErrNoSuchVault = errors.New("no vault on the chain")
 
 // InitResult says what init did. RecoveryCode is set only for a new vault; the caller shows
 // it once and it is also written to RecoveryFile.
@@ -45,7 +51,7 @@ type InitResult struct {
 }
 
 // Init adopts the vault from the head epoch's wraps, or creates a new one when the chain has
-// no epoch for this owner and tenant yet.
+// no epoch for this owner and tenant yet and NewVault allows it.
 func Init(ctx context.Context, o InitOptions) (*InitResult, error) {
 	if o.Client == nil {
 		return nil, ErrOffline
@@ -65,6 +71,10 @@ func Init(ctx context.Context, o InitOptions) (*InitResult, error) {
 	head, err := o.Client.Head(ctx, o.Owner, space)
 	if err != nil {
 		return nil, fmt.Errorf("read head: %w", err)
+	}
+	if head.Seq == 0 && !o.NewVault {
+		return nil, fmt.Errorf("%w: owner %s has no vault with tenant %q on chain %d (contract %s); check the tenant, or give --new-vault to create it",
+			ErrNoSuchVault, o.Owner.Hex(), o.Tenant, v.ChainID, o.Contract.Hex())
 	}
 	res := &InitResult{Vault: v}
 	var dek [32]byte

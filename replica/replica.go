@@ -6,12 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"kintfs/replica/homedir"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"kintfs/chain"
+	"kintfs/replica/homedir"
+	"kintfs/replica/ignore"
 	"kintfs/replica/store"
 	"kintfs/seal"
 )
@@ -85,6 +86,10 @@ type Replica struct {
 	status   statusState
 	worker   *worker
 	pushHook func(PushStage, uint64) error // tests pause or fail a push here; nil in production
+	// noExitFlush: StopWorker anchors nothing (ctl no-flush, kintfs unmount --no-flush)
+	noExitFlush atomic.Bool
+	// localRules are the names a new file is kept local under: never staged, never anchored
+	localRules *ignore.File
 }
 
 // Open opens the replica of the vault in opt.Home.
@@ -115,6 +120,7 @@ func Open(opt Options) (*Replica, error) {
 	} else if n > 0 {
 		r.logf("epoch cache: rewrote the metadata of %d cached epochs in kint's form", n)
 	}
+	r.localRules = ignore.NewFile(opt.Home.Path(IgnoreFileName(opt.Vault)), func(err error) { r.warnf("local-only rules: %v", err) })
 	// rows an interrupted push sent are sealing until its journal entry is settled
 	if err = r.LoadSealing(); err != nil {
 		st.Close()
@@ -153,6 +159,19 @@ func SaveVaultModel(home homedir.Home, m string) error {
 	}
 	v.Model = m
 	return home.SaveVault(v)
+}
+
+// IgnoreFileName is the per-vault file of local-only rules in KINT_HOME (gitignore syntax).
+func IgnoreFileName(v *homedir.VaultConfig) string { return "kintfs-ignore-" + v.Space16() }
+
+// LocalRule names the rule that keeps a new file at p (its path under the mount, as the mount
+// names it: "state/x~", "entity/person/#x#") on this machine, never staged or anchored; ""
+// when none does. The caller asks only for a name no row has: a rule never hides a row.
+func (r *Replica) LocalRule(p string) string {
+	if rule, ok := r.localRules.Match(p); ok {
+		return rule.String()
+	}
+	return ""
 }
 
 // Vault is the vault configuration.

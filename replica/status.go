@@ -119,6 +119,7 @@ type Status struct {
 	StagedBytes  int64      `json:"staged_bytes"`
 	OldestStaged int64      `json:"oldest_staged_age_seconds"`
 	Held         []HeldRow  `json:"held"`
+	LocalFiles   int        `json:"local_files"` // kept on this machine, never anchored (dotfiles, local-only rules)
 	Conflicts    []Conflict `json:"conflicts"`
 	Gaps         []Gap      `json:"gaps"`
 	PendingPush  []uint64   `json:"pending_push"`
@@ -183,6 +184,7 @@ func (r *Replica) Status() (*Status, error) {
 	st.Head, st.Mirror, st.HistoryFrom = sum.Seen, sum.Mirror, sum.HistoryFrom
 	st.Conflicts, st.Gaps, st.PendingPush, st.Held = sum.Conflicts, sum.Gaps, sum.PendingPush, sum.Held
 	st.StagedRows, st.StagedDels, st.StagedBytes = sum.StagedRows, sum.StagedDels, sum.StagedBytes
+	st.LocalFiles = sum.LocalFiles
 	if !sum.OldestStaged.IsZero() {
 		st.OldestStaged = int64(time.Since(sum.OldestStaged) / time.Second)
 	}

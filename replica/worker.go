@@ -50,7 +50,9 @@ type worker struct {
 }
 
 // Commands are the ctl commands, in the order .kint/ctl lists them.
-var Commands = []string{"flush", "pull", "pull full", "compact", "refresh"}
+// no-flush tells the mount to anchor nothing when it stops (staged rows stay staged for the
+// next mount); flush-on-exit undoes it.
+var Commands = []string{"flush", "pull", "pull full", "compact", "refresh", "no-flush", "flush-on-exit"}
 
 // ParseCommand normalises a ctl command: surrounding white space and a trailing newline are
 // ignored, inner runs of spaces fold to one.
@@ -66,6 +68,9 @@ func ParseCommand(s string) (string, error) {
 	}
 	return "", fmt.Errorf("%w: unknown command %q (one of: %s)", ErrInvalid, cmd, strings.Join(Commands, ", "))
 }
+
+// NoExitFlush reports whether StopWorker will anchor nothing (ctl no-flush).
+func (r *Replica) NoExitFlush() bool { return r.noExitFlush.Load() }
 
 // Control runs one ctl command and returns when it is done.
 func (r *Replica) Control(ctx context.Context, command string) error {
@@ -84,6 +89,10 @@ func (r *Replica) Control(ctx context.Context, command string) error {
 		_, err = r.Push(ctx, PushOptions{Snapshot: true})
 	case "refresh":
 		err = r.poll(ctx)
+	case "no-flush":
+		r.noExitFlush.Store(true)
+	case "flush-on-exit":
+		r.noExitFlush.Store(false)
 	}
 	return err
 }
@@ -211,7 +220,8 @@ func (r *Replica) StartWorker(o WorkerOptions) {
 	}
 }
 
-// StopWorker stops the worker and makes one last, bounded attempt to anchor what is staged.
+// StopWorker stops the worker and makes one last, bounded attempt to anchor what is staged,
+// unless the ctl command no-flush said not to.
 func (r *Replica) StopWorker(ctx context.Context) error {
 	w := r.worker
 	if w == nil {
@@ -220,7 +230,7 @@ func (r *Replica) StopWorker(ctx context.Context) error {
 	w.once.Do(func() { close(w.stop) })
 	<-w.done
 	<-w.liveDone
-	if r.Client() == nil || r.opt.ReadOnly {
+	if r.Client() == nil || r.opt.ReadOnly || r.noExitFlush.Load() {
 		return nil
 	}
 	st, err := r.Status()

@@ -96,6 +96,9 @@ func runStatus(ctx context.Context, o *infoOptions, args []string) error {
 		fmt.Fprintln(outw(ctx), st.Offline)
 	}
 	fmt.Fprintf(outw(ctx), "staged: %d rows (%d bytes), %d deletions; oldest %ds\n", st.StagedRows, st.StagedBytes, st.StagedDels, st.OldestStaged)
+	if st.LocalFiles > 0 {
+		fmt.Fprintf(outw(ctx), "local only: %d files, never anchored (dotfiles and local-only rules)\n", st.LocalFiles)
+	}
 	for _, h := range st.Held {
 		fmt.Fprintf(outw(ctx), "held: %s: %s\n", heldName(h), h.Reason)
 	}

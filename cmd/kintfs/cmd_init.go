@@ -23,13 +23,14 @@ type initOptions struct {
 	saltFile                     string
 	recoveryStdin                bool
 	recoveryFile                 string
+	newVault                     bool
 }
 
 func init() {
 	register(&command{
 		name:  "init",
-		usage: "--owner 0x... --tenant NAME (--passphrase-stdin | --passphrase-file F | --signature - | --signature-file F | --recovery-code-stdin | --recovery-code-file F)",
-		short: "connect this machine to a vault (adopting it from the chain, or creating it)",
+		usage: "--owner 0x... --tenant NAME [--new-vault] (--passphrase-stdin | --passphrase-file F | --signature - | --signature-file F | --recovery-code-stdin | --recovery-code-file F)",
+		short: "connect this machine to a vault (adopting it from the chain, or with --new-vault creating it)",
 		setup: func(fs *pflag.FlagSet) runFunc {
 			o := &initOptions{}
 			fs.StringVar(&o.owner, "owner", "", "the owner's address")
@@ -43,6 +44,7 @@ func init() {
 			fs.StringVar(&o.saltFile, "salt-passphrase-file", "", "a passphrase that salts the signature wrap, read from a file")
 			fs.BoolVar(&o.recoveryStdin, "recovery-code-stdin", false, "read a recovery code from stdin")
 			fs.StringVar(&o.recoveryFile, "recovery-code-file", "", "read a recovery code from a file")
+			fs.BoolVar(&o.newVault, "new-vault", false, "create the vault when the chain has none for this owner and tenant (without it, init only joins)")
 			return func(ctx context.Context, args []string) error { return runInit(ctx, o, args) }
 		},
 	})
@@ -79,7 +81,7 @@ func runInit(ctx context.Context, o *initOptions, args []string) error {
 		return err
 	}
 	io := replica.InitOptions{Home: home, Owner: common.HexToAddress(o.owner), Tenant: o.tenant, RPC: o.rpc,
-		Contract: common.HexToAddress(o.contract)}
+		Contract: common.HexToAddress(o.contract), NewVault: o.newVault}
 	if err := readInitSecret(o, &io); err != nil {
 		return err
 	}

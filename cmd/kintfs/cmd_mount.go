@@ -317,7 +317,11 @@ func (r *mountRun) waitUnmounted(m *fs.Mounted, sig <-chan os.Signal) {
 	for {
 		select {
 		case s := <-sig:
-			r.say("%v: flushing and unmounting", s)
+			if r.env.rep.NoExitFlush() {
+				r.say("%v: unmounting without anchoring (no-flush)", s)
+			} else {
+				r.say("%v: flushing and unmounting", s)
+			}
 			sdNotify("STOPPING=1")
 			if err := m.Unmount(); err != nil {
 				r.say("warn: unmount %s: %s%s", r.dir, oneLine(err.Error()), holders(r.absDir))
@@ -340,7 +344,9 @@ func (r *mountRun) stopWorker() {
 		r.say("flush on unmount: %v", err)
 	}
 	if st, err := r.env.rep.Status(); err == nil {
-		if n := st.StagedRows + st.StagedDels; n > 0 {
+		if n := st.StagedRows + st.StagedDels; n > 0 && r.env.rep.NoExitFlush() {
+			r.say("pending: no-flush: %d staged rows and deletions (%d held) were not anchored; they stay in %s and will be anchored by the next mount or kintfs push", n, len(st.Held), r.home)
+		} else if n > 0 {
 			r.say("pending: %d staged rows and deletions (%d held) stay in %s and will be anchored by the next mount or kintfs push", n, len(st.Held), r.home)
 		} else {
 			r.say("pending: nothing; every change is anchored")

@@ -47,21 +47,31 @@ func runUnmount(ctx context.Context, o *unmountOptions, args []string) error {
 		return usagef("%s is not a kintfs mount (nothing to unmount; %s lists what is mounted)", dir, mountsTable)
 	}
 	var flushErr error
-	if !o.noFlush {
-		flushErr = flushMount(ctx, dir, time.Until(deadline), o.timeout)
+	if o.noFlush {
+		// the mount process anchors on its way out unless told not to
+		if err := mountCommand(ctx, dir, "no-flush", time.Until(deadline), o.timeout); err != nil {
+			return fmt.Errorf("%s was not unmounted: telling the mount not to flush failed: %w", dir, err)
+		}
+	} else {
+		flushErr = mountCommand(ctx, dir, "flush", time.Until(deadline), o.timeout)
 	}
 	for {
 		busy, err := fuseUnmount(dir)
 		if err == nil {
 			break
 		}
+		if busy && time.Now().Before(deadline) && ctx.Err() == nil {
+			time.Sleep(200 * time.Millisecond)
+			continue
+		}
+		if o.noFlush {
+			// still mounted: its later exit (SIGTERM, fusermount3 -u) flushes as before
+			_ = mountCommand(context.Background(), dir, "flush-on-exit", 5*time.Second, 5*time.Second)
+		}
 		if !busy {
 			return err
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("%w: %s is still in use after %s%s", errMountBusy, dir, o.timeout, holders(dir))
-		}
-		time.Sleep(200 * time.Millisecond)
+		return fmt.Errorf("%w: %s is still in use after %s%s", errMountBusy, dir, o.timeout, holders(dir))
 	}
 	if flushErr != nil {
 		return fmt.Errorf("unmounted %s, but the flush failed: %w; the staged rows stay staged for the next mount or kintfs push", dir, flushErr)
@@ -85,17 +95,17 @@ func resolveMountpoint(dir string) string {
 	return abs
 }
 
-// flushMount anchors what the mount at dir holds staged, bounded by timeout: through the
-// mount's socket when it is this KINT_HOME's mount (the caller then holds nothing open on the
-// mount and may stop waiting), else by writing flush to its control file. total is --timeout,
-// which the messages name.
-func flushMount(ctx context.Context, dir string, timeout, total time.Duration) error {
+// mountCommand runs the ctl command cmd (flush, no-flush, flush-on-exit) in the mount at dir,
+// bounded by timeout: through the mount's socket when it is this KINT_HOME's mount (the
+// caller then holds nothing open on the mount and may stop waiting), else by writing it to
+// its control file. total is --timeout, which the messages name.
+func mountCommand(ctx context.Context, dir, cmd string, timeout, total time.Duration) error {
 	if timeout <= 0 {
 		return fmt.Errorf("not finished after %s", total)
 	}
 	if home, err := defaultHome(); err == nil {
 		if at, ok := mountedAt(home); ok && at == dir {
-			return flushBySocket(ctx, home, timeout, total)
+			return commandBySocket(ctx, home, cmd, timeout, total)
 		}
 	}
 	done := make(chan error, 1)
@@ -105,7 +115,7 @@ func flushMount(ctx context.Context, dir string, timeout, total time.Duration) e
 			done <- err
 			return
 		}
-		_, err = f.WriteString("flush\n")
+		_, err = f.WriteString(cmd + "\n")
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
@@ -121,7 +131,7 @@ func flushMount(ctx context.Context, dir string, timeout, total time.Duration) e
 	}
 }
 
-func flushBySocket(ctx context.Context, home homedir.Home, timeout, total time.Duration) error {
+func commandBySocket(ctx context.Context, home homedir.Home, cmd string, timeout, total time.Duration) error {
 	conn, err := net.DialTimeout("unix", home.Path(mountSocket), 2*time.Second)
 	if err != nil {
 		return err
@@ -130,7 +140,7 @@ func flushBySocket(ctx context.Context, home homedir.Home, timeout, total time.D
 	conn.SetDeadline(time.Now().Add(timeout))
 	go func() { <-ctx.Done(); conn.Close() }()
 	var reply forwardReply
-	if err := json.NewEncoder(conn).Encode(forwardRequest{Query: "flush"}); err != nil {
+	if err := json.NewEncoder(conn).Encode(forwardRequest{Query: cmd}); err != nil {
 		return err
 	}
 	if err := json.NewDecoder(conn).Decode(&reply); err != nil {

@@ -133,7 +133,7 @@ func devInit(ctx context.Context, home homedir.Home, info devchain.Info, c *chai
 		tenant = "dev"
 	}
 	res, err := replica.Init(ctx, replica.InitOptions{Home: home, Owner: owner, Tenant: tenant, RPC: info.RPC,
-		Contract: common.HexToAddress(info.Contract), Client: c, Passphrase: &pass})
+		Contract: common.HexToAddress(info.Contract), Client: c, Passphrase: &pass, NewVault: true})
 	if err != nil {
 		return err
 	}

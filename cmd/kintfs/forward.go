@@ -212,6 +212,13 @@ func (s *controlServer) handle(conn net.Conn) error {
 			}
 		}
 		return json.NewEncoder(conn).Encode(reply)
+	case "no-flush", "flush-on-exit":
+		// kintfs unmount --no-flush: the mount's exit anchors nothing (undone when it stays busy)
+		reply := forwardReply{}
+		if err := s.env.rep.Control(s.ctx, req.Query); err != nil {
+			reply.Err, reply.Code = err.Error(), exitCode(err)
+		}
+		return json.NewEncoder(conn).Encode(reply)
 	}
 	withKeys := len(req.Argv) > 0 && req.Argv[0] == "rekey" && len(req.Keys) > 0
 	if len(req.Argv) == 0 || !(forwarded[req.Argv[0]] || withKeys) {

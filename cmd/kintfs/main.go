@@ -176,7 +176,7 @@ func exitCode(err error) int {
 		errors.Is(err, seal.ErrRecoveryChecksum), errors.Is(err, seal.ErrSignatureOwner), errors.Is(err, seal.ErrDekIDMismatch),
 		errors.Is(err, replica.ErrInvalid), errors.Is(err, replica.ErrReadOnly), errors.Is(err, replica.ErrWrongSecret),
 		errors.Is(err, replica.ErrNotPermitted),
-		errors.Is(err, seal.ErrSnapshotTooLarge):
+		errors.Is(err, seal.ErrSnapshotTooLarge), errors.Is(err, replica.ErrNoSuchVault):
 		return exitUsage
 	case errors.Is(err, replica.ErrGapOpen), replica.Offline(err), errors.Is(err, chain.ErrWouldRevert),
 		errors.Is(err, replica.ErrHistoryIncomplete), errors.Is(err, errSingleRPC),

@@ -121,11 +121,15 @@ type Summary struct {
 	// HistoryFrom is the oldest epoch from which every version is recorded (HistoryFrom).
 	HistoryFrom Head
 	Holes       int // runs of epochs under a snapshot whose versions are not recorded
+	LocalFiles  int // files kept on this machine only (dotfiles, local-only rules, conflict copies), the trash aside
 }
 
 // Summary reads the local store's part of the status.
 func (s *Store) Summary() (*Summary, error) {
 	sum := &Summary{Held: []HeldRow{}, Conflicts: []Conflict{}, Gaps: []Gap{}}
+	s.t.mu.RLock()
+	sum.LocalFiles = s.t.locals
+	s.t.mu.RUnlock()
 	var oldest int64
 	err := s.db.View(func(txn *badger.Txn) error {
 		for key, v := range map[string]any{kSeen: &sum.Seen, kHead: &sum.Mirror, kConflict: &sum.Conflicts, kGaps: &sum.Gaps} {

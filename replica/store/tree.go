@@ -67,6 +67,8 @@ type tree struct {
 	// anchorable is the content bytes of the staged rows that are not held: what the size
 	// trigger counts. A held row waits for a new version and must not set it off.
 	anchorable int64
+	// locals counts the local-only files outside the trash, for status
+	locals int
 	// inoUndo holds what the names moveIno changed in the running transaction stood for, to
 	// put back when it fails.
 	inoUndo map[string]inoWas
@@ -212,10 +214,15 @@ func (t *tree) put(n *node) {
 	}
 	if had {
 		t.anchorable -= old.weight()
+	} else if countsLocal(n.key) {
+		t.locals++
 	}
 	t.anchorable += n.weight()
 	m[nk] = n
 }
+
+// countsLocal reports whether a file of key k is one of the local files status counts.
+func countsLocal(k Key) bool { return k.Local && k.Tier != TrashTier }
 
 func (t *tree) remove(k Key) {
 	d := dirOf(k)
@@ -226,6 +233,9 @@ func (t *tree) remove(k Key) {
 		return
 	}
 	t.anchorable -= old.weight()
+	if countsLocal(k) {
+		t.locals--
+	}
 	delete(m, nk)
 	if d.hasCat && d.tier == seal.TierEntity {
 		if t.cats[d.cat]--; t.cats[d.cat] <= 0 {
