@@ -275,7 +275,7 @@ func (s *Store) renameTx(txn *badger.Txn, apply *[]func(), from, to Key) error {
 	}
 	var n *node
 	if to.Local {
-		n, err = s.putLocal(txn, apply, to, content, src.mtime)
+		n, err = s.putLocalAttrs(txn, apply, to, content, src.mtime, src.row.Status, src.row.Meta)
 	} else {
 		n, err = s.stagePut(txn, apply, renamedRow(from, to, src, dst, trashed, content), src.mtime)
 	}
@@ -296,7 +296,7 @@ func (s *Store) renameTx(txn *badger.Txn, apply *[]func(), from, to Key) error {
 
 // renamedRow is the row a rename onto the row to stages: the row moved (a row keeps its
 // status and meta), the one it takes back out of the trash, or the content of a local file
-// saved over dst (which keeps dst's status and meta).
+// saved over dst (which keeps dst's status and meta unless the local file was given its own).
 func renamedRow(from, to Key, src, dst *node, trashed *seal.Row, content []byte) seal.Row {
 	row := seal.Row{Tier: to.Tier, Key: to.Key, Category: to.Category}
 	switch {
@@ -305,6 +305,8 @@ func renamedRow(from, to Key, src, dst *node, trashed *seal.Row, content []byte)
 		row.Key, row.Category = to.Key, to.Category
 	case trashed != nil:
 		row.Status, row.Meta = trashed.Status, trashed.Meta
+	case src.row.Status != nil || src.row.Meta != nil:
+		row.Status, row.Meta = src.row.Status, src.row.Meta // set on the file before the rename
 	case dst != nil:
 		row = dst.row
 		row.Category = to.Category
@@ -347,9 +349,6 @@ func (s *Store) Rmdir(category string) error {
 
 // SetAttr sets a row's status or meta; nil is null. meta must be a JSON value.
 func (s *Store) SetAttr(k Key, name string, value *string) error {
-	if k.Local {
-		return fmt.Errorf("%w: local files have no %s", ErrInvalid, name)
-	}
 	if k.Tier == seal.TierJournal {
 		return fmt.Errorf("%w: journal events are immutable", ErrReadOnly)
 	}
@@ -361,6 +360,9 @@ func (s *Store) SetAttr(k Key, name string, value *string) error {
 		}
 	default:
 		return fmt.Errorf("%w: no attribute %q", ErrInvalid, name)
+	}
+	if k.Local {
+		return s.setLocalAttr(k, name, value)
 	}
 	return s.update(func(txn *badger.Txn, apply *[]func()) error {
 		n := s.t.get(k)
