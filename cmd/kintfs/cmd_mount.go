@@ -428,15 +428,17 @@ func openLog(logFile string) (*log.Logger, func(), error) {
 	return log.New(w, "kintfs: ", log.LstdFlags), closeFn, nil
 }
 
-// clearStaleMount detects a dead mount left on dir and clears it, or says how.
+// clearStaleMount detects a dead mount left on dir, from the mount table and the connection
+// (not from stat, which the kernel may answer from its cache right after a crash), and
+// clears it, or says how.
 func clearStaleMount(dir string, say func(string, ...any)) error {
-	_, err := os.Stat(dir)
-	if !errors.Is(err, syscall.ENOTCONN) {
+	why, conn := deadMount(dir)
+	if why == "" {
 		return nil
 	}
-	say("%s is a dead mount (transport endpoint is not connected); clearing it", dir)
-	if out, err := fuseUnmountLazy(dir); err != nil {
-		return fmt.Errorf("%s is a dead mount and could not be cleared (%s): run  %s", dir, strings.TrimSpace(string(out)), lazyUnmountHint(dir))
+	say("%s is a dead mount (%s); clearing it", dir, why)
+	if err := clearDeadMount(dir, conn); err != nil {
+		return fmt.Errorf("%s is a dead mount and could not be cleared (%v): run  %s", dir, err, lazyUnmountHint(dir))
 	}
 	return nil
 }
