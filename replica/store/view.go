@@ -156,6 +156,11 @@ func (s *Store) write(k Key, content []byte, mtime time.Time, perm *uint32) (*Ve
 		if err := s.carryTimes(txn, apply, n, old, &mtime); err != nil {
 			return err
 		}
+		if old == nil {
+			if err := s.touchDirOf(txn, apply, k); err != nil {
+				return err
+			}
+		}
 		if perm != nil && old == nil {
 			if err := s.changeAttr(txn, apply, n.ino, n.mtime, n.leaf, AttrChange{Perm: perm, Create: true}); err != nil {
 				return err
@@ -189,8 +194,10 @@ func (s *Store) appendJournal(content []byte, mtime time.Time) (*Version, error)
 			return err == nil
 		})
 		var err error
-		n, err = s.stagePut(txn, apply, rows[0], mtime)
-		return err
+		if n, err = s.stagePut(txn, apply, rows[0], mtime); err != nil {
+			return err
+		}
+		return s.touchDir(txn, apply, seal.TierJournal, nil)
 	})
 	if err != nil {
 		return nil, err
@@ -217,6 +224,9 @@ func (s *Store) Remove(k Key) error {
 func (s *Store) removeTx(txn *badger.Txn, apply *[]func(), k Key) error {
 	if s.t.get(k) == nil {
 		return ErrNotFound
+	}
+	if err := s.touchDirOf(txn, apply, k); err != nil {
+		return err
 	}
 	if k.Local {
 		if err := delLocalRec(txn, localID(k)); err != nil {
@@ -285,6 +295,9 @@ func (s *Store) renameTx(txn *badger.Txn, apply *[]func(), from, to Key) error {
 	if err := s.carryTimes(txn, apply, n, src, nil); err != nil {
 		return err
 	}
+	if err := s.touchDirOf(txn, apply, to); err != nil {
+		return err
+	}
 	if !from.Local && !to.Local && seal.CanonicalID(from.Tier, from.Category, from.Key) ==
 		seal.CanonicalID(to.Tier, to.Category, to.Key) {
 		// entity/x and entity/%/x are one row: moving between them is a category change
@@ -325,6 +338,9 @@ func (s *Store) Mkdir(category string) error {
 		if err := txn.Set([]byte(pCategory+category), nil); err != nil {
 			return err
 		}
+		if err := s.touchDir(txn, apply, seal.TierEntity, nil); err != nil {
+			return err
+		}
 		*apply = append(*apply, func() { s.t.madeCat[category] = true })
 		return nil
 	})
@@ -340,6 +356,9 @@ func (s *Store) Rmdir(category string) error {
 			return ErrNotFound
 		}
 		if err := txn.Delete([]byte(pCategory + category)); err != nil {
+			return err
+		}
+		if err := s.touchDir(txn, apply, seal.TierEntity, nil); err != nil {
 			return err
 		}
 		*apply = append(*apply, func() { delete(s.t.madeCat, category) })
