@@ -172,7 +172,7 @@ func TestUnitRestartAfterCrash(t *testing.T) {
 					t.Fatalf("%s: %s=%q, want %q", name, k, u.settings[k], want)
 				}
 			}
-			restartSec, err := time.ParseDuration(u.settings["RestartSec"])
+			restartDelay, err := time.ParseDuration(u.settings["RestartSec"])
 			if err != nil {
 				t.Fatalf("%s: RestartSec %q: %v", name, u.settings["RestartSec"], err)
 			}
@@ -205,7 +205,7 @@ func TestUnitRestartAfterCrash(t *testing.T) {
 			exited := s.crash()
 			code := s.stop()
 			t.Logf("ExecStop after the crash exited %d", code)
-			time.Sleep(restartSec)
+			time.Sleep(restartDelay)
 			s.start()
 			waitExited(t, exited)
 			if got := readFile(t, filepath.Join(s.mnt, "state", "kept")); got != "durable on close" {
