@@ -236,3 +236,39 @@ func TestUnitRestartAfterCrash(t *testing.T) {
 		})
 	}
 }
+
+// TestHungMountReplaced: a kintfs mount whose process no longer answers (stopped here with
+// SIGSTOP, as a process killed in the middle of a request never finishes exiting) leaves a
+// connection that statfs waits on forever. The next mount on the directory aborts that
+// connection through fusectl, detaches it, and mounts.
+func TestHungMountReplaced(t *testing.T) {
+	requireFUSE(t)
+	dc := startDevchain(t)
+	a := newMachine(t, dc, "hung-a")
+	a.connect("pw")
+	b := newMachine(t, dc, "hung-b")
+	b.connect("pw")
+	ma := a.mount()
+	writeFile(t, ma.path("state/a"), "from a")
+	if err := ma.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := ma.cmd
+	t.Cleanup(func() {
+		stopped.Process.Signal(syscall.SIGCONT)
+		stopped.Process.Kill()
+		stopped.Wait()
+	})
+	ma.cmd = nil // not unmounted by the harness: its connection is aborted below
+	mb := b.mountAt(ma.dir)
+	if !strings.Contains(mb.log.String(), "dead mount") || !strings.Contains(mb.log.String(), "has not answered") {
+		t.Errorf("the mount does not say it replaced a hung mount:\n%s", mb.log.String())
+	}
+	writeFile(t, mb.path("state/b"), "from b")
+	if got := readFile(t, mb.path("state/b")); got != "from b" {
+		t.Fatalf("the new mount reads %q", got)
+	}
+	if _, err := os.Stat(mb.path("state/a")); !os.IsNotExist(err) {
+		t.Fatalf("the new mount shows the other vault's file: %v", err)
+	}
+}
