@@ -71,20 +71,26 @@ func TestDirTimesFollowEntries(t *testing.T) {
 	if err := os.Mkdir(tm.path("entity", "b"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// Each directory is first given a time long past (so that a coarse clock cannot hide a
+	// change): the change must move its mtime to now, and its ctime must not go back.
+	past := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
 	changes := func(what string, dirs []string, change func() error) {
 		t.Helper()
-		var before [][2]int64
+		var ctimes []int64
 		for _, d := range dirs {
-			m, c := dirTimes(t, d)
-			before = append(before, [2]int64{m, c})
+			if err := os.Chtimes(d, past, past); err != nil {
+				t.Fatal(err)
+			}
+			_, c := dirTimes(t, d)
+			ctimes = append(ctimes, c)
 		}
 		if err := change(); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
 		for i, d := range dirs {
 			m, c := dirTimes(t, d)
-			if m <= before[i][0] || c <= before[i][1] {
-				t.Errorf("%s: %s mtime %d -> %d, ctime %d -> %d: want both later", what, d, before[i][0], m, before[i][1], c)
+			if m <= past.UnixNano() || c < ctimes[i] || c < m {
+				t.Errorf("%s: %s mtime %d (set to %d before), ctime %d -> %d: want both now", what, d, m, past.UnixNano(), ctimes[i], c)
 			}
 		}
 	}
