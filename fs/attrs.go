@@ -80,6 +80,19 @@ func versionTimes(out *fuse.Attr, v *replica.Version, mtime time.Time) {
 	out.SetTimes(&atime, &mtime, &ctime)
 }
 
+// ownerRefused answers a chown: kintfs keeps no owners (every file and directory shows
+// MountOptions.UID and GID), so a chown to that owner changes nothing and is accepted (cp -a,
+// rsync -a and tar x as that user do it), and any other owner is EPERM.
+func (f *mountFS) ownerRefused(in *fuse.SetAttrIn) syscall.Errno {
+	if uid, ok := in.GetUID(); ok && uid != f.opts.UID {
+		return syscall.EPERM
+	}
+	if gid, ok := in.GetGID(); ok && gid != f.opts.GID {
+		return syscall.EPERM
+	}
+	return 0
+}
+
 // setLocalAttrs keeps the times and mode a setattr sets. An open buffer takes the mtime too,
 // so that the write that stores it (cp -a sets times before it closes) carries the time.
 func (n *fileNode) setLocalAttrs(in *fuse.SetAttrIn) syscall.Errno {
@@ -117,6 +130,9 @@ func (f *mountFS) liveDirAttr(out *fuse.Attr, ino uint64, nlink uint32) {
 
 // setDirAttrs keeps the times and mode a setattr sets on a live directory.
 func (f *mountFS) setDirAttrs(n *node, ino uint64, in *fuse.SetAttrIn) syscall.Errno {
+	if errno := f.ownerRefused(in); errno != 0 {
+		return errno
+	}
 	ch, ok := attrChange(in)
 	if !ok {
 		return 0

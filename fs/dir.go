@@ -34,6 +34,7 @@ var (
 	_ = (fusefs.NodeSetattrer)((*rowDir)(nil))
 	_ = (fusefs.NodeOpendirHandler)((*rowDir)(nil))
 	_ = (fusefs.NodeCreater)((*rowDir)(nil))
+	_ = (fusefs.NodeMknoder)((*rowDir)(nil))
 	_ = (fusefs.NodeUnlinker)((*rowDir)(nil))
 	_ = (fusefs.NodeRenamer)((*rowDir)(nil))
 	_ = (fusefs.NodeMkdirer)((*rowDir)(nil))
@@ -363,6 +364,38 @@ func (d *rowDir) Create(ctx context.Context, name string, flags uint32, mode uin
 		return nil, nil, 0, errno
 	}
 	return ch, fh, fflags, 0
+}
+
+// Mknod makes an empty regular file, as a create without an open does: tar --xattrs makes a
+// file this way to set its attributes before it writes the content. Other kinds of node have
+// no place in a vault.
+func (d *rowDir) Mknod(ctx context.Context, name string, mode uint32, dev uint32, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
+	switch {
+	case d.fs.readOnly(d.v):
+		return nil, syscall.EROFS
+	case mode&syscall.S_IFMT != syscall.S_IFREG && mode&syscall.S_IFMT != 0:
+		return nil, syscall.EPERM
+	case d.tier == seal.TierJournal && !isLocalName(name):
+		return nil, syscall.EPERM // an event is its content, written through an open file
+	}
+	r, err := d.resolve(name, false)
+	if err != nil {
+		return nil, d.fs.fail("mknod", &d.node, name, err)
+	}
+	if r.isCat || r.v != nil {
+		return nil, syscall.EEXIST
+	}
+	v, err := d.fs.b.Create(r.key, d.fs.createPerm(mode), time.Now())
+	if err != nil {
+		return nil, d.fs.fail("mknod", &d.node, name, err)
+	}
+	d.fs.restoreMoved(r.key)
+	fn := newFileNode(d.fs, d.v, r.key)
+	ch := d.NewInode(ctx, fn, d.fs.stable(syscall.S_IFREG, v.Ino))
+	if errno := fn.attr(&out.Attr); errno != 0 {
+		return nil, errno
+	}
+	return ch, 0
 }
 
 func (d *rowDir) Unlink(ctx context.Context, name string) syscall.Errno {

@@ -146,11 +146,14 @@ func (n *fileNode) Getattr(ctx context.Context, f fusefs.FileHandle, out *fuse.A
 	return n.attr(&out.Attr)
 }
 
-// Setattr truncates, and keeps times and mode as local attributes (see attrs.go); owner is
-// accepted and left alone.
+// Setattr truncates, and keeps times and mode as local attributes (see attrs.go); a chown to
+// another owner is refused (see ownerRefused).
 func (n *fileNode) Setattr(ctx context.Context, f fusefs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	if n.fs.readOnly(n.v) {
 		return syscall.EROFS
+	}
+	if errno := n.fs.ownerRefused(in); errno != 0 {
+		return errno
 	}
 	if size, ok := in.GetSize(); ok {
 		_, viaHandle := f.(*fileHandle)
@@ -362,6 +365,10 @@ func (n *fileNode) writeLocked() error {
 	}
 	n.dirty = false
 	n.leaf, n.leafOK = v.Leaf, true
+	if v.Held != "" && !v.Key.Local {
+		// said at once, not only at the next flush: the write succeeded, the row will wait
+		n.fs.logf("warn: held: %s will not be anchored: %s; it stays staged here (held in .kint/status) until written again", n.where(""), v.Held)
+	}
 	if n.pendingIn != nil {
 		// The event now lives under its content key.
 		n.key = v.Key

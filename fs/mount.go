@@ -103,6 +103,9 @@ func Mount(dir string, b Backend, o MountOptions) (*Mounted, error) {
 		UID:             o.UID,
 		GID:             o.GID,
 		Logger:          o.Logger,
+		// Every node sets its permission bits itself: a mode of 0000 (a create with mode 0,
+		// chmod 000) shows as set, not filled in with 0644.
+		NullPermissions: true,
 	}
 	// The kernel checks the modes kept here (chmod 600 keeps others out).
 	fo.MountOptions.Options = append(fo.MountOptions.Options, "default_permissions")

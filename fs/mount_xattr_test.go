@@ -41,10 +41,19 @@ func TestXattrs(t *testing.T) {
 		t.Fatalf("backend status: %+v %v", v, err)
 	}
 	mustRun(t, "setfattr", "-n", "user.kint.meta", "-v", `{"source":"test"}`, p)
+	// getfattr -d lists status and meta; the computed attributes are read by name.
 	out := mustRun(t, "getfattr", "-d", "-m", "-", p)
-	for _, want := range []string{`user.kint.status="active"`, `user.kint.meta="{\"source\":\"test\"}"`, `user.kint.key="goal"`, "user.kint.leaf=", `user.kint.anchored="unanchored`} {
+	for _, want := range []string{`user.kint.status="active"`, `user.kint.meta="{\"source\":\"test\"}"`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("getfattr -d lacks %s:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "user.kint.key") || strings.Contains(out, "user.kint.leaf") || strings.Contains(out, "user.kint.anchored") {
+		t.Errorf("getfattr -d lists a computed attribute:\n%s", out)
+	}
+	for name, want := range map[string]string{"user.kint.key": "goal", "user.kint.anchored": "unanchored"} {
+		if got, err := getxattr(t, p, name); err != nil || got != want {
+			t.Errorf("%s by name: %q %v", name, got, err)
 		}
 	}
 	leaf, err := getxattr(t, p, "user.kint.leaf")
@@ -72,7 +81,11 @@ func TestXattrs(t *testing.T) {
 	_, err = unix.Getxattr(p, "user.other", make([]byte, 64))
 	wantErrno(t, "missing name", err, syscall.ENODATA)
 
-	// Listxattr, probe included.
+	// Listxattr, probe included: nothing set, nothing listed; then the status alone.
+	if n, err := unix.Listxattr(p, nil); err != nil || n != 0 {
+		t.Fatalf("listxattr with no status or meta: %d %v", n, err)
+	}
+	mustRun(t, "setfattr", "-n", "user.kint.status", "-v", "active", p)
 	n, err = unix.Listxattr(p, nil)
 	if err != nil || n == 0 {
 		t.Fatalf("listxattr probe: %d %v", n, err)
@@ -84,11 +97,12 @@ func TestXattrs(t *testing.T) {
 	}
 	names := strings.Split(strings.TrimRight(string(buf[:n]), "\x00"), "\x00")
 	sort.Strings(names)
-	if strings.Join(names, " ") != "user.kint.anchored user.kint.key user.kint.leaf" {
+	if strings.Join(names, " ") != "user.kint.status" {
 		t.Fatalf("listxattr: %q", names)
 	}
 	_, err = unix.Listxattr(p, make([]byte, 3))
 	wantErrno(t, "small list buffer", err, syscall.ERANGE)
+	mustRun(t, "setfattr", "-x", "user.kint.status", p)
 
 	// XATTR_CREATE and XATTR_REPLACE.
 	wantErrno(t, "replace a missing status", unix.Setxattr(p, "user.kint.status", []byte("x"), xattrReplace), syscall.ENODATA)
@@ -98,13 +112,34 @@ func TestXattrs(t *testing.T) {
 	wantErrno(t, "create an existing status", unix.Setxattr(p, "user.kint.status", []byte("y"), xattrCreate), syscall.EEXIST)
 	// Read-only and unknown names.
 	wantErrno(t, "set leaf", unix.Setxattr(p, "user.kint.leaf", []byte("00"), 0), syscall.EPERM)
+	// A computed attribute set to the value it has changes nothing; removing one finds none.
+	for _, name := range []string{"user.kint.key", "user.kint.leaf", "user.kint.anchored"} {
+		cur, err := getxattr(t, p, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Setxattr(p, name, []byte(cur), 0); err != nil {
+			t.Errorf("set %s to its own value: %v", name, err)
+		}
+		wantErrno(t, "remove "+name, unix.Removexattr(p, name), syscall.ENODATA)
+	}
+	wantErrno(t, "set key to another", unix.Setxattr(p, "user.kint.key", []byte("other"), 0), syscall.EPERM)
 	wantErrno(t, "set unknown", unix.Setxattr(p, "user.whatever", []byte("1"), 0), syscall.ENOTSUP)
 
 	// A category's true name.
 	mustRun(t, "mkdir", tm.path("entity", "a%2Fb"))
-	if got, err := getxattr(t, tm.path("entity", "a%2Fb"), "user.kint.key"); err != nil || got != "a/b" {
+	cat := tm.path("entity", "a%2Fb")
+	if got, err := getxattr(t, cat, "user.kint.key"); err != nil || got != "a/b" {
 		t.Fatalf("category key %q %v", got, err)
 	}
+	if n, err := unix.Listxattr(cat, nil); err != nil || n != 0 {
+		t.Errorf("a category lists attributes: %d %v", n, err)
+	}
+	if err := unix.Setxattr(cat, "user.kint.key", []byte("a/b"), 0); err != nil {
+		t.Errorf("set a category's key to its name: %v", err)
+	}
+	wantErrno(t, "set a category's key to another", unix.Setxattr(cat, "user.kint.key", []byte("c"), 0), syscall.EPERM)
+	wantErrno(t, "remove a category's key", unix.Removexattr(cat, "user.kint.key"), syscall.ENODATA)
 	// History is read-only, xattrs included.
 	wantErrno(t, "set in history", unix.Setxattr(tm.path("@1", "state"), "user.kint.status", []byte("x"), 0), syscall.EROFS)
 }

@@ -27,6 +27,8 @@ const (
 
 var (
 	_ = (fusefs.NodeGetxattrer)((*node)(nil))
+	_ = (fusefs.NodeSetxattrer)((*node)(nil))
+	_ = (fusefs.NodeRemovexattrer)((*node)(nil))
 	_ = (fusefs.NodeGetxattrer)((*fileNode)(nil))
 	_ = (fusefs.NodeSetxattrer)((*fileNode)(nil))
 	_ = (fusefs.NodeRemovexattrer)((*fileNode)(nil))
@@ -73,6 +75,7 @@ func Attrs(v *replica.Version) ([]string, map[string]string) {
 	names := []string{xattrKey}
 	vals := map[string]string{xattrKey: k.Key}
 	if k.Local {
+		names = append(names, rowAttrs(v, vals)...)
 		names = append(names, xattrAnchored)
 		vals[xattrAnchored] = "unanchored; local only"
 		return names, vals
@@ -91,6 +94,34 @@ func Attrs(v *replica.Version) ([]string, map[string]string) {
 	vals[xattrLeaf] = hex.EncodeToString(v.Leaf[:])
 	vals[xattrAnchored] = anchoredText(v)
 	return names, vals
+}
+
+// rowAttrs adds the status and meta v has to vals and returns their names.
+func rowAttrs(v *replica.Version, vals map[string]string) []string {
+	var names []string
+	if v.Row.Status != nil {
+		names = append(names, xattrStatus)
+		vals[xattrStatus] = *v.Row.Status
+	}
+	if v.Row.Meta != nil {
+		names = append(names, xattrMeta)
+		vals[xattrMeta] = *v.Row.Meta
+	}
+	return names
+}
+
+// listed are the attributes listxattr names: status and meta, where set. The computed ones
+// (key, leaf, anchored) are read by name (getfattr -n, kintfs attr) but not listed, so that
+// rsync -X, cp -a, tar --xattrs and mv copy what a row holds and never try to set, on a copy,
+// what only kintfs computes.
+func listed(names []string) []string {
+	var out []string
+	for _, n := range names {
+		if n == xattrStatus || n == xattrMeta {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // anchoredText is user.kint.anchored: where this content was anchored, or "unanchored", and
@@ -133,6 +164,23 @@ func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, 
 	return 0, fusefs.ENOATTR
 }
 
+// Setxattr of a node without attributes of its own (the root, the control files): there is
+// nothing to set, and no ACLs (cp -a then keeps the mode bits alone, without a warning).
+func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
+	if !n.fs.opts.Xattrs {
+		return syscall.ENOSYS
+	}
+	return syscall.EOPNOTSUPP
+}
+
+// Removexattr of a node without attributes of its own finds none.
+func (n *node) Removexattr(ctx context.Context, attr string) syscall.Errno {
+	if errno, refused := n.fs.xattrRefused(attr); refused {
+		return errno
+	}
+	return fusefs.ENOATTR
+}
+
 func (n *fileNode) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
 	if errno, refused := n.fs.xattrRefused(attr); refused {
 		return 0, errno
@@ -156,7 +204,7 @@ func (n *fileNode) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.
 	if errno != 0 {
 		return 0, errno
 	}
-	return xattrList(names, dest)
+	return xattrList(listed(names), dest)
 }
 
 func (n *fileNode) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
@@ -187,7 +235,7 @@ func (n *fileNode) setAttr(op, attr string, value *string, flags uint32) syscall
 	case xattrMeta:
 		name = "meta"
 	case xattrLeaf, xattrAnchored, xattrKey:
-		return syscall.EPERM
+		return n.setComputed(attr, value)
 	default:
 		return syscall.ENOTSUP
 	}
@@ -209,6 +257,23 @@ func (n *fileNode) setAttr(op, attr string, value *string, flags uint32) syscall
 		return n.fs.fail(op, &n.node, "", err)
 	}
 	return 0
+}
+
+// setComputed answers a change of an attribute kintfs computes: setting the value it already
+// has is accepted and changes nothing (a copy of a file that carried it, back onto the same
+// row), anything else is EPERM, and removing it is ENODATA, as for an attribute not there.
+func (n *fileNode) setComputed(attr string, value *string) syscall.Errno {
+	if value == nil {
+		return fusefs.ENOATTR
+	}
+	_, vals, errno := n.xattrs()
+	if errno != 0 {
+		return errno
+	}
+	if cur, ok := vals[attr]; ok && cur == *value {
+		return 0
+	}
+	return syscall.EPERM
 }
 
 // xattrValue answers a getxattr: the size alone for a probe (empty dest), ERANGE with the size
@@ -237,23 +302,37 @@ var (
 	_ = (fusefs.NodeRemovexattrer)((*rowDir)(nil))
 )
 
-// Directories have no writable attributes.
+// Directories have no writable attributes. A category's user.kint.key set to its own name is
+// accepted and changes nothing (a copy that carried it); removing an attribute finds none.
 func (d *rowDir) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
-	return d.dirXattrChange(attr)
+	if errno := d.dirXattrChange(); errno != 0 {
+		return errno
+	}
+	switch {
+	case attr == xattrKey && d.category != nil && string(data) == *d.category:
+		return 0
+	case attr == xattrKey && d.category != nil:
+		return syscall.EPERM
+	}
+	return syscall.ENOTSUP
 }
 
 func (d *rowDir) Removexattr(ctx context.Context, attr string) syscall.Errno {
-	return d.dirXattrChange(attr)
+	if errno := d.dirXattrChange(); errno != 0 {
+		return errno
+	}
+	if !strings.HasPrefix(attr, "user.") {
+		return syscall.ENOTSUP
+	}
+	return fusefs.ENOATTR
 }
 
-func (d *rowDir) dirXattrChange(attr string) syscall.Errno {
+func (d *rowDir) dirXattrChange() syscall.Errno {
 	switch {
 	case !d.fs.opts.Xattrs:
 		return syscall.ENOSYS
 	case d.fs.readOnly(d.v):
 		return syscall.EROFS
-	case attr == xattrKey && d.category != nil:
-		return syscall.EPERM
 	}
-	return syscall.ENOTSUP
+	return 0
 }

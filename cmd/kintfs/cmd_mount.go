@@ -478,6 +478,8 @@ func checkMountDir(dir string, allowNonEmpty bool) error {
 		return nil
 	case errors.Is(err, os.ErrNotExist):
 		return usagef("mountpoint %s: no such file or directory: create it first (mkdir -p %s)", dir, dir)
+	case err != nil && isDeadMount(dir):
+		return nil
 	case err != nil:
 		return usagef("mountpoint %s: %v", dir, err)
 	case !st.IsDir():
@@ -486,7 +488,7 @@ func checkMountDir(dir string, allowNonEmpty bool) error {
 	if _, err := os.Stat(filepath.Join(dir, ".kint", "status")); err == nil {
 		return nil
 	}
-	if err := fs.CheckMountpoint(dir, allowNonEmpty); err != nil {
+	if err := fs.CheckMountpoint(dir, allowNonEmpty); err != nil && !isDeadMount(dir) {
 		return usageError{err.Error()}
 	}
 	return nil
@@ -500,15 +502,24 @@ func ownerID(v int64, def int) uint32 {
 	return uint32(v)
 }
 
-// clearStaleMount detects a dead mount left on dir and clears it, or says how.
+// isDeadMount: dir holds a dead mount, which clearStaleMount clears once the arguments are checked
+// (stat may still answer from the kernel's cache right after a crash, while a listing fails).
+func isDeadMount(dir string) bool {
+	why, _ := deadMount(dir)
+	return why != ""
+}
+
+// clearStaleMount detects a dead mount left on dir, from the mount table and the connection
+// (not from stat, which the kernel may answer from its cache right after a crash), and
+// clears it, or says how.
 func clearStaleMount(dir string, say func(string, ...any)) error {
-	_, err := os.Stat(dir)
-	if !errors.Is(err, syscall.ENOTCONN) {
+	why, conn := deadMount(dir)
+	if why == "" {
 		return nil
 	}
-	say("%s is a dead mount (transport endpoint is not connected); clearing it", dir)
-	if out, err := fuseUnmountLazy(dir); err != nil {
-		return fmt.Errorf("%s is a dead mount and could not be cleared (%s): run  %s", dir, strings.TrimSpace(string(out)), lazyUnmountHint(dir))
+	say("%s is a dead mount (%s); clearing it", dir, why)
+	if err := clearDeadMount(dir, conn); err != nil {
+		return fmt.Errorf("%s is a dead mount and could not be cleared (%v): run  %s", dir, err, lazyUnmountHint(dir))
 	}
 	return nil
 }

@@ -243,8 +243,8 @@ func (s *Store) loadLocal(txn *badger.Txn) error {
 			}
 			size = item.ValueSize()
 		}
-		t.put(&node{key: l.Key, size: size, mtime: fromNanos(l.Mtime),
-			ino: t.inos[inoName(l.Key)], row: seal.Row{Tier: l.Key.Tier, Key: l.Key.Key, Category: l.Key.Category}})
+		t.put(&node{key: l.Key, size: size, mtime: fromNanos(l.Mtime), ino: t.inos[inoName(l.Key)],
+			row: seal.Row{Tier: l.Key.Tier, Key: l.Key.Key, Category: l.Key.Category, Status: l.Status, Meta: l.Meta}})
 		return nil
 	})
 }
@@ -386,16 +386,25 @@ func (s *Store) stageDelete(txn *badger.Txn, apply *[]func(), k Key) error {
 }
 
 func (s *Store) putLocal(txn *badger.Txn, apply *[]func(), k Key, body []byte, mtime time.Time) (*node, error) {
+	var status, meta *string
+	if old := s.t.get(k); old != nil && old.key.Local {
+		status, meta = old.row.Status, old.row.Meta // a write keeps the file's attributes
+	}
+	return s.putLocalAttrs(txn, apply, k, body, mtime, status, meta)
+}
+
+// putLocalAttrs is putLocal with the file's status and meta given.
+func (s *Store) putLocalAttrs(txn *badger.Txn, apply *[]func(), k Key, body []byte, mtime time.Time, status, meta *string) (*node, error) {
 	ino, err := s.t.ino(txn, inoName(k))
 	if err != nil {
 		return nil, err
 	}
-	rec := localRec{Key: k, Body: body, Mtime: nanos(mtime)}
+	rec := localRec{Key: k, Body: body, Mtime: nanos(mtime), Status: status, Meta: meta}
 	if err := putLocalRec(txn, localID(k), &rec); err != nil {
 		return nil, err
 	}
 	n := &node{key: k, size: int64(len(body)), mtime: mtime, ino: ino,
-		row: seal.Row{Tier: k.Tier, Key: k.Key, Category: k.Category}}
+		row: seal.Row{Tier: k.Tier, Key: k.Key, Category: k.Category, Status: status, Meta: meta}}
 	*apply = append(*apply, func() { s.t.put(n) })
 	return n, nil
 }
@@ -465,4 +474,46 @@ func categoryTwin(k Key) (Key, bool) {
 		return Key{Tier: k.Tier, Key: k.Key}, true
 	}
 	return Key{}, false
+}
+
+// setLocalAttr sets (value nil: clears) the status or meta of the local file k. They are never
+// anchored; a rename of the file onto a row gives them to the row.
+func (s *Store) setLocalAttr(k Key, name string, value *string) error {
+	return s.update(func(txn *badger.Txn, apply *[]func()) error {
+		n := s.t.get(k)
+		if n == nil {
+			return ErrNotFound
+		}
+		lid := localID(k)
+		var rec localRec
+		found, err := getJSON(txn, pLocal+lid, &rec)
+		if err != nil || !found {
+			return orNotFound(err)
+		}
+		if name == "status" {
+			rec.Status = value
+		} else {
+			rec.Meta = value
+		}
+		if !rec.RawBody { // an older record, its content inline: stored again in today's layout
+			if rec, _, err = getLocalRec(txn, lid); err != nil {
+				return err
+			}
+			if name == "status" {
+				rec.Status = value
+			} else {
+				rec.Meta = value
+			}
+			err = putLocalRec(txn, lid, &rec)
+		} else {
+			err = setJSON(txn, pLocal+lid, &rec)
+		}
+		if err != nil {
+			return err
+		}
+		nn := *n
+		nn.row.Status, nn.row.Meta = rec.Status, rec.Meta
+		*apply = append(*apply, func() { s.t.put(&nn) })
+		return nil
+	})
 }

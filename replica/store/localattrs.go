@@ -227,6 +227,32 @@ func (s *Store) SetDirAttrs(ino uint64, ch AttrChange) error {
 	})
 }
 
+// touchDir gives the directory that holds k (its category, its tier, or its trash folder) the
+// time of now as mtime and ctime: a file was made, removed or renamed in it. Kept like a set
+// time, in the transaction of the change.
+func (s *Store) touchDir(txn *badger.Txn, apply *[]func(), tier string, category *string) error {
+	ino, err := s.t.ino(txn, dirInoName(tier, category))
+	if err != nil {
+		return err
+	}
+	a, _ := s.attr(ino)
+	now := nanos(s.now())
+	if !a.holds(dirStored, common.Hash{}) {
+		a.Atime = nanos(s.dirTime) // the time it showed until now
+		if s.dirTime.IsZero() {
+			a.Atime = now
+		}
+	}
+	a.HasTimes, a.Base, a.BaseLeaf = true, nanos(dirStored), common.Hash{}
+	a.Mtime, a.Ctime = now, now
+	return s.putAttr(txn, apply, ino, a)
+}
+
+// touchDirOf is touchDir of the directory that holds k.
+func (s *Store) touchDirOf(txn *badger.Txn, apply *[]func(), k Key) error {
+	return s.touchDir(txn, apply, k.Tier, k.Category)
+}
+
 // DirAttrs are the local attributes of the directory numbered ino. A directory never given
 // times has those of the first time they were asked for here, the same after a restart, so
 // that rsync and backups see no change where there was none.

@@ -49,6 +49,10 @@ type localRec struct {
 	Mtime int64  `json:"mtime"`
 	// RawBody says the content is stored raw under pLocalBody.
 	RawBody bool `json:"raw_body,omitempty"`
+	// Status and Meta are what setxattr gave the file; a rename onto a row carries them (rsync
+	// and other copy tools set a file's attributes on a temporary dotfile, then rename it).
+	Status *string `json:"status,omitempty"`
+	Meta   *string `json:"meta,omitempty"`
 }
 
 // histRec is one anchored version of a row; Row is nil when the epoch deleted it.
@@ -146,8 +150,10 @@ func rowSlots(r *seal.Row) (map[string]*string, map[string]**string) {
 		"forward": &r.Forward, "extra": &r.Extra}
 }
 
-func keySlots(k *Key) (map[string]*string, map[string]**string) {
-	return map[string]*string{"key": &k.Key}, map[string]**string{"category": &k.Category}
+// localSlots are the strings of a local file's record that may not be UTF-8.
+func localSlots(r *localRec) (map[string]*string, map[string]**string) {
+	return map[string]*string{"key": &r.Key.Key}, map[string]**string{"category": &r.Key.Category,
+		"status": &r.Status, "meta": &r.Meta}
 }
 
 func (r stagedRec) MarshalJSON() ([]byte, error) {
@@ -179,7 +185,7 @@ func (r localRec) MarshalJSON() ([]byte, error) {
 		plain
 		Raw rawStrings `json:"raw,omitempty"`
 	}{plain: plain(r)}
-	w.Raw = stash(keySlots(&w.Key))
+	w.Raw = stash(localSlots((*localRec)(&w.plain)))
 	return json.Marshal(w)
 }
 
@@ -193,7 +199,7 @@ func (r *localRec) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*r = localRec(w.plain)
-	return w.Raw.restore(keySlots(&r.Key))
+	return w.Raw.restore(localSlots(r))
 }
 
 // Gap is an epoch a pull could not apply.

@@ -162,6 +162,11 @@ func (s *Store) write(k Key, content []byte, mtime time.Time, perm *uint32) (*Ve
 		if err := s.carryTimes(txn, apply, n, old, &mtime); err != nil {
 			return err
 		}
+		if old == nil {
+			if err := s.touchDirOf(txn, apply, k); err != nil {
+				return err
+			}
+		}
 		if perm != nil && old == nil {
 			if err := s.changeAttr(txn, apply, n.ino, n.mtime, n.leaf, AttrChange{Perm: perm, Create: true}); err != nil {
 				return err
@@ -195,8 +200,10 @@ func (s *Store) appendJournal(content []byte, mtime time.Time) (*Version, error)
 			return err == nil
 		})
 		var err error
-		n, err = s.stagePut(txn, apply, rows[0], mtime)
-		return err
+		if n, err = s.stagePut(txn, apply, rows[0], mtime); err != nil {
+			return err
+		}
+		return s.touchDir(txn, apply, seal.TierJournal, nil)
 	})
 	if err != nil {
 		return nil, err
@@ -226,6 +233,9 @@ func (s *Store) Remove(k Key) error {
 func (s *Store) removeTx(txn *badger.Txn, apply *[]func(), k Key) error {
 	if s.t.get(k) == nil {
 		return ErrNotFound
+	}
+	if err := s.touchDirOf(txn, apply, k); err != nil {
+		return err
 	}
 	if k.Local {
 		if err := delLocalRec(txn, localID(k)); err != nil {
@@ -293,7 +303,7 @@ func (s *Store) renameTx(txn *badger.Txn, apply *[]func(), from, to Key) error {
 	}
 	var n *node
 	if to.Local {
-		n, err = s.putLocal(txn, apply, to, content, src.mtime)
+		n, err = s.putLocalAttrs(txn, apply, to, content, src.mtime, src.row.Status, src.row.Meta)
 	} else {
 		n, err = s.stagePut(txn, apply, renamedRow(from, to, src, dst, trashed, content), src.mtime)
 	}
@@ -301,6 +311,9 @@ func (s *Store) renameTx(txn *badger.Txn, apply *[]func(), from, to Key) error {
 		return err
 	}
 	if err := s.carryTimes(txn, apply, n, src, nil); err != nil {
+		return err
+	}
+	if err := s.touchDirOf(txn, apply, to); err != nil {
 		return err
 	}
 	if !from.Local && !to.Local && seal.CanonicalID(from.Tier, from.Category, from.Key) ==
@@ -314,7 +327,7 @@ func (s *Store) renameTx(txn *badger.Txn, apply *[]func(), from, to Key) error {
 
 // renamedRow is the row a rename onto the row to stages: the row moved (a row keeps its
 // status and meta), the one it takes back out of the trash, or the content of a local file
-// saved over dst (which keeps dst's status and meta).
+// saved over dst (which keeps dst's status and meta unless the local file was given its own).
 func renamedRow(from, to Key, src, dst *node, trashed *seal.Row, content []byte) seal.Row {
 	row := seal.Row{Tier: to.Tier, Key: to.Key, Category: to.Category}
 	switch {
@@ -323,6 +336,8 @@ func renamedRow(from, to Key, src, dst *node, trashed *seal.Row, content []byte)
 		row.Key, row.Category = to.Key, to.Category
 	case trashed != nil:
 		row.Status, row.Meta = trashed.Status, trashed.Meta
+	case src.row.Status != nil || src.row.Meta != nil:
+		row.Status, row.Meta = src.row.Status, src.row.Meta // set on the file before the rename
 	case dst != nil:
 		row = dst.row
 		row.Category = to.Category
@@ -339,6 +354,9 @@ func (s *Store) Mkdir(category string) error {
 			return ErrExists
 		}
 		if err := txn.Set([]byte(pCategory+category), nil); err != nil {
+			return err
+		}
+		if err := s.touchDir(txn, apply, seal.TierEntity, nil); err != nil {
 			return err
 		}
 		*apply = append(*apply, func() { s.t.madeCat[category] = true })
@@ -358,6 +376,9 @@ func (s *Store) Rmdir(category string) error {
 		if err := txn.Delete([]byte(pCategory + category)); err != nil {
 			return err
 		}
+		if err := s.touchDir(txn, apply, seal.TierEntity, nil); err != nil {
+			return err
+		}
 		*apply = append(*apply, func() { delete(s.t.madeCat, category) })
 		return nil
 	})
@@ -365,9 +386,6 @@ func (s *Store) Rmdir(category string) error {
 
 // SetAttr sets a row's status or meta; nil is null. meta must be a JSON value.
 func (s *Store) SetAttr(k Key, name string, value *string) error {
-	if k.Local {
-		return fmt.Errorf("%w: local files have no %s", ErrInvalid, name)
-	}
 	if k.Tier == seal.TierJournal {
 		return fmt.Errorf("%w: the journal is append-only: its events have no status or meta to change", ErrNotPermitted)
 	}
@@ -382,6 +400,9 @@ func (s *Store) SetAttr(k Key, name string, value *string) error {
 	}
 	if err := s.checkAttrShape(k, name, value); err != nil {
 		return err
+	}
+	if k.Local {
+		return s.setLocalAttr(k, name, value)
 	}
 	return s.update(func(txn *badger.Txn, apply *[]func()) error {
 		n := s.t.get(k)
