@@ -59,7 +59,7 @@ type Backend interface {
 	// recorded locally (0 when none is); replica.ErrHistoryIncomplete when it cannot be told.
 	BlockAt(t time.Time) (uint64, error)
 
-	// Control runs one ctl command (flush, pull, pull full, compact, refresh) and returns when
+	// Control runs one ctl command (flush, flush dry-run, pull, pull full, compact, refresh) and returns when
 	// it is done.
 	Control(ctx context.Context, cmd string) error
 	// StatusJSON and BlocksText are the contents of .kint/status and .kint/blocks.

@@ -484,6 +484,7 @@ var statusSchema = map[string]string{
 	"held": "list", "conflicts": "list", "gaps": "list", "pending_push": "list",
 	"last_push": "object|null", "last_pull": "object|null",
 	"history_from": "object", "backfill": "string", "live": "string",
+	"last_dry_run": "object|null", "bucket_policy": "string",
 }
 
 // checkStatusSchema fails for a missing or extra field, or a value of another type.

@@ -13,7 +13,7 @@ func TestParseCommand(t *testing.T) {
 		}
 	}
 	_, err := ParseCommand("rm -rf /")
-	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `unknown command "rm -rf /" (one of: flush, pull, pull full, compact, refresh)`) {
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `unknown command "rm -rf /" (one of: flush, flush dry-run, pull, pull full, compact, refresh)`) {
 		t.Fatalf("garbage: %v", err)
 	}
 }

@@ -43,8 +43,10 @@ type EpochReceipt struct {
 	GasUsed           uint64 `json:"gas_used"`
 	FloorGas          uint64 `json:"floor_gas"` // the EIP-7623 calldata floor of the transaction
 	EffectiveGasPrice string `json:"effective_gas_price"`
-	L1Fee             string `json:"l1_fee,omitempty"`
-	Cost              string `json:"cost_wei"`
+	L1Fee             string `json:"l1_fee,omitempty"` // wei
+	Cost              string `json:"cost_wei"`         // gas used at the effective price, plus the L1 fee
+	L1FeeETH          string `json:"l1_fee_eth,omitempty"`
+	CostETH           string `json:"cost_eth"`
 	// ChainSeconds is the time spent in the chain's calls for this epoch: signing's nonce and
 	// gas reads, the send, and the wait for its receipt and confirmations.
 	ChainSeconds float64 `json:"chain_seconds"`
@@ -58,6 +60,22 @@ type PushReport struct {
 	Chunks  int            `json:"epochs"`
 	Epochs  []EpochReceipt `json:"anchored"`
 	Held    []HeldRow      `json:"held,omitempty"`
+	// Policy is the bucket policy the push followed; Raised the epochs that raised the vault's
+	// bucket, and why.
+	Policy string        `json:"bucket_policy"`
+	Raised []BucketRaise `json:"bucket_raised,omitempty"`
+	// Plan is a dry run's epochs, with their cost at GasPrice (wei; PriceNote says why there is
+	// none). Gas, CostWei and L1FeeWei are totals: planned on a dry run, from the receipts after
+	// a push. L1Note says why there is no L1 fee, where the chain reports none.
+	Plan      []PlannedEpoch `json:"plan,omitempty"`
+	GasPrice  string         `json:"gas_price_wei,omitempty"`
+	PriceNote string         `json:"price_note,omitempty"`
+	L1Note    string         `json:"l1_fee_note,omitempty"`
+	Gas       uint64         `json:"gas"`
+	CostWei   string         `json:"cost_wei"`
+	CostETH   string         `json:"cost_eth"`
+	L1FeeWei  string         `json:"l1_fee_wei,omitempty"`
+	L1FeeETH  string         `json:"l1_fee_eth,omitempty"`
 	// Seconds is the push's wall time, and ChainSeconds the part of it spent waiting on the
 	// chain (the epochs' ChainSeconds): the rest is this machine's own work that sealing
 	// ahead did not hide.
@@ -128,14 +146,17 @@ func (r *Replica) pushLocked(ctx context.Context, opt PushOptions) (*PushReport,
 			for _, e := range rep.Epochs {
 				rep.ChainSeconds += e.ChainSeconds
 			}
+			rep.sumReceipts()
 		}
 		r.status.notePush(rep, err)
+	} else {
+		r.status.noteDryRun(rep, err)
 	}
 	return rep, err
 }
 
 func (r *Replica) push(ctx context.Context, opt PushOptions) (*PushReport, error) {
-	rep := &PushReport{DryRun: opt.DryRun}
+	rep := &PushReport{DryRun: opt.DryRun, Policy: r.BucketPolicy(), CostWei: "0", CostETH: "0"}
 	var c Chain
 	if !opt.DryRun {
 		var err error
@@ -153,7 +174,7 @@ func (r *Replica) push(ctx context.Context, opt PushOptions) (*PushReport, error
 	if g := openGaps(gaps, 0, 0); len(g) > 0 && !opt.Snapshot {
 		return rep, fmt.Errorf("%w: epoch %d (%s); if it will never open, kintfs compact --over-skipped anchors a snapshot over it", ErrGapOpen, g[0].Seq, g[0].Reason)
 	}
-	feed, err := r.planPush(opt, rep)
+	feed, err := r.planPush(ctx, opt, rep)
 	if err != nil || opt.DryRun {
 		return rep, err
 	}
@@ -184,6 +205,7 @@ func (r *Replica) push(ctx context.Context, opt PushOptions) (*PushReport, error
 		if cur.err != nil {
 			return rep, cur.err
 		}
+		r.noteRaise(rep, cur, prevBucket, rep.Policy)
 		ahead := make(chan nextEpoch, 1)
 		go func(prior seal.Chunk, after Head, bucket int) {
 			c, ok, err := feed.next()
@@ -213,7 +235,7 @@ func (r *Replica) push(ctx context.Context, opt PushOptions) (*PushReport, error
 // cannot be anchored, and starts cutting the rest into the epochs to seal: one snapshot of the
 // whole state, or chunks of the changes. It fills in rep's counts (the number of epochs only
 // on a dry run); ErrNothingToPush when there is nothing to anchor.
-func (r *Replica) planPush(opt PushOptions, rep *PushReport) (*chunkFeed, error) {
+func (r *Replica) planPush(ctx context.Context, opt PushOptions, rep *PushReport) (*chunkFeed, error) {
 	rows, dels, held, err := r.CollectStaged(!opt.DryRun)
 	if err != nil {
 		return nil, err
@@ -236,14 +258,25 @@ func (r *Replica) planPush(opt PushOptions, rep *PushReport) (*chunkFeed, error)
 			return nil, err
 		}
 		rep.Chunks = 1
-		return feedSnapshot(seal.Chunk{Rows: full, Deleted: dels}), nil
+		snap := seal.Chunk{Rows: full, Deleted: dels}
+		if opt.DryRun {
+			return nil, r.planDryRun(ctx, rep, []seal.Chunk{snap}, true)
+		}
+		return feedSnapshot(snap), nil
 	}
-	if opt.DryRun {
-		chunks, err := seal.ChunkDiff(rows, dels)
-		rep.Chunks = len(chunks)
+	bucket, headroom, err := r.cutBucket()
+	if err != nil {
 		return nil, err
 	}
-	return feedChunks(rows, dels), nil
+	if opt.DryRun {
+		chunks, err := seal.ChunkDiffBucket(rows, dels, bucket, headroom)
+		if err != nil {
+			return nil, err
+		}
+		rep.Chunks = len(chunks)
+		return nil, r.planDryRun(ctx, rep, chunks, false)
+	}
+	return feedChunks(rows, dels, bucket, headroom), nil
 }
 
 // holdUnapplicable holds the staged rows this code could not apply once anchored, so that
@@ -348,9 +381,10 @@ func (r *Replica) snapshotRows(staged []seal.Row, dels []seal.Deleted) ([]seal.R
 
 // sealedEpoch is a chunk sealed as the epoch after a head, or why it could not be.
 type sealedEpoch struct {
-	p      *seal.Plaintext
-	sealed *seal.Sealed
-	err    error
+	p        *seal.Plaintext
+	sealed   *seal.Sealed
+	raisedBy string // the chunk's RaisedBy: the row its bucket was raised for
+	err      error
 }
 
 // nextEpoch is the epoch sealed ahead, or the end of the push's chunks (with the splitter's
@@ -380,7 +414,7 @@ func (r *Replica) sealChunk(chunk, prior seal.Chunk, head Head, prevBucket int, 
 		return sealedEpoch{err: fmt.Errorf("refusing to seal epoch %d, this code could not apply it: %w", p.Seq, err)}
 	}
 	sealed, err := r.sealEpoch(p, prevBucket)
-	return sealedEpoch{p: p, sealed: sealed, err: err}
+	return sealedEpoch{p: p, sealed: sealed, raisedBy: chunk.RaisedBy, err: err}
 }
 
 // sealEpoch seals p under the vault's data key, on top of the bucket ratchet (prevBucket), and
@@ -472,7 +506,7 @@ func (r *Replica) sendEpoch(ctx context.Context, se sealedEpoch, head Head, conf
 	if err := r.atStage(StageApplied, p.Seq); err != nil {
 		return nil, head, err
 	}
-	r.logf("push: epoch %d anchored in block %d (%d rows, %d deleted, bucket %d, gas %d)", p.Seq, rc.Block, len(p.Rows), len(p.Deleted), sealed.Bucket, rc.GasUsed)
+	r.logf("push: epoch %d anchored in block %d (%d rows, %d deleted, bucket %d, gas %d, %s ETH)", p.Seq, rc.Block, len(p.Rows), len(p.Deleted), sealed.Bucket, rc.GasUsed, chain.FormatETH(rc.Cost))
 	er := epochReceipt(p, sealed, prep, rc)
 	er.ChainSeconds = onChain.Seconds()
 	return er, Head{Seq: p.Seq, Digest: sealed.Digest, Block: rc.Block}, nil
@@ -481,10 +515,10 @@ func (r *Replica) sendEpoch(ctx context.Context, se sealedEpoch, head Head, conf
 // epochReceipt is the report of one anchored epoch.
 func epochReceipt(p *seal.Plaintext, sealed *seal.Sealed, prep *chain.PreparedPush, rc *chain.PushReceipt) *EpochReceipt {
 	er := &EpochReceipt{Seq: p.Seq, Block: rc.Block, Tx: rc.TxHash.Hex(), Bucket: sealed.Bucket, Rows: len(p.Rows),
-		Deleted: len(p.Deleted), CalldataBytes: len(prep.Tx.Data()), GasUsed: rc.GasUsed, FloorGas: calldataFloor(prep.Tx.Data()),
-		EffectiveGasPrice: bigString(rc.EffectiveGasPrice), Cost: bigString(rc.Cost)}
+		Deleted: len(p.Deleted), CalldataBytes: len(prep.Tx.Data()), GasUsed: rc.GasUsed, FloorGas: chain.CalldataFloor(prep.Tx.Data()),
+		EffectiveGasPrice: bigString(rc.EffectiveGasPrice), Cost: bigString(rc.Cost), CostETH: chain.FormatETH(rc.Cost)}
 	if rc.L1Fee != nil {
-		er.L1Fee = rc.L1Fee.String()
+		er.L1Fee, er.L1FeeETH = rc.L1Fee.String(), chain.FormatETH(rc.L1Fee)
 	}
 	return er
 }
@@ -676,18 +710,4 @@ func bigString(b *big.Int) string {
 		return "0"
 	}
 	return b.String()
-}
-
-// calldataFloor is EIP-7623's floor for a transaction carrying data:
-// 21000 + 10 * (zero bytes + 4 * nonzero bytes).
-func calldataFloor(data []byte) uint64 {
-	var tokens uint64
-	for _, b := range data {
-		if b == 0 {
-			tokens++
-		} else {
-			tokens += 4
-		}
-	}
-	return 21000 + 10*tokens
 }

@@ -73,6 +73,7 @@ type Replica struct {
 	vault      *homedir.VaultConfig
 	cache      *homedir.EpochCache
 	pushMu     sync.Mutex   // one push or pull at a time
+	vaultMu    sync.Mutex   // the vault's bucket policy, read beside a push
 	pushing    atomic.Bool  // a push is sealing or sending, for status
 	heldLogged atomic.Int64 // held rows at the last flush, so a new hold is logged once
 	client     atomic.Pointer[chainRef]

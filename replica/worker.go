@@ -50,7 +50,7 @@ type worker struct {
 }
 
 // Commands are the ctl commands, in the order .kint/ctl lists them.
-var Commands = []string{"flush", "pull", "pull full", "compact", "refresh"}
+var Commands = []string{"flush", "flush dry-run", "pull", "pull full", "compact", "refresh"}
 
 // ParseCommand normalises a ctl command: surrounding white space and a trailing newline are
 // ignored, inner runs of spaces fold to one.
@@ -76,6 +76,12 @@ func (r *Replica) Control(ctx context.Context, command string) error {
 	switch cmd {
 	case "flush":
 		return r.Flush(ctx)
+	case "flush dry-run":
+		// what the next flush would anchor and cost, in last_dry_run of .kint/status
+		_, err = r.Push(ctx, PushOptions{DryRun: true})
+		if errors.Is(err, ErrNothingToPush) {
+			err = nil
+		}
 	case "pull":
 		_, err = r.Pull(ctx, false)
 	case "pull full":

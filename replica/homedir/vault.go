@@ -39,6 +39,10 @@ type VaultConfig struct {
 	// CreatedHere marks the machine that created the vault: the one whose recovery file was
 	// written at init, and must stay.
 	CreatedHere bool `json:"created_here,omitempty"`
+	// BucketPolicy is how pushes from this machine choose the bucket: "low" (or empty: split
+	// into epochs of the vault's current bucket) or "kint" (the smallest bucket that holds up
+	// to 90 KB, ratcheting up), set by kintfs bucket-policy.
+	BucketPolicy string `json:"bucket_policy,omitempty"`
 }
 
 // Space16 is the first 16 hex characters of the space, used in file names.
