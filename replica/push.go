@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/core/types"
 
 	"kintfs/chain"
@@ -197,15 +199,25 @@ func (r *Replica) push(ctx context.Context, opt PushOptions) (*PushReport, error
 		}
 		return rep, err
 	}
-	// Each epoch is sealed while the one before it is sent, waited for and applied (and the
-	// change set is still being split): its prev, bucket floor and rows_root follow from the
-	// sealed epoch before it alone.
+	// Each epoch is sealed while the one before it is sent (and the change set is still being
+	// split): its prev, bucket floor and rows_root follow from the sealed epochs before it alone.
+	// Epochs are sent back to back, up to window of them in flight, each journaled before it is
+	// sent, and land (wait for the receipt, apply as this machine's own) in order. An error
+	// stops the push where it is, as a crash there would: what is in flight stays in the push
+	// journal, and the next push's recovery lands or drops each entry, in order.
+	window := r.sendWindow(c, opt)
+	var (
+		queue []*inFlight
+		last  *chain.PreparedPush // the last epoch sent, the one the next is signed after
+		sent  seal.Chunk          // every chunk of this push sealed so far, for the roots
+	)
 	cur := r.sealChunk(first, seal.Chunk{}, head, prevBucket, opt.Snapshot)
 	for rep.Chunks = 1; ; rep.Chunks++ {
 		if cur.err != nil {
 			return rep, cur.err
 		}
 		r.noteRaise(rep, cur, prevBucket, rep.Policy)
+		sent = seal.Chunk{Rows: append(sent.Rows, cur.p.Rows...), Deleted: append(sent.Deleted, cur.p.Deleted...)}
 		ahead := make(chan nextEpoch, 1)
 		go func(prior seal.Chunk, after Head, bucket int) {
 			c, ok, err := feed.next()
@@ -214,21 +226,120 @@ func (r *Replica) push(ctx context.Context, opt PushOptions) (*PushReport, error
 				return
 			}
 			ahead <- nextEpoch{sealedEpoch: r.sealChunk(c, prior, after, bucket, false)}
-		}(seal.Chunk{Rows: cur.p.Rows, Deleted: cur.p.Deleted}, Head{Seq: cur.p.Seq, Digest: cur.sealed.Digest}, max(prevBucket, cur.sealed.Bucket))
-		er, next, err := r.sendEpoch(ctx, cur, head, opt.Confirmations)
+		}(seal.Chunk{Rows: sent.Rows[:len(sent.Rows):len(sent.Rows)], Deleted: sent.Deleted[:len(sent.Deleted):len(sent.Deleted)]},
+			Head{Seq: cur.p.Seq, Digest: cur.sealed.Digest}, max(prevBucket, cur.sealed.Bucket))
+		f, err := r.sendOnly(ctx, c, cur, last, window)
+		if err == nil {
+			queue, last = append(queue, f), f.prep
+			prevBucket = max(prevBucket, cur.sealed.Bucket)
+			for err == nil && len(queue) >= window {
+				err = r.landFirst(ctx, c, rep, &queue, opt.Confirmations)
+			}
+		}
 		if err != nil {
 			feed.close()
 			<-ahead
 			return rep, err
 		}
-		rep.Epochs = append(rep.Epochs, *er)
-		head, prevBucket = next, max(prevBucket, cur.sealed.Bucket)
 		n := <-ahead
 		if n.end {
-			return rep, n.err
+			for err == nil && len(queue) > 0 {
+				err = r.landFirst(ctx, c, rep, &queue, opt.Confirmations)
+			}
+			if err == nil {
+				err = n.err
+			}
+			return rep, err
 		}
 		cur = n.sealedEpoch
 	}
+}
+
+// sendAhead bounds how many epochs of one push are in flight at once: sent, not yet landed. A
+// node keeps a bounded number of one sender's pending transactions (16 in go-ethereum's pool
+// by default), and each is an epoch held in memory here.
+const sendAhead = 16
+
+// nextPreparer is a chain that signs the push after another without asking the node (an RPC
+// client); without it epochs are sent one at a time.
+type nextPreparer interface {
+	PrepareNextPush(key *ecdsa.PrivateKey, after *chain.PreparedPush, owner common.Address, space, prev common.Hash, ct []byte) (*chain.PreparedPush, error)
+}
+
+// sendWindow is how many epochs a push keeps in flight: one for a snapshot (a push of one
+// epoch) or a chain that cannot sign ahead, else sendAhead (Options.SendAhead when set).
+func (r *Replica) sendWindow(c Chain, opt PushOptions) int {
+	if _, ok := c.(nextPreparer); !ok || opt.Snapshot {
+		return 1
+	}
+	if r.opt.SendAhead > 0 {
+		return r.opt.SendAhead
+	}
+	return sendAhead
+}
+
+// inFlight is an epoch sent and not landed yet.
+type inFlight struct {
+	se      sealedEpoch
+	prep    *chain.PreparedPush
+	onChain time.Duration
+}
+
+// sendOnly signs a sealed epoch (after last, the epoch sent before it in this push, when
+// there is one and window allows more than one in flight), journals it and sends it.
+func (r *Replica) sendOnly(ctx context.Context, c Chain, se sealedEpoch, last *chain.PreparedPush, window int) (*inFlight, error) {
+	p, sealed := se.p, se.sealed
+	if err := r.atStage(StageSealed, p.Seq); err != nil {
+		return nil, err
+	}
+	t := time.Now()
+	var (
+		prep *chain.PreparedPush
+		err  error
+	)
+	if np, ok := c.(nextPreparer); ok && last != nil && window > 1 {
+		prep, err = np.PrepareNextPush(r.opt.SessionKey, last, r.vault.Owner, r.vault.Space, p.Prev, sealed.Blob)
+	} else {
+		prep, err = r.preparePush(ctx, c, p, sealed)
+	}
+	onChain := time.Since(t)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := prep.Tx.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	if err := r.cache.PutBlob(p.Seq, sealed.Blob); err != nil {
+		return nil, fmt.Errorf("cache epoch %d: %w", p.Seq, err)
+	}
+	pend := store.PendingPush{Seq: p.Seq, Prev: p.Prev, Digest: sealed.Digest, Tx: prep.Hash, RawTx: raw,
+		Plaintext: sealed.Plaintext, Bucket: sealed.Bucket}
+	if err := r.PutPending(&pend); err != nil {
+		return nil, err
+	}
+	t = time.Now()
+	if err := c.Send(ctx, prep); err != nil {
+		return nil, fmt.Errorf("send epoch %d: %w", p.Seq, err)
+	}
+	onChain += time.Since(t)
+	if err := r.atStage(StageSent, p.Seq); err != nil {
+		return nil, err
+	}
+	return &inFlight{se: se, prep: prep, onChain: onChain}, nil
+}
+
+// landFirst lands the oldest epoch in flight: waits for its receipt and confirmations, applies
+// it as this machine's own and adds it to the report.
+func (r *Replica) landFirst(ctx context.Context, c Chain, rep *PushReport, queue *[]*inFlight, confirmations uint64) error {
+	f := (*queue)[0]
+	er, err := r.landEpoch(ctx, c, f, confirmations)
+	if err != nil {
+		return err
+	}
+	*queue = (*queue)[1:]
+	rep.Epochs = append(rep.Epochs, *er)
+	return nil
 }
 
 // planPush reads what the push anchors (marking it sealing unless on a dry run), holds what
@@ -450,66 +561,34 @@ func (r *Replica) preparePush(ctx context.Context, c Chain, p *seal.Plaintext, s
 	return prep, err
 }
 
-// sendEpoch journals a sealed epoch, sends it, waits for it and applies it as this machine's
-// own.
-func (r *Replica) sendEpoch(ctx context.Context, se sealedEpoch, head Head, confirmations uint64) (*EpochReceipt, Head, error) {
+// landEpoch waits for an epoch in flight and applies it as this machine's own.
+func (r *Replica) landEpoch(ctx context.Context, c Chain, f *inFlight, confirmations uint64) (*EpochReceipt, error) {
 	if confirmations == 0 {
 		confirmations = r.opt.Confirmations
 	}
-	c := r.Client()
-	p, sealed := se.p, se.sealed
-	if err := r.atStage(StageSealed, p.Seq); err != nil {
-		return nil, head, err
-	}
-	var onChain time.Duration
+	p, sealed, prep := f.se.p, f.se.sealed, f.prep
 	t := time.Now()
-	prep, err := r.preparePush(ctx, c, p, sealed)
-	onChain += time.Since(t)
-	if err != nil {
-		return nil, head, err
-	}
-	raw, err := prep.Tx.MarshalBinary()
-	if err != nil {
-		return nil, head, err
-	}
-	if err := r.cache.PutBlob(p.Seq, sealed.Blob); err != nil {
-		return nil, head, fmt.Errorf("cache epoch %d: %w", p.Seq, err)
-	}
-	pend := store.PendingPush{Seq: p.Seq, Prev: p.Prev, Digest: sealed.Digest, Tx: prep.Hash, RawTx: raw,
-		Plaintext: sealed.Plaintext, Bucket: sealed.Bucket}
-	if err := r.PutPending(&pend); err != nil {
-		return nil, head, err
-	}
-	t = time.Now()
-	if err := c.Send(ctx, prep); err != nil {
-		return nil, head, fmt.Errorf("send epoch %d: %w", p.Seq, err)
-	}
-	onChain += time.Since(t)
-	if err := r.atStage(StageSent, p.Seq); err != nil {
-		return nil, head, err
-	}
-	t = time.Now()
 	rc, err := c.WaitPush(ctx, prep, r.vault.Owner, r.vault.Space, confirmations)
-	onChain += time.Since(t)
+	onChain := f.onChain + time.Since(t)
 	if err != nil {
-		return nil, head, fmt.Errorf("epoch %d sent as %s: %w", p.Seq, prep.Hash.Hex(), err)
+		return nil, fmt.Errorf("epoch %d sent as %s: %w", p.Seq, prep.Hash.Hex(), err)
 	}
 	if err := r.atStage(StageReceipt, p.Seq); err != nil {
-		return nil, head, err
+		return nil, err
 	}
 	info := EpochInfo{Seq: p.Seq, Block: rc.Block, Tx: rc.TxHash.Hex(), Digest: sealed.Digest, Prev: p.Prev,
 		Bucket: sealed.Bucket, RowsRoot: p.RowsRoot, Writer: rc.Event.Writer, CreatedAt: p.CreatedAt,
 		Snapshot: p.Snapshot, NRows: p.NRows, Rows: len(p.Rows), Deleted: len(p.Deleted)}
 	if err := r.adopt(&info, p, sealed.Plaintext); err != nil {
-		return nil, head, err
+		return nil, err
 	}
 	if err := r.atStage(StageApplied, p.Seq); err != nil {
-		return nil, head, err
+		return nil, err
 	}
 	r.logf("push: epoch %d anchored in block %d (%d rows, %d deleted, bucket %d, gas %d, %s ETH)", p.Seq, rc.Block, len(p.Rows), len(p.Deleted), sealed.Bucket, rc.GasUsed, chain.FormatETH(rc.Cost))
 	er := epochReceipt(p, sealed, prep, rc)
 	er.ChainSeconds = onChain.Seconds()
-	return er, Head{Seq: p.Seq, Digest: sealed.Digest, Block: rc.Block}, nil
+	return er, nil
 }
 
 // epochReceipt is the report of one anchored epoch.
