@@ -357,3 +357,28 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 }
+
+// PrepareNextPush signs, without asking the chain, the push that follows after from the same
+// key: the next nonce, after's fees, and gas for its own calldata (after's limit, or the
+// EIP-7623 floor of its calldata with the usual margin when that is more). Its prev is the
+// digest of after's epoch, so no node could estimate it before after lands; sent right behind
+// after, both can land in one block.
+func (c *Client) PrepareNextPush(key *ecdsa.PrivateKey, after *PreparedPush, owner common.Address, space, prev common.Hash, ct []byte) (*PreparedPush, error) {
+	data := EncodePushCalldata(owner, space, prev, ct)
+	floor := CalldataFloor(data)
+	to := c.contract
+	tx := types.NewTx(&types.DynamicFeeTx{
+		ChainID:   new(big.Int).SetUint64(c.chainID),
+		Nonce:     after.Nonce + 1,
+		GasTipCap: after.Tx.GasTipCap(),
+		GasFeeCap: after.Tx.GasFeeCap(),
+		Gas:       max(after.Tx.Gas(), floor+floor*gasMargin/100),
+		To:        &to,
+		Data:      data,
+	})
+	signed, err := types.SignTx(tx, c.signer, key)
+	if err != nil {
+		return nil, fmt.Errorf("prepare push: sign: %w", err)
+	}
+	return &PreparedPush{Tx: signed, Hash: signed.Hash(), Digest: crypto.Keccak256Hash(ct), Nonce: signed.Nonce()}, nil
+}

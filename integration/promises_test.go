@@ -485,6 +485,7 @@ var statusSchema = map[string]string{
 	"last_push": "object|null", "last_pull": "object|null",
 	"history_from": "object", "backfill": "string", "live": "string",
 	"vault_model": "string", "kint_incompatible": "list",
+	"last_dry_run": "object|null", "bucket_policy": "string",
 }
 
 // checkStatusSchema fails for a missing or extra field, or a value of another type.

@@ -13,12 +13,16 @@ import (
 )
 
 // The writer's own path end to end: a push of more tiny rows than one transaction holds
-// anchors them in two epochs and applies both as its own; a fresh machine pulls the same.
+// anchors them in two epochs (bucket policy kint: the largest epochs) and applies both as its
+// own; a fresh machine pulls the same.
 func TestPushPullLargestEpochs(t *testing.T) {
 	t.Parallel() // a chain and homes of its own
 	e := newChainEnv(t)
 	ctx := context.Background()
 	w := e.machine()
+	if err := w.SetBucketPolicy(PolicyKint); err != nil {
+		t.Fatal(err)
+	}
 	rows := store.TinyRows(30000, "")
 	store.StageRows(t, w.Store, rows)
 	start := time.Now()

@@ -31,6 +31,7 @@ type chainEnv struct {
 	contract common.Address
 	rpc      string
 	tenant   string
+	dialOpt  chain.Options // how conn dials rpc
 }
 
 const chainEnvPassphrase = "sealing test passphrase"
@@ -81,7 +82,7 @@ func (e *chainEnv) conn() Chain {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, err := chain.Dial(ctx, e.rpc, e.contract, chain.Options{})
+	c, err := chain.Dial(ctx, e.rpc, e.contract, e.dialOpt)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -26,12 +26,13 @@ func feedSnapshot(snapshot seal.Chunk) *chunkFeed {
 	return f
 }
 
-// feedChunks splits rows and dels in the background.
-func feedChunks(rows []seal.Row, dels []seal.Deleted) *chunkFeed {
+// feedChunks splits rows and dels in the background, cut to fit bucket (0: the largest epoch)
+// with headroom for the rest of the plaintext.
+func feedChunks(rows []seal.Row, dels []seal.Deleted, bucket, headroom int) *chunkFeed {
 	f := &chunkFeed{ch: make(chan seal.Chunk, 2), stop: make(chan struct{})}
 	go func() {
 		defer close(f.ch)
-		f.err = seal.ChunkStream(rows, dels, func(c seal.Chunk) error {
+		f.err = seal.ChunkStreamBucket(rows, dels, bucket, headroom, func(c seal.Chunk) error {
 			select {
 			case f.ch <- c:
 				return nil

@@ -14,7 +14,7 @@ func TestParseCommand(t *testing.T) {
 	}
 	_, err := ParseCommand("rm -rf /")
 	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `unknown command "rm -rf /" (one of: `+strings.Join(Commands, ", ")+")") ||
-		!strings.Contains(err.Error(), "(one of: flush, pull, pull full, compact, refresh") {
+		!strings.Contains(err.Error(), "(one of: flush, flush dry-run, pull, pull full, compact, refresh") {
 		t.Fatalf("garbage: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/core/types"
 
 	"kintfs/chain"
@@ -43,8 +45,10 @@ type EpochReceipt struct {
 	GasUsed           uint64 `json:"gas_used"`
 	FloorGas          uint64 `json:"floor_gas"` // the EIP-7623 calldata floor of the transaction
 	EffectiveGasPrice string `json:"effective_gas_price"`
-	L1Fee             string `json:"l1_fee,omitempty"`
-	Cost              string `json:"cost_wei"`
+	L1Fee             string `json:"l1_fee,omitempty"` // wei
+	Cost              string `json:"cost_wei"`         // gas used at the effective price, plus the L1 fee
+	L1FeeETH          string `json:"l1_fee_eth,omitempty"`
+	CostETH           string `json:"cost_eth"`
 	// ChainSeconds is the time spent in the chain's calls for this epoch: signing's nonce and
 	// gas reads, the send, and the wait for its receipt and confirmations.
 	ChainSeconds float64 `json:"chain_seconds"`
@@ -58,6 +62,22 @@ type PushReport struct {
 	Chunks  int            `json:"epochs"`
 	Epochs  []EpochReceipt `json:"anchored"`
 	Held    []HeldRow      `json:"held,omitempty"`
+	// Policy is the bucket policy the push followed; Raised the epochs that raised the vault's
+	// bucket, and why.
+	Policy string        `json:"bucket_policy"`
+	Raised []BucketRaise `json:"bucket_raised,omitempty"`
+	// Plan is a dry run's epochs, with their cost at GasPrice (wei; PriceNote says why there is
+	// none). Gas, CostWei and L1FeeWei are totals: planned on a dry run, from the receipts after
+	// a push. L1Note says why there is no L1 fee, where the chain reports none.
+	Plan      []PlannedEpoch `json:"plan,omitempty"`
+	GasPrice  string         `json:"gas_price_wei,omitempty"`
+	PriceNote string         `json:"price_note,omitempty"`
+	L1Note    string         `json:"l1_fee_note,omitempty"`
+	Gas       uint64         `json:"gas"`
+	CostWei   string         `json:"cost_wei"`
+	CostETH   string         `json:"cost_eth"`
+	L1FeeWei  string         `json:"l1_fee_wei,omitempty"`
+	L1FeeETH  string         `json:"l1_fee_eth,omitempty"`
 	// Seconds is the push's wall time, and ChainSeconds the part of it spent waiting on the
 	// chain (the epochs' ChainSeconds): the rest is this machine's own work that sealing
 	// ahead did not hide.
@@ -128,14 +148,17 @@ func (r *Replica) pushLocked(ctx context.Context, opt PushOptions) (*PushReport,
 			for _, e := range rep.Epochs {
 				rep.ChainSeconds += e.ChainSeconds
 			}
+			rep.sumReceipts()
 		}
 		r.status.notePush(rep, err)
+	} else {
+		r.status.noteDryRun(rep, err)
 	}
 	return rep, err
 }
 
 func (r *Replica) push(ctx context.Context, opt PushOptions) (*PushReport, error) {
-	rep := &PushReport{DryRun: opt.DryRun}
+	rep := &PushReport{DryRun: opt.DryRun, Policy: r.BucketPolicy(), CostWei: "0", CostETH: "0"}
 	var c Chain
 	if !opt.DryRun {
 		var err error
@@ -156,7 +179,7 @@ func (r *Replica) push(ctx context.Context, opt PushOptions) (*PushReport, error
 	if !opt.DryRun && !opt.Snapshot {
 		r.awaitSettled(ctx)
 	}
-	feed, err := r.planPush(opt, rep)
+	feed, err := r.planPush(ctx, opt, rep)
 	if err != nil || opt.DryRun {
 		return rep, err
 	}
@@ -179,14 +202,25 @@ func (r *Replica) push(ctx context.Context, opt PushOptions) (*PushReport, error
 		}
 		return rep, err
 	}
-	// Each epoch is sealed while the one before it is sent, waited for and applied (and the
-	// change set is still being split): its prev, bucket floor and rows_root follow from the
-	// sealed epoch before it alone.
+	// Each epoch is sealed while the one before it is sent (and the change set is still being
+	// split): its prev, bucket floor and rows_root follow from the sealed epochs before it alone.
+	// Epochs are sent back to back, up to window of them in flight, each journaled before it is
+	// sent, and land (wait for the receipt, apply as this machine's own) in order. An error
+	// stops the push where it is, as a crash there would: what is in flight stays in the push
+	// journal, and the next push's recovery lands or drops each entry, in order.
+	window := r.sendWindow(c, opt)
+	var (
+		queue []*inFlight
+		last  *chain.PreparedPush // the last epoch sent, the one the next is signed after
+		sent  seal.Chunk          // every chunk of this push sealed so far, for the roots
+	)
 	cur := r.sealChunk(first, seal.Chunk{}, head, prevBucket, opt.Snapshot)
 	for rep.Chunks = 1; ; rep.Chunks++ {
 		if cur.err != nil {
 			return rep, cur.err
 		}
+		r.noteRaise(rep, cur, prevBucket, rep.Policy)
+		sent = seal.Chunk{Rows: append(sent.Rows, cur.p.Rows...), Deleted: append(sent.Deleted, cur.p.Deleted...)}
 		ahead := make(chan nextEpoch, 1)
 		go func(prior seal.Chunk, after Head, bucket int) {
 			c, ok, err := feed.next()
@@ -195,28 +229,127 @@ func (r *Replica) push(ctx context.Context, opt PushOptions) (*PushReport, error
 				return
 			}
 			ahead <- nextEpoch{sealedEpoch: r.sealChunk(c, prior, after, bucket, false)}
-		}(seal.Chunk{Rows: cur.p.Rows, Deleted: cur.p.Deleted}, Head{Seq: cur.p.Seq, Digest: cur.sealed.Digest}, max(prevBucket, cur.sealed.Bucket))
-		er, next, err := r.sendEpoch(ctx, cur, head, opt.Confirmations)
+		}(seal.Chunk{Rows: sent.Rows[:len(sent.Rows):len(sent.Rows)], Deleted: sent.Deleted[:len(sent.Deleted):len(sent.Deleted)]},
+			Head{Seq: cur.p.Seq, Digest: cur.sealed.Digest}, max(prevBucket, cur.sealed.Bucket))
+		f, err := r.sendOnly(ctx, c, cur, last, window)
+		if err == nil {
+			queue, last = append(queue, f), f.prep
+			prevBucket = max(prevBucket, cur.sealed.Bucket)
+			for err == nil && len(queue) >= window {
+				err = r.landFirst(ctx, c, rep, &queue, opt.Confirmations)
+			}
+		}
 		if err != nil {
 			feed.close()
 			<-ahead
 			return rep, err
 		}
-		rep.Epochs = append(rep.Epochs, *er)
-		head, prevBucket = next, max(prevBucket, cur.sealed.Bucket)
 		n := <-ahead
 		if n.end {
-			return rep, n.err
+			for err == nil && len(queue) > 0 {
+				err = r.landFirst(ctx, c, rep, &queue, opt.Confirmations)
+			}
+			if err == nil {
+				err = n.err
+			}
+			return rep, err
 		}
 		cur = n.sealedEpoch
 	}
+}
+
+// sendAhead bounds how many epochs of one push are in flight at once: sent, not yet landed. A
+// node keeps a bounded number of one sender's pending transactions (16 in go-ethereum's pool
+// by default), and each is an epoch held in memory here.
+const sendAhead = 16
+
+// nextPreparer is a chain that signs the push after another without asking the node (an RPC
+// client); without it epochs are sent one at a time.
+type nextPreparer interface {
+	PrepareNextPush(key *ecdsa.PrivateKey, after *chain.PreparedPush, owner common.Address, space, prev common.Hash, ct []byte) (*chain.PreparedPush, error)
+}
+
+// sendWindow is how many epochs a push keeps in flight: one for a snapshot (a push of one
+// epoch) or a chain that cannot sign ahead, else sendAhead (Options.SendAhead when set).
+func (r *Replica) sendWindow(c Chain, opt PushOptions) int {
+	if _, ok := c.(nextPreparer); !ok || opt.Snapshot {
+		return 1
+	}
+	if r.opt.SendAhead > 0 {
+		return r.opt.SendAhead
+	}
+	return sendAhead
+}
+
+// inFlight is an epoch sent and not landed yet.
+type inFlight struct {
+	se      sealedEpoch
+	prep    *chain.PreparedPush
+	onChain time.Duration
+}
+
+// sendOnly signs a sealed epoch (after last, the epoch sent before it in this push, when
+// there is one and window allows more than one in flight), journals it and sends it.
+func (r *Replica) sendOnly(ctx context.Context, c Chain, se sealedEpoch, last *chain.PreparedPush, window int) (*inFlight, error) {
+	p, sealed := se.p, se.sealed
+	if err := r.atStage(StageSealed, p.Seq); err != nil {
+		return nil, err
+	}
+	t := time.Now()
+	var (
+		prep *chain.PreparedPush
+		err  error
+	)
+	if np, ok := c.(nextPreparer); ok && last != nil && window > 1 {
+		prep, err = np.PrepareNextPush(r.opt.SessionKey, last, r.vault.Owner, r.vault.Space, p.Prev, sealed.Blob)
+	} else {
+		prep, err = r.preparePush(ctx, c, p, sealed)
+	}
+	onChain := time.Since(t)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := prep.Tx.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	if err := r.cache.PutBlob(p.Seq, sealed.Blob); err != nil {
+		return nil, fmt.Errorf("cache epoch %d: %w", p.Seq, err)
+	}
+	pend := store.PendingPush{Seq: p.Seq, Prev: p.Prev, Digest: sealed.Digest, Tx: prep.Hash, RawTx: raw,
+		Plaintext: sealed.Plaintext, Bucket: sealed.Bucket}
+	if err := r.PutPending(&pend); err != nil {
+		return nil, err
+	}
+	t = time.Now()
+	if err := c.Send(ctx, prep); err != nil {
+		return nil, fmt.Errorf("send epoch %d: %w", p.Seq, err)
+	}
+	onChain += time.Since(t)
+	if err := r.atStage(StageSent, p.Seq); err != nil {
+		return nil, err
+	}
+	return &inFlight{se: se, prep: prep, onChain: onChain}, nil
+}
+
+// landFirst lands the oldest epoch in flight: waits for its receipt and confirmations, applies
+// it as this machine's own and adds it to the report.
+func (r *Replica) landFirst(ctx context.Context, c Chain, rep *PushReport, queue *[]*inFlight, confirmations uint64) error {
+	f := (*queue)[0]
+	er, err := r.landEpoch(ctx, c, f, confirmations)
+	if err != nil {
+		return err
+	}
+	*queue = (*queue)[1:]
+	rep.Epochs = append(rep.Epochs, *er)
+	return nil
 }
 
 // planPush reads what the push anchors (marking it sealing unless on a dry run), holds what
 // cannot be anchored, and starts cutting the rest into the epochs to seal: one snapshot of the
 // whole state, or chunks of the changes. It fills in rep's counts (the number of epochs only
 // on a dry run); ErrNothingToPush when there is nothing to anchor.
-func (r *Replica) planPush(opt PushOptions, rep *PushReport) (*chunkFeed, error) {
+func (r *Replica) planPush(ctx context.Context, opt PushOptions, rep *PushReport) (*chunkFeed, error) {
 	collect := r.CollectSettled
 	if opt.Snapshot || opt.DryRun {
 		collect = r.CollectStaged
@@ -243,14 +376,25 @@ func (r *Replica) planPush(opt PushOptions, rep *PushReport) (*chunkFeed, error)
 			return nil, err
 		}
 		rep.Chunks = 1
-		return feedSnapshot(seal.Chunk{Rows: full, Deleted: dels}), nil
+		snap := seal.Chunk{Rows: full, Deleted: dels}
+		if opt.DryRun {
+			return nil, r.planDryRun(ctx, rep, []seal.Chunk{snap}, true)
+		}
+		return feedSnapshot(snap), nil
 	}
-	if opt.DryRun {
-		chunks, err := seal.ChunkDiff(rows, dels)
-		rep.Chunks = len(chunks)
+	bucket, headroom, err := r.cutBucket()
+	if err != nil {
 		return nil, err
 	}
-	return feedChunks(rows, dels), nil
+	if opt.DryRun {
+		chunks, err := seal.ChunkDiffBucket(rows, dels, bucket, headroom)
+		if err != nil {
+			return nil, err
+		}
+		rep.Chunks = len(chunks)
+		return nil, r.planDryRun(ctx, rep, chunks, false)
+	}
+	return feedChunks(rows, dels, bucket, headroom), nil
 }
 
 // settleBound bounds how long a push waits for new state and reference rows to settle.
@@ -379,9 +523,10 @@ func (r *Replica) snapshotRows(staged []seal.Row, dels []seal.Deleted) ([]seal.R
 
 // sealedEpoch is a chunk sealed as the epoch after a head, or why it could not be.
 type sealedEpoch struct {
-	p      *seal.Plaintext
-	sealed *seal.Sealed
-	err    error
+	p        *seal.Plaintext
+	sealed   *seal.Sealed
+	raisedBy string // the chunk's RaisedBy: the row its bucket was raised for
+	err      error
 }
 
 // nextEpoch is the epoch sealed ahead, or the end of the push's chunks (with the splitter's
@@ -411,7 +556,7 @@ func (r *Replica) sealChunk(chunk, prior seal.Chunk, head Head, prevBucket int, 
 		return sealedEpoch{err: fmt.Errorf("refusing to seal epoch %d, this code could not apply it: %w", p.Seq, err)}
 	}
 	sealed, err := r.sealEpoch(p, prevBucket)
-	return sealedEpoch{p: p, sealed: sealed, err: err}
+	return sealedEpoch{p: p, sealed: sealed, raisedBy: chunk.RaisedBy, err: err}
 }
 
 // sealEpoch seals p under the vault's data key, on top of the bucket ratchet (prevBucket), and
@@ -447,75 +592,43 @@ func (r *Replica) preparePush(ctx context.Context, c Chain, p *seal.Plaintext, s
 	return prep, err
 }
 
-// sendEpoch journals a sealed epoch, sends it, waits for it and applies it as this machine's
-// own.
-func (r *Replica) sendEpoch(ctx context.Context, se sealedEpoch, head Head, confirmations uint64) (*EpochReceipt, Head, error) {
+// landEpoch waits for an epoch in flight and applies it as this machine's own.
+func (r *Replica) landEpoch(ctx context.Context, c Chain, f *inFlight, confirmations uint64) (*EpochReceipt, error) {
 	if confirmations == 0 {
 		confirmations = r.opt.Confirmations
 	}
-	c := r.Client()
-	p, sealed := se.p, se.sealed
-	if err := r.atStage(StageSealed, p.Seq); err != nil {
-		return nil, head, err
-	}
-	var onChain time.Duration
+	p, sealed, prep := f.se.p, f.se.sealed, f.prep
 	t := time.Now()
-	prep, err := r.preparePush(ctx, c, p, sealed)
-	onChain += time.Since(t)
-	if err != nil {
-		return nil, head, err
-	}
-	raw, err := prep.Tx.MarshalBinary()
-	if err != nil {
-		return nil, head, err
-	}
-	if err := r.cache.PutBlob(p.Seq, sealed.Blob); err != nil {
-		return nil, head, fmt.Errorf("cache epoch %d: %w", p.Seq, err)
-	}
-	pend := store.PendingPush{Seq: p.Seq, Prev: p.Prev, Digest: sealed.Digest, Tx: prep.Hash, RawTx: raw,
-		Plaintext: sealed.Plaintext, Bucket: sealed.Bucket}
-	if err := r.PutPending(&pend); err != nil {
-		return nil, head, err
-	}
-	t = time.Now()
-	if err := c.Send(ctx, prep); err != nil {
-		return nil, head, fmt.Errorf("send epoch %d: %w", p.Seq, err)
-	}
-	onChain += time.Since(t)
-	if err := r.atStage(StageSent, p.Seq); err != nil {
-		return nil, head, err
-	}
-	t = time.Now()
 	rc, err := c.WaitPush(ctx, prep, r.vault.Owner, r.vault.Space, confirmations)
-	onChain += time.Since(t)
+	onChain := f.onChain + time.Since(t)
 	if err != nil {
-		return nil, head, fmt.Errorf("epoch %d sent as %s: %w", p.Seq, prep.Hash.Hex(), err)
+		return nil, fmt.Errorf("epoch %d sent as %s: %w", p.Seq, prep.Hash.Hex(), err)
 	}
 	if err := r.atStage(StageReceipt, p.Seq); err != nil {
-		return nil, head, err
+		return nil, err
 	}
 	info := EpochInfo{Seq: p.Seq, Block: rc.Block, Tx: rc.TxHash.Hex(), Digest: sealed.Digest, Prev: p.Prev,
 		Bucket: sealed.Bucket, RowsRoot: p.RowsRoot, Writer: rc.Event.Writer, CreatedAt: p.CreatedAt,
 		Snapshot: p.Snapshot, NRows: p.NRows, Rows: len(p.Rows), Deleted: len(p.Deleted)}
 	if err := r.adopt(&info, rc.Event.PrevBlock, p, sealed.Plaintext); err != nil {
-		return nil, head, err
+		return nil, err
 	}
 	if err := r.atStage(StageApplied, p.Seq); err != nil {
-		return nil, head, err
+		return nil, err
 	}
-	r.logf("push: epoch %d anchored in block %d (%d rows, %d deleted, bucket %d, gas %d)", p.Seq, rc.Block, len(p.Rows), len(p.Deleted), sealed.Bucket, rc.GasUsed)
+	r.logf("push: epoch %d anchored in block %d (%d rows, %d deleted, bucket %d, gas %d, %s ETH)", p.Seq, rc.Block, len(p.Rows), len(p.Deleted), sealed.Bucket, rc.GasUsed, chain.FormatETH(rc.Cost))
 	er := epochReceipt(p, sealed, prep, rc)
 	er.ChainSeconds = onChain.Seconds()
-	return er, Head{Seq: p.Seq, Digest: sealed.Digest, Block: rc.Block}, nil
+	return er, nil
 }
 
 // epochReceipt is the report of one anchored epoch.
 func epochReceipt(p *seal.Plaintext, sealed *seal.Sealed, prep *chain.PreparedPush, rc *chain.PushReceipt) *EpochReceipt {
 	er := &EpochReceipt{Seq: p.Seq, Block: rc.Block, Tx: rc.TxHash.Hex(), Bucket: sealed.Bucket, Rows: len(p.Rows),
-		Deleted: len(p.Deleted), CalldataBytes: len(prep.Tx.Data()), GasUsed: rc.GasUsed, FloorGas: calldataFloor(prep.Tx.Data()),
-		EffectiveGasPrice: bigString(rc.EffectiveGasPrice), Cost: bigString(rc.Cost)}
+		Deleted: len(p.Deleted), CalldataBytes: len(prep.Tx.Data()), GasUsed: rc.GasUsed, FloorGas: chain.CalldataFloor(prep.Tx.Data()),
+		EffectiveGasPrice: bigString(rc.EffectiveGasPrice), Cost: bigString(rc.Cost), CostETH: chain.FormatETH(rc.Cost)}
 	if rc.L1Fee != nil {
-		er.L1Fee = rc.L1Fee.String()
+		er.L1Fee, er.L1FeeETH = rc.L1Fee.String(), chain.FormatETH(rc.L1Fee)
 	}
 	return er
 }
@@ -707,18 +820,4 @@ func bigString(b *big.Int) string {
 		return "0"
 	}
 	return b.String()
-}
-
-// calldataFloor is EIP-7623's floor for a transaction carrying data:
-// 21000 + 10 * (zero bytes + 4 * nonzero bytes).
-func calldataFloor(data []byte) uint64 {
-	var tokens uint64
-	for _, b := range data {
-		if b == 0 {
-			tokens++
-		} else {
-			tokens += 4
-		}
-	}
-	return 21000 + 10*tokens
 }

@@ -58,8 +58,11 @@ type Options struct {
 	Connect       func(ctx context.Context) (Chain, error)
 	SessionKey    *ecdsa.PrivateKey // sends push; nil: cannot push
 	Confirmations uint64            // default 2
-	Logf          func(format string, args ...any)
-	Progress      io.Writer // long pulls report here; nil: quiet
+	// SendAhead bounds the epochs of one push sent ahead of their receipts (0: 16; 1: one at a
+	// time, each waited for before the next is sent).
+	SendAhead int
+	Logf      func(format string, args ...any)
+	Progress  io.Writer // long pulls report here; nil: quiet
 	// ColdStart checks the head the RPC gave on a machine with no watermark yet against a
 	// second, independent RPC; nil: no check (the dev chain).
 	ColdStart func(ctx context.Context, head Head) error
@@ -76,6 +79,7 @@ type Replica struct {
 	vault      *homedir.VaultConfig
 	cache      *homedir.EpochCache
 	pushMu     sync.Mutex   // one push or pull at a time
+	vaultMu    sync.Mutex   // the vault's bucket policy, read beside a push
 	pushing    atomic.Bool  // a push is sealing or sending, for status
 	heldLogged atomic.Int64 // held rows at the last flush, so a new hold is logged once
 	client     atomic.Pointer[chainRef]

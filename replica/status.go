@@ -13,6 +13,7 @@ type statusState struct {
 	started      time.Time
 	lastPush     *opStatus
 	lastPull     *opStatus
+	lastDryRun   *opStatus
 	lastPoll     time.Time
 	offlineSince time.Time
 	offlineWhy   string
@@ -70,6 +71,16 @@ func (s *statusState) notePush(rep *PushReport, err error) {
 	s.lastPush = o
 }
 
+func (s *statusState) noteDryRun(rep *PushReport, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := &opStatus{At: stamp(time.Now()), Report: rep}
+	if err != nil {
+		o.Error = err.Error()
+	}
+	s.lastDryRun = o
+}
+
 func (s *statusState) notePull(rep *PullReport, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -125,6 +136,10 @@ type Status struct {
 	PendingPush  []uint64   `json:"pending_push"`
 	LastPush     *opStatus  `json:"last_push"`
 	LastPull     *opStatus  `json:"last_pull"`
+	// LastDryRun is the last dry run's report (push --dry-run, ctl flush dry-run): what the
+	// next flush would anchor and cost. BucketPolicy is how pushes choose the bucket.
+	LastDryRun   *opStatus `json:"last_dry_run"`
+	BucketPolicy string    `json:"bucket_policy"`
 	// HistoryFrom is the oldest epoch from which this machine holds every version (@<block>
 	// before its block answers ENODATA); Backfill says how filling in the rest goes.
 	HistoryFrom Head   `json:"history_from"`
@@ -203,8 +218,9 @@ func (r *Replica) Status() (*Status, error) {
 	st.KintIncompatible = r.KintIncompatible()
 	st.ReadOnly = r.opt.ReadOnly
 	st.Pushing = r.pushing.Load()
+	st.BucketPolicy = r.BucketPolicy()
 	r.status.mu.Lock()
-	st.LastPush, st.LastPull = r.status.lastPush, r.status.lastPull
+	st.LastPush, st.LastPull, st.LastDryRun = r.status.lastPush, r.status.lastPull, r.status.lastDryRun
 	st.Backfill = r.status.backfill
 	if st.Backfill == "" {
 		if sum.Holes == 0 {

@@ -52,7 +52,7 @@ type worker struct {
 // Commands are the ctl commands, in the order .kint/ctl lists them.
 // no-flush tells the mount to anchor nothing when it stops (staged rows stay staged for the
 // next mount); flush-on-exit undoes it.
-var Commands = []string{"flush", "pull", "pull full", "compact", "refresh", "no-flush", "flush-on-exit"}
+var Commands = []string{"flush", "flush dry-run", "pull", "pull full", "compact", "refresh", "no-flush", "flush-on-exit"}
 
 // ParseCommand normalises a ctl command: surrounding white space and a trailing newline are
 // ignored, inner runs of spaces fold to one.
@@ -81,6 +81,12 @@ func (r *Replica) Control(ctx context.Context, command string) error {
 	switch cmd {
 	case "flush":
 		return r.Flush(ctx)
+	case "flush dry-run":
+		// what the next flush would anchor and cost, in last_dry_run of .kint/status
+		_, err = r.Push(ctx, PushOptions{DryRun: true})
+		if errors.Is(err, ErrNothingToPush) {
+			err = nil
+		}
 	case "pull":
 		_, err = r.Pull(ctx, false)
 	case "pull full":

@@ -22,6 +22,11 @@ const MaxChunkPlain = 16 << 20
 type Chunk struct {
 	Rows    []Row
 	Deleted []Deleted
+	// Bucket is the bucket the chunk was cut to fit (ChunkStreamBucket), 0 when it was cut to
+	// the largest epoch. RaisedBy names the row that did not fit the bucket asked for alone,
+	// when the chunk's bucket had to be raised for it ("" otherwise).
+	Bucket   int
+	RaisedBy string
 }
 
 // RowTooLargeError names a row that cannot fit an epoch even alone: compressed, or, when Plain
@@ -31,19 +36,24 @@ type RowTooLargeError struct {
 	Plain int
 }
 
+// RowName names a row in messages: tier and key, with the category of an entity.
+func RowName(row *Row) string {
+	if row.Tier != TierEntity {
+		return row.Tier + " " + row.Key
+	}
+	cat := ""
+	if row.Category != nil {
+		cat = *row.Category
+	}
+	return row.Tier + " " + cat + "/" + row.Key
+}
+
 func (e *RowTooLargeError) Error() string {
-	name := e.Row.Key
-	if e.Row.Tier == TierEntity {
-		cat := ""
-		if e.Row.Category != nil {
-			cat = *e.Row.Category
-		}
-		name = cat + "/" + e.Row.Key
-	}
+	name := RowName(&e.Row)
 	if e.Plain > 0 {
-		return fmt.Sprintf("row %s %s is %d bytes uncompressed, more than the %d bytes one epoch sealed here carries; shrink or split it in Sibyl (push refuses until then, nothing else is blocked)", e.Row.Tier, name, e.Plain, MaxChunkPlain)
+		return fmt.Sprintf("row %s is %d bytes uncompressed, more than the %d bytes one epoch sealed here carries; shrink or split it in Sibyl (push refuses until then, nothing else is blocked)", name, e.Plain, MaxChunkPlain)
 	}
-	return fmt.Sprintf("row %s %s compresses to more than 90 KB on its own and cannot fit one epoch; shrink or split it in Sibyl (push refuses until then, nothing else is blocked)", e.Row.Tier, name)
+	return fmt.Sprintf("row %s compresses to more than 90 KB on its own and cannot fit one epoch; shrink or split it in Sibyl (push refuses until then, nothing else is blocked)", name)
 }
 
 // Unwrap lets errors.Is(err, ErrTooLarge) match.
@@ -130,10 +140,71 @@ func ChunkDiff(rows []Row, deleted []Deleted) ([]Chunk, error) {
 // so that the first epoch can be sealed and sent while the rest is still being measured. An
 // error from emit stops it and is returned.
 func ChunkStream(rows []Row, deleted []Deleted, emit func(Chunk) error) error {
+	return ChunkStreamBucket(rows, deleted, 0, 0, emit)
+}
+
+// ChunkDiffBucket is ChunkDiff with chunks cut to fit bucket (see ChunkStreamBucket).
+func ChunkDiffBucket(rows []Row, deleted []Deleted, bucket, headroom int) ([]Chunk, error) {
+	var chunks []Chunk
+	err := ChunkStreamBucket(rows, deleted, bucket, headroom, func(c Chunk) error {
+		chunks = append(chunks, c)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return chunks, nil
+}
+
+// BucketLimit is the most a chunk's gzip may measure for its epoch to fit bucket: the bucket
+// less its 4-byte length prefix and headroom (the rest of the plaintext: PlaintextHeadroom, or
+// Headroom when 0), and never more than MaxDiffBytes allows. A bucket of 0 means the largest
+// epoch.
+func BucketLimit(bucket, headroom int) int {
+	full := MaxDiffBytes - Headroom
+	if bucket <= 0 {
+		return full
+	}
+	if headroom <= 0 {
+		headroom = Headroom
+	}
+	return min(bucket-4-headroom, full)
+}
+
+// PlaintextHeadroom measures what the plaintext of an epoch of tenant adds to its rows and
+// deletions once compressed, at its largest (the longest seq and row count, digests of pure
+// noise), with a margin for how differently the whole compresses: the headroom a chunk cut to
+// a small bucket needs, well under the fixed Headroom a 90 KB chunk keeps.
+func PlaintextHeadroom(tenant string) int {
+	var noise [96]byte
+	x := uint64(0x9E3779B97F4A7C15)
+	for i := range noise {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		noise[i] = byte(x)
+	}
+	p := &Plaintext{Tenant: tenant, Seq: 1<<64 - 1, NRows: 1<<63 - 1, CreatedAt: "2026-12-04T10:00:00Z"}
+	copy(p.Space[:], noise[:32])
+	copy(p.Prev[:], noise[32:64])
+	copy(p.RowsRoot[:], noise[64:])
+	return len(Compress(EncodePlaintext(p))) + 64
+}
+
+// ChunkStreamBucket splits as ChunkStream does, but cuts each chunk to fit bucket (one of
+// Buckets; 0: the largest epoch), so that a large change set becomes more epochs of the same
+// bucket instead of fewer epochs of a larger one. A row that cannot fit the bucket alone
+// raises it, for that chunk and every one after it, only as far as the row needs: that
+// chunk's RaisedBy names the row. Every chunk says the bucket it was cut for. headroom is what
+// the rest of the plaintext needs (PlaintextHeadroom; 0: Headroom).
+func ChunkStreamBucket(rows []Row, deleted []Deleted, bucket, headroom int, emit func(Chunk) error) error {
 	if len(rows) == 0 && len(deleted) == 0 {
 		return nil
 	}
-	c := &chunker{limit: MaxDiffBytes - Headroom, plain: MaxChunkPlain, t: &trees{}, emit: emit}
+	if bucket > 0 && bucket < Buckets[0] {
+		bucket = Buckets[0]
+	}
+	c := &chunker{bucket: bucket, headroom: headroom, limit: BucketLimit(bucket, headroom), plain: MaxChunkPlain, t: &trees{}, emit: emit}
 	for i := range deleted {
 		if err := c.add(chunkItem{del: &deleted[i]}); err != nil {
 			return err
@@ -162,6 +233,40 @@ func FitsAlone(row *Row) error {
 	return err
 }
 
+// raise moves the chunker to the next larger bucket because the current chunk's one item
+// (it, or the one item of the current chunk when it is empty) does not fit alone; false when
+// the chunks are already cut to the largest epoch.
+func (c *chunker) raise(it chunkItem) bool {
+	if c.bucket == 0 {
+		return false
+	}
+	next := 0
+	for _, b := range Buckets {
+		if b > c.bucket {
+			next = b
+			break
+		}
+	}
+	if next == Buckets[len(Buckets)-1] {
+		next = 0 // the largest bucket is the largest epoch
+	}
+	if it.row == nil && it.del == nil {
+		if len(c.cur.Rows) > 0 {
+			it.row = &c.cur.Rows[0]
+		} else if len(c.cur.Deleted) > 0 {
+			it.del = &c.cur.Deleted[0]
+		}
+	}
+	switch {
+	case it.row != nil:
+		c.raised = RowName(it.row)
+	case it.del != nil:
+		c.raised = "deletion of " + it.del.Tier + " " + it.del.Key
+	}
+	c.bucket, c.limit = next, BucketLimit(next, c.headroom)
+	return true
+}
+
 type chunkItem struct {
 	row *Row
 	del *Deleted
@@ -174,14 +279,17 @@ type chunkItem struct {
 const chunkMargin = 1024
 
 type chunker struct {
-	limit int // for the gzip alone: MaxDiffBytes - Headroom
-	plain int // for the document uncompressed: MaxChunkPlain
-	doc   int // bytes of the document written to g
-	t     *trees
-	g     *gzipStream // nil between chunks
-	cur   Chunk
-	emit  func(Chunk) error
-	buf   []byte
+	bucket   int // the bucket chunks are cut for, 0: the largest epoch
+	headroom int
+	raised   string
+	limit    int // for the gzip alone: BucketLimit(bucket)
+	plain    int // for the document uncompressed: MaxChunkPlain
+	doc      int // bytes of the document written to g
+	t        *trees
+	g        *gzipStream // nil between chunks
+	cur      Chunk
+	emit     func(Chunk) error
+	buf      []byte
 }
 
 // suffix closes the document after the current items.
@@ -251,6 +359,11 @@ func (c *chunker) add(it chunkItem) error {
 		}
 		if after.closedSize() > c.limit {
 			if len(c.cur.Rows) == 0 && len(c.cur.Deleted) == 0 {
+				if c.raise(it) {
+					c.g = nil
+					c.doc = 0
+					return c.add(it)
+				}
 				if it.row != nil {
 					return &RowTooLargeError{Row: *it.row}
 				}
@@ -295,6 +408,9 @@ func (c *chunker) closeChunk(at *gzipStream) error {
 		}
 		fits = chunkMeasure(c.cur.Rows, c.cur.Deleted)-Headroom <= c.limit
 	}
+	for !fits && c.raise(chunkItem{}) {
+		fits = chunkMeasure(c.cur.Rows, c.cur.Deleted)-Headroom <= c.limit
+	}
 	if !fits {
 		if len(c.cur.Rows) == 1 {
 			return &RowTooLargeError{Row: c.cur.Rows[0]}
@@ -302,7 +418,8 @@ func (c *chunker) closeChunk(at *gzipStream) error {
 		return fmt.Errorf("%w: deletion of %s %q compresses past one epoch", ErrTooLarge, c.cur.Deleted[0].Tier, c.cur.Deleted[0].Key)
 	}
 	done := c.cur
-	c.cur = Chunk{}
+	done.Bucket, done.RaisedBy = c.bucket, c.raised
+	c.cur, c.raised = Chunk{}, ""
 	if err := c.emit(done); err != nil {
 		return err
 	}

@@ -261,3 +261,82 @@ func TestFitsAlone(t *testing.T) {
 		t.Errorf("a row past MaxChunkPlain accepted")
 	}
 }
+
+func TestChunkBucketKeepsTheBucket(t *testing.T) {
+	var rows []Row
+	for i := range 200 {
+		body := randomText(uint64(i), 1024)
+		rows = append(rows, Row{Tier: TierState, Key: fmt.Sprintf("import-%03d", i), Body: &body})
+	}
+	dels := []Deleted{{Tier: TierState, Key: "gone"}}
+	tenant := "a-tenant-name-of-some-length"
+	chunks, err := ChunkDiffBucket(rows, dels, 4096, PlaintextHeadroom(tenant))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(chunks) < 20 {
+		t.Fatalf("%d chunks for 200 KB cut to 4096-byte buckets", len(chunks))
+	}
+	var got []Row
+	for i, c := range chunks {
+		got = append(got, c.Rows...)
+		if c.Bucket != 4096 || c.RaisedBy != "" {
+			t.Fatalf("chunk %d: bucket %d raised by %q", i, c.Bucket, c.RaisedBy)
+		}
+		p := &Plaintext{Tenant: tenant, Space: SpaceID("t"), Seq: uint64(i + 1), Rows: c.Rows, Deleted: c.Deleted,
+			NRows: 1 << 20, CreatedAt: "2026-12-04T10:00:00.000000Z"}
+		s, err := Seal(p, EpochContext{Space: p.Space, Seq: p.Seq}, [32]byte{1}, nil, 4096, [12]byte{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Bucket != 4096 {
+			t.Fatalf("chunk %d sealed into bucket %d", i, s.Bucket)
+		}
+		if i+1 < len(chunks) {
+			more := append(c.Rows[:len(c.Rows):len(c.Rows)], chunks[i+1].Rows[0])
+			if m := chunkMeasure(more, c.Deleted) - Headroom; m <= BucketLimit(4096, PlaintextHeadroom(tenant)) {
+				t.Fatalf("chunk %d closed early: with the next row it measures %d", i, m)
+			}
+		}
+	}
+	if !reflect.DeepEqual(got, rows) || len(chunks[0].Deleted) != 1 {
+		t.Fatal("chunks do not add up to the input in order")
+	}
+	// the default cut is the largest epoch, as before
+	big, err := ChunkDiff(rows, dels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(big) > 3 || big[0].Bucket != 0 {
+		t.Fatalf("ChunkDiff: %d chunks, bucket %d", len(big), big[0].Bucket)
+	}
+}
+
+func TestChunkBucketRaisedOnlyAsFarAsARowNeeds(t *testing.T) {
+	small := randomText(1, 500)
+	large := randomText(2, 11000) // about 8.3 KB of gzip: needs bucket 16384
+	rows := []Row{
+		{Tier: TierState, Key: "a", Body: &small},
+		{Tier: TierEntity, Category: strp("notes"), Key: "large", Body: &large},
+		{Tier: TierState, Key: "b", Body: &small},
+	}
+	chunks, err := ChunkDiffBucket(rows, nil, 4096, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(chunks) != 2 {
+		t.Fatalf("%d chunks", len(chunks))
+	}
+	if c := chunks[0]; c.Bucket != 4096 || c.RaisedBy != "" || len(c.Rows) != 1 {
+		t.Fatalf("first chunk: bucket %d raised by %q, %d rows", c.Bucket, c.RaisedBy, len(c.Rows))
+	}
+	// the large row raised the bucket to 16384, not further, and the row after it rides along
+	if c := chunks[1]; c.Bucket != 16384 || c.RaisedBy != "entity notes/large" || len(c.Rows) != 2 {
+		t.Fatalf("second chunk: bucket %d raised by %q, %d rows", c.Bucket, c.RaisedBy, len(c.Rows))
+	}
+	p := &Plaintext{Tenant: "t", Space: SpaceID("t"), Seq: 2, Rows: chunks[1].Rows, CreatedAt: "2026-12-04T10:00:00.000000Z"}
+	s, err := Seal(p, EpochContext{Space: p.Space, Seq: p.Seq}, [32]byte{1}, nil, 4096, [12]byte{})
+	if err != nil || s.Bucket != 16384 {
+		t.Fatalf("sealed: bucket %v, %v", s, err)
+	}
+}

@@ -297,9 +297,9 @@ func (d *doctorRun) checkSessionKey(ctx context.Context, home homedir.Home, v *h
 	if bal, err := c.Balance(ctx, addr); err != nil {
 		d.fail("session key balance", "read balance: %v", err)
 	} else if bal.Cmp(minSessionBalance) <= 0 {
-		d.fail("session key balance", "%s wei, not more than 0.00002 ETH: fund %s", bal, addr.Hex())
+		d.fail("session key balance", "%s ETH, not more than 0.00002 ETH: fund %s", chain.FormatETH(bal), addr.Hex())
 	} else {
-		d.ok("session key balance", "%s wei", bal)
+		d.ok("session key balance", "%s ETH", chain.FormatETH(bal))
 	}
 	exp, err := c.SessionKeyExpiry(ctx, v.Owner, addr)
 	now := time.Now()
@@ -394,6 +394,9 @@ func (d *doctorRun) checkMirror(ctx context.Context, home homedir.Home, v *homed
 		d.warn("held", "%d row(s) held, never anchored until fixed; first: %s: %s", len(st.Held), heldName(h), h.Reason)
 	} else {
 		d.ok("held", "no row held")
+	}
+	if st.StagedRows+st.StagedDels > 0 {
+		d.ok("next flush", "%s", doctorNextFlush(ctx, home, v, c))
 	}
 	d.checkShapes(st)
 }

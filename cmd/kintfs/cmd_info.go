@@ -21,6 +21,7 @@ import (
 
 type infoOptions struct {
 	json     bool
+	next     bool // --next-flush: only the line saying what the next flush would cost
 	category string
 	block    uint64
 }
@@ -28,11 +29,12 @@ type infoOptions struct {
 func init() {
 	register(&command{
 		name:  "status",
-		usage: "[--json]",
+		usage: "[--json | --next-flush]",
 		short: "show the vault, the chain head, the mirror and what is staged, held or in conflict",
 		setup: func(fs *pflag.FlagSet) runFunc {
 			o := &infoOptions{}
 			fs.BoolVar(&o.json, "json", false, "print JSON")
+			fs.BoolVar(&o.next, "next-flush", false, "print only what the next flush would anchor and cost (a dry run)")
 			return func(ctx context.Context, args []string) error { return runStatus(ctx, o, args) }
 		},
 	})
@@ -81,6 +83,10 @@ func runStatus(ctx context.Context, o *infoOptions, args []string) error {
 		// answers at once, even while a push or pull holds the chain.
 		_ = e.rep.Control(ctx, "refresh")
 	}
+	if o.next {
+		fmt.Fprintln(outw(ctx), nextFlushLine(ctx, e.rep))
+		return nil
+	}
 	st, err := e.rep.Status()
 	if err != nil {
 		return err
@@ -98,6 +104,9 @@ func runStatus(ctx context.Context, o *infoOptions, args []string) error {
 	fmt.Fprintf(outw(ctx), "staged: %d rows (%d bytes), %d deletions; oldest %ds\n", st.StagedRows, st.StagedBytes, st.StagedDels, st.OldestStaged)
 	if st.LocalFiles > 0 {
 		fmt.Fprintf(outw(ctx), "local only: %d files, never anchored (dotfiles and local-only rules)\n", st.LocalFiles)
+	}
+	if st.StagedRows+st.StagedDels > 0 {
+		fmt.Fprintf(outw(ctx), "next flush: %s\n", nextFlushLine(ctx, e.rep))
 	}
 	for _, h := range st.Held {
 		fmt.Fprintf(outw(ctx), "held: %s: %s\n", heldName(h), h.Reason)

@@ -14,6 +14,7 @@ import (
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/spf13/pflag"
 
+	"kintfs/chain"
 	"kintfs/replica"
 	"kintfs/replica/homedir"
 )
@@ -88,7 +89,7 @@ func runSessionKey(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(outw(ctx), "balance: %s wei\n", bal)
+	fmt.Fprintf(outw(ctx), "balance: %s ETH (%s wei)\n", chain.FormatETH(bal), bal)
 	if exp == 0 {
 		fmt.Fprintf(outw(ctx), "authorized: no (kintfs authorize)\n")
 	} else {

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"kintfs/chain"
 	"kintfs/replica"
 )
 
@@ -99,14 +101,68 @@ func printPushReport(ctx context.Context, rep *replica.PushReport) {
 	for _, h := range rep.Held {
 		fmt.Fprintf(errw(ctx), "held: %s: %s\n", heldName(h), h.Reason)
 	}
+	for _, r := range rep.Raised {
+		fmt.Fprintf(errw(ctx), "bucket: epoch %d raises the vault's bucket from %d to %d for good: %s\n", r.Seq, r.From, r.To, r.Why)
+	}
+	w := outw(ctx)
 	if rep.DryRun {
-		fmt.Fprintf(outw(ctx), "would anchor %d rows and %d deletions in %d epoch(s); nothing sent\n", rep.Rows, rep.Deleted, rep.Chunks)
+		fmt.Fprintf(w, "would anchor %d rows and %d deletions in %d epoch(s); nothing sent\n", rep.Rows, rep.Deleted, rep.Chunks)
+		for _, pe := range rep.Plan {
+			fmt.Fprintf(w, "epoch %d: %d rows, %d deleted, bucket %d, %d calldata bytes, gas %d%s\n",
+				pe.Seq, pe.Rows, pe.Deleted, pe.Bucket, pe.CalldataBytes, pe.Gas, ethPart(pe.CostETH, pe.L1FeeETH))
+		}
+		if len(rep.Plan) > 0 {
+			fmt.Fprintf(w, "total: %d epoch(s), gas %d%s\n", len(rep.Plan), rep.Gas, ethPart(priced(rep), rep.L1FeeETH))
+			if rep.GasPrice != "" {
+				fmt.Fprintf(w, "gas price: %s ETH per gas (bucket policy %s)\n", weiETH(rep.GasPrice), rep.Policy)
+			} else {
+				fmt.Fprintf(w, "%s (bucket policy %s)\n", rep.PriceNote, rep.Policy)
+			}
+			if rep.L1Note != "" {
+				fmt.Fprintln(w, rep.L1Note)
+			}
+		}
 		return
 	}
 	for _, ep := range rep.Epochs {
-		fmt.Fprintf(outw(ctx), "epoch %d: block %d, tx %s, %d rows, %d deleted, bucket %d, %d calldata bytes, gas %d, cost %s wei\n",
-			ep.Seq, ep.Block, ep.Tx, ep.Rows, ep.Deleted, ep.Bucket, ep.CalldataBytes, ep.GasUsed, ep.Cost)
+		fmt.Fprintf(w, "epoch %d: block %d, tx %s, %d rows, %d deleted, bucket %d, %d calldata bytes, gas %d, cost %s ETH%s\n",
+			ep.Seq, ep.Block, ep.Tx, ep.Rows, ep.Deleted, ep.Bucket, ep.CalldataBytes, ep.GasUsed, ep.CostETH, l1Part(ep.L1FeeETH))
 	}
+	if len(rep.Epochs) > 0 {
+		fmt.Fprintf(w, "total: %d epoch(s), gas %d, cost %s ETH%s\n", len(rep.Epochs), rep.Gas, rep.CostETH, l1Part(rep.L1FeeETH))
+	}
+}
+
+// priced is a dry run's total in ETH, "" when there was no gas price.
+func priced(rep *replica.PushReport) string {
+	if rep.GasPrice == "" {
+		return ""
+	}
+	return rep.CostETH
+}
+
+// ethPart is ", about X ETH (L1 fee Y ETH)" for a priced estimate, "" without a price.
+func ethPart(cost, l1 string) string {
+	if cost == "" {
+		return ""
+	}
+	return ", about " + cost + " ETH" + l1Part(l1)
+}
+
+func l1Part(l1 string) string {
+	if l1 == "" {
+		return ""
+	}
+	return " (L1 data fee " + l1 + " ETH included)"
+}
+
+// weiETH writes a decimal amount of wei in ETH.
+func weiETH(wei string) string {
+	b, ok := new(big.Int).SetString(wei, 10)
+	if !ok {
+		return wei + " wei"
+	}
+	return chain.FormatETH(b)
 }
 
 func heldName(h replica.HeldRow) string {

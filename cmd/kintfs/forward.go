@@ -25,7 +25,8 @@ import (
 
 // forwarded are the commands a running mount answers for.
 var forwarded = map[string]bool{"status": true, "push": true, "pull": true, "compact": true, "log": true,
-	"history": true, "verify": true, "attr": true, "export": true, "vault-model": true}
+	"history": true, "verify": true, "attr": true, "export": true, "vault-model": true,
+	"bucket-policy": true}
 
 const mountSocket = "mount.sock"
 

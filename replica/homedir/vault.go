@@ -43,6 +43,10 @@ type VaultConfig struct {
 	// Model is what the vault may anchor: "" or "kint", only what kint's store can hold;
 	// "full", the wire format's whole model (kintfs vault-model).
 	Model string `json:"model,omitempty"`
+	// BucketPolicy is how pushes from this machine choose the bucket: "low" (or empty: split
+	// into epochs of the vault's current bucket) or "kint" (the smallest bucket that holds up
+	// to 90 KB, ratcheting up), set by kintfs bucket-policy.
+	BucketPolicy string `json:"bucket_policy,omitempty"`
 }
 
 // Space16 is the first 16 hex characters of the space, used in file names.
