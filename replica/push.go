@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/crypto"
 
 	"kintfs/chain"
 	"kintfs/replica/store"
@@ -404,14 +405,32 @@ func (r *Replica) sealEpoch(p *seal.Plaintext, prevBucket int) (*seal.Sealed, er
 	return sealed, nil
 }
 
+// reverted tells why a sent push reverted: another machine anchored its seq first (the race
+// for the next seq is lost: ErrChainMoved, and the rows go out with the next flush), or
+// something else (ErrReverted). The journal entry is cleared either way: the transaction is
+// mined and can never land.
+func (r *Replica) reverted(ctx context.Context, c Chain, p *store.PendingPush, cause error) error {
+	if err := r.DeletePending(p.Seq); err != nil {
+		return err
+	}
+	head, herr := c.Head(ctx, r.vault.Owner, r.vault.Space)
+	if herr == nil && head.Seq >= p.Seq {
+		err := fmt.Errorf("%w: another machine anchored seq %d first (this push's transaction %s: %v); its rows stay staged and go out with the next flush",
+			ErrChainMoved, p.Seq, p.Tx.Hex(), cause)
+		r.warnf("push: lost the race for seq %d to another machine; the rows stay staged and go out with the next flush", p.Seq)
+		return err
+	}
+	return fmt.Errorf("%w: epoch %d sent as %s: %v; its rows stay staged", ErrReverted, p.Seq, p.Tx.Hex(), cause)
+}
+
 // preparePush signs the transaction of a sealed epoch.
 func (r *Replica) preparePush(ctx context.Context, c Chain, p *seal.Plaintext, sealed *seal.Sealed) (*chain.PreparedPush, error) {
 	prep, err := c.PreparePush(ctx, r.opt.SessionKey, r.vault.Owner, r.vault.Space, p.Prev, sealed.Blob)
 	switch {
 	case errors.Is(err, chain.ErrStaleHead):
 		return nil, fmt.Errorf("%w: %v", ErrChainMoved, err)
-	case errors.Is(err, chain.ErrNotAuthorized):
-		return nil, fmt.Errorf("%w: %v", ErrNotAuthorized, err)
+	case errors.Is(err, chain.ErrNotAuthorized), errors.Is(err, chain.ErrAuthorizationExpired):
+		return nil, fmt.Errorf("%w: session key %s (%v): authorize it with kintfs authorize", ErrNotAuthorized, crypto.PubkeyToAddress(r.opt.SessionKey.PublicKey).Hex(), err)
 	}
 	return prep, err
 }
@@ -448,6 +467,12 @@ func (r *Replica) sendEpoch(ctx context.Context, se sealedEpoch, head Head, conf
 	}
 	t = time.Now()
 	if err := c.Send(ctx, prep); err != nil {
+		if errors.Is(err, chain.ErrInsufficientFunds) {
+			// the node refused it: it can never land, and its rows stay staged
+			if derr := r.DeletePending(p.Seq); derr != nil {
+				return nil, head, derr
+			}
+		}
 		return nil, head, fmt.Errorf("send epoch %d: %w", p.Seq, err)
 	}
 	onChain += time.Since(t)
@@ -457,6 +482,9 @@ func (r *Replica) sendEpoch(ctx context.Context, se sealedEpoch, head Head, conf
 	t = time.Now()
 	rc, err := c.WaitPush(ctx, prep, r.vault.Owner, r.vault.Space, confirmations)
 	onChain += time.Since(t)
+	if errors.Is(err, chain.ErrTxFailed) {
+		return nil, head, r.reverted(ctx, c, &pend, err)
+	}
 	if err != nil {
 		return nil, head, fmt.Errorf("epoch %d sent as %s: %w", p.Seq, prep.Hash.Hex(), err)
 	}

@@ -3,6 +3,7 @@ package replica
 import (
 	"encoding/json"
 	"fmt"
+	"kintfs/chain"
 	"sync"
 	"time"
 )
@@ -184,7 +185,7 @@ func (r *Replica) Status() (*Status, error) {
 	if !r.status.offlineSince.IsZero() {
 		st.Offline = "offline since " + stamp(r.status.offlineSince) + ": " + r.status.offlineWhy
 	} else if r.Client() == nil {
-		st.Offline = "offline: no chain connection"
+		st.Offline = "offline: cannot reach the RPC " + chain.Endpoint(r.vault.RPC)
 	}
 	r.status.mu.Unlock()
 	return st, nil

@@ -152,8 +152,11 @@ func ctlExitError(err error) error {
 	if err == nil || !errors.As(err, &en) {
 		return err
 	}
-	code := map[syscall.Errno]int{syscall.ENOTCONN: exitRefused, syscall.EBADMSG: exitRefused, syscall.ESTALE: exitMoved,
-		syscall.EPROTO: exitStaleRPC}[en]
+	code := map[syscall.Errno]int{syscall.ENOTCONN: exitRefused, syscall.EHOSTUNREACH: exitRefused, syscall.EBADMSG: exitRefused,
+		syscall.ESTALE: exitMoved, syscall.EPROTO: exitStaleRPC}[en]
+	if fs.IsRevertErrno(en) {
+		code = exitRefused
+	}
 	if fs.IsKeyErrno(en) {
 		code = exitKey
 	}
