@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/ethereum/go-ethereum/common"
 
@@ -86,6 +87,9 @@ func (r *Replica) Pull(ctx context.Context, full bool) (*PullReport, error) {
 		after := c.Stats()
 		rep.RPCCalls, rep.Retries = after.Calls-before.Calls, after.Retries-before.Retries
 		rep.FromSecondRPC = after.FromSecondary - before.FromSecondary
+	}
+	if _, perr := r.PruneConflicts(); err == nil && perr != nil {
+		err = perr
 	}
 	r.status.notePull(rep, err)
 	return rep, err
@@ -497,7 +501,42 @@ func (r *Replica) applyOneCaching(w walked, rep *PullReport, cw *cacheWriter) er
 	rep.Applied++
 	rep.Changed += len(changed)
 	rep.Conflicts = append(rep.Conflicts, conflicts...)
+	for i := range conflicts {
+		r.warnConflict(&conflicts[i])
+	}
 	return nil
+}
+
+// warnConflict logs a row both this machine and the chain changed, naming both files and
+// how to resolve it.
+func (r *Replica) warnConflict(c *Conflict) {
+	row, cp := ConflictPaths(c)
+	if c.Copy == "" {
+		r.warnf("conflict: %s was deleted here and changed by another machine in epoch %d: the chain's version stays", row, c.Seq)
+		return
+	}
+	r.warnf("conflict: %s was changed here and by another machine (epoch %d): the chain's version stays in %s, yours is in %s; keep yours with mv %s over it, or drop it with rm (then kintfs conflicts no longer lists it)",
+		row, c.Seq, row, cp, cp)
+}
+
+// ConflictPaths are the paths, under the mountpoint, of a conflicting row and of the copy of
+// this machine's version ("" for a deletion). Names are written as the mount lists them for
+// the usual keys ('/' as %2F, '%' as %25).
+func ConflictPaths(c *Conflict) (row, copyPath string) {
+	esc := strings.NewReplacer("%", "%25", "/", "%2F", "\x00", "%00")
+	dir := c.Tier + "/"
+	if c.Category != nil && c.Tier == seal.TierEntity {
+		dir += esc.Replace(*c.Category) + "/"
+	}
+	name := esc.Replace(c.Key)
+	if strings.HasPrefix(name, ".") {
+		name = "%2E" + name[1:]
+	}
+	row = dir + name
+	if c.Copy != "" {
+		copyPath = dir + c.Copy
+	}
+	return row, copyPath
 }
 
 func (r *Replica) raiseBucket(b int) error {

@@ -415,9 +415,9 @@ func (r *Replica) reverted(ctx context.Context, c Chain, p *store.PendingPush, c
 	}
 	head, herr := c.Head(ctx, r.vault.Owner, r.vault.Space)
 	if herr == nil && head.Seq >= p.Seq {
-		err := fmt.Errorf("%w: another machine anchored seq %d first (this push's transaction %s: %v); its rows stay staged and go out with the next flush",
+		err := fmt.Errorf("%w: another machine anchored seq %d first (this push's transaction %s: %v); its rows stay here and go out with the next flush",
 			ErrChainMoved, p.Seq, p.Tx.Hex(), cause)
-		r.warnf("push: lost the race for seq %d to another machine; the rows stay staged and go out with the next flush", p.Seq)
+		r.warnf("push: lost the race for seq %d to another machine; the rows stay here and go out with the next flush", p.Seq)
 		return err
 	}
 	return fmt.Errorf("%w: epoch %d sent as %s: %v; its rows stay staged", ErrReverted, p.Seq, p.Tx.Hex(), cause)
@@ -612,7 +612,7 @@ func (r *Replica) recoverOne(ctx context.Context, c Chain, p *store.PendingPush)
 // dropPending clears a journal entry whose epoch will not land as this machine's; its rows
 // stay staged.
 func (r *Replica) dropPending(p *store.PendingPush, why string) error {
-	r.warnf("push journal: dropping epoch %d (%s); its rows stay staged", p.Seq, why)
+	r.warnf("push journal: dropping epoch %d (%s); its rows stay here: staged where the chain did not change them, beside the chain's version as a conflict copy where it did (see conflicts in .kint/status)", p.Seq, why)
 	return r.DeletePending(p.Seq)
 }
 

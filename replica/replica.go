@@ -115,6 +115,11 @@ func Open(opt Options) (*Replica, error) {
 		st.Close()
 		return nil, err
 	}
+	// a conflict copy moved or removed while unmounted is resolved
+	if _, err = st.PruneConflicts(); err != nil {
+		st.Close()
+		return nil, err
+	}
 	r.setClient(opt.Client)
 	if opt.DEK != ([32]byte{}) {
 		if _, err := r.RebuildFromCache(); err != nil {

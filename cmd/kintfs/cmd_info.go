@@ -87,8 +87,8 @@ func runStatus(ctx context.Context, o *infoOptions, args []string) error {
 	for _, h := range st.Held {
 		fmt.Fprintf(outw(ctx), "held: %s: %s\n", heldName(h), h.Reason)
 	}
-	for _, c := range st.Conflicts {
-		fmt.Fprintf(outw(ctx), "conflict at seq %d: %s %s (your version: %s)\n", c.Seq, c.Tier, c.Key, c.Copy)
+	for i := range st.Conflicts {
+		fmt.Fprintf(outw(ctx), "conflict: %s\n", conflictLine(&st.Conflicts[i]))
 	}
 	for _, g := range st.Gaps {
 		fmt.Fprintf(outw(ctx), "gap: epoch %d: %s\n", g.Seq, g.Reason)

@@ -24,7 +24,7 @@ import (
 // the derived keys alone, which are never logged.
 
 // forwarded are the commands a running mount answers for.
-var forwarded = map[string]bool{"status": true, "push": true, "pull": true, "compact": true, "log": true,
+var forwarded = map[string]bool{"status": true, "conflicts": true, "push": true, "pull": true, "compact": true, "log": true,
 	"history": true, "verify": true, "attr": true, "export": true}
 
 const mountSocket = "mount.sock"

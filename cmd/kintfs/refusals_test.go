@@ -33,7 +33,7 @@ func TestRefusalTable(t *testing.T) {
 		exit  int
 		msg   []string
 	}{
-		{"lost the race for the next seq", fmt.Errorf("%w: another machine anchored seq 7 first (this push's transaction 0xab: %w); its rows stay staged and go out with the next flush", replica.ErrChainMoved, chain.ErrTxFailed),
+		{"lost the race for the next seq", fmt.Errorf("%w: another machine anchored seq 7 first (this push's transaction 0xab: %w); its rows stay here and go out with the next flush", replica.ErrChainMoved, chain.ErrTxFailed),
 			syscall.ESTALE, exitMoved, []string{"another machine anchored seq 7", "go out with the next flush"}},
 		{"unfunded session key", fmt.Errorf("send epoch 3: %w", &chain.FundsError{Address: key, Have: eth("0.0001"), Want: eth("0.0003")}),
 			fs.ErrnoOf(replica.ErrNotAuthorized), exitKey, []string{"fund " + key.Hex(), "0.0002 ETH short"}},

@@ -118,6 +118,38 @@ type Summary struct {
 	Holes       int // runs of epochs under a snapshot whose versions are not recorded
 }
 
+// liveConflicts are the conflicts whose copy still exists under its name: one the user moved
+// or removed is resolved (and a deletion, which leaves no copy, is told once, by the pull).
+func (s *Store) liveConflicts(all []Conflict) []Conflict {
+	s.t.mu.RLock()
+	defer s.t.mu.RUnlock()
+	live := []Conflict{}
+	for _, c := range all {
+		if c.Copy != "" && s.t.get(c.CopyKey()) != nil {
+			live = append(live, c)
+		}
+	}
+	return live
+}
+
+// PruneConflicts forgets the conflicts that are resolved (their copy was moved or removed),
+// and returns those that stand.
+func (s *Store) PruneConflicts() ([]Conflict, error) {
+	var live []Conflict
+	err := s.db.Update(func(txn *badger.Txn) error {
+		var all []Conflict
+		if _, err := getJSON(txn, kConflict, &all); err != nil {
+			return err
+		}
+		live = s.liveConflicts(all)
+		if len(live) == len(all) {
+			return nil
+		}
+		return setJSON(txn, kConflict, live)
+	})
+	return live, err
+}
+
 // Summary reads the local store's part of the status.
 func (s *Store) Summary() (*Summary, error) {
 	sum := &Summary{Held: []HeldRow{}, Conflicts: []Conflict{}, Gaps: []Gap{}}
@@ -165,6 +197,7 @@ func (s *Store) Summary() (*Summary, error) {
 	if oldest != 0 {
 		sum.OldestStaged = fromNanos(oldest)
 	}
+	sum.Conflicts = s.liveConflicts(sum.Conflicts)
 	return sum, nil
 }
 
