@@ -107,6 +107,13 @@ func (r *Replica) Push(ctx context.Context, opt PushOptions) (*PushReport, error
 
 // pushLocked is Push with pushMu held by the caller.
 func (r *Replica) pushLocked(ctx context.Context, opt PushOptions) (*PushReport, error) {
+	if !opt.DryRun {
+		task := "push"
+		if opt.Snapshot {
+			task = "compact"
+		}
+		ctx = withTracker(ctx, newTracker(ctx, task, 0))
+	}
 	r.pushing.Store(true)
 	defer r.pushing.Store(false)
 	start := time.Now()
@@ -500,7 +507,13 @@ func (r *Replica) sendEpoch(ctx context.Context, se sealedEpoch, head Head, conf
 	if err := r.atStage(StageApplied, p.Seq); err != nil {
 		return nil, head, err
 	}
-	r.logf("push: epoch %d anchored in block %d (%d rows, %d deleted, bucket %d, gas %d)", p.Seq, rc.Block, len(p.Rows), len(p.Deleted), sealed.Bucket, rc.GasUsed)
+	line := fmt.Sprintf("epoch %d anchored in block %d (%d rows, %d deleted, bucket %d, gas %d, tx %s, cost %s wei)",
+		p.Seq, rc.Block, len(p.Rows), len(p.Deleted), sealed.Bucket, rc.GasUsed, rc.TxHash.Hex(), bigString(rc.Cost))
+	if t := trackerOf(ctx); t != nil {
+		t.landed(p.Seq, int64(len(sealed.Blob)), line) // the caller shows it, once
+	} else {
+		r.logf("push: %s", line)
+	}
 	er := epochReceipt(p, sealed, prep, rc)
 	er.ChainSeconds = onChain.Seconds()
 	return er, Head{Seq: p.Seq, Digest: sealed.Digest, Block: rc.Block}, nil

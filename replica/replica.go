@@ -5,7 +5,6 @@ import (
 	"crypto/ecdsa"
 	"errors"
 	"fmt"
-	"io"
 	"kintfs/replica/homedir"
 	"sync"
 	"sync/atomic"
@@ -62,7 +61,6 @@ type Options struct {
 	SessionKey    *ecdsa.PrivateKey // sends push; nil: cannot push
 	Confirmations uint64            // default 2
 	Logf          func(format string, args ...any)
-	Progress      io.Writer // long pulls report here; nil: quiet
 	// ColdStart checks the head the RPC gave on a machine with no watermark yet against a
 	// second, independent RPC; nil: no check (the dev chain).
 	ColdStart func(ctx context.Context, head Head) error

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -78,15 +79,18 @@ func runPush(ctx context.Context, o *syncOptions, opt replica.PushOptions) error
 		return err
 	}
 	defer e.Close()
+	pctx, endProgress := withProgress(ctx)
 	if !opt.DryRun {
 		// another machine may have pushed: rebase on it first, as the mount does. A pull that
 		// stopped at an epoch this machine cannot apply is for the push itself to answer: it
 		// refuses and names compact, and compact anchors its snapshot over the gap.
-		if err := e.rep.Control(ctx, "refresh"); err != nil && !errors.Is(err, replica.ErrGapOpen) {
+		if err := e.rep.Control(pctx, "refresh"); err != nil && !errors.Is(err, replica.ErrGapOpen) {
+			endProgress()
 			return err
 		}
 	}
-	rep, err := e.rep.Push(ctx, opt)
+	rep, err := e.rep.Push(pctx, opt)
+	endProgress()
 	if rep != nil && o.json {
 		printJSON(ctx, rep)
 	} else if rep != nil {
@@ -103,9 +107,18 @@ func printPushReport(ctx context.Context, rep *replica.PushReport) {
 		fmt.Fprintf(outw(ctx), "would anchor %d rows and %d deletions in %d epoch(s); nothing sent\n", rep.Rows, rep.Deleted, rep.Chunks)
 		return
 	}
-	for _, ep := range rep.Epochs {
-		fmt.Fprintf(outw(ctx), "epoch %d: block %d, tx %s, %d rows, %d deleted, bucket %d, %d calldata bytes, gas %d, cost %s wei\n",
-			ep.Seq, ep.Block, ep.Tx, ep.Rows, ep.Deleted, ep.Bucket, ep.CalldataBytes, ep.GasUsed, ep.Cost)
+	// each epoch was shown as it landed: the report sums them up
+	if n := len(rep.Epochs); n > 0 {
+		cost := new(big.Int)
+		rows, dels := 0, 0
+		for _, ep := range rep.Epochs {
+			if c, ok := new(big.Int).SetString(ep.Cost, 10); ok {
+				cost.Add(cost, c)
+			}
+			rows, dels = rows+ep.Rows, dels+ep.Deleted
+		}
+		fmt.Fprintf(outw(ctx), "anchored %d rows and %d deletions in %d epoch(s), seq %d to %d, in %.1f s (%.1f s waiting on the chain), cost %s wei\n",
+			rows, dels, n, rep.Epochs[0].Seq, rep.Epochs[n-1].Seq, rep.Seconds, rep.ChainSeconds, cost)
 	}
 }
 
@@ -133,7 +146,9 @@ func runPull(ctx context.Context, o *syncOptions, args []string) error {
 	if stop := startCPUProfile(func(f string, a ...any) { fmt.Fprintf(errw(ctx), "kintfs: "+f+"\n", a...) }); stop != nil {
 		defer stop() // KINTFS_CPUPROFILE, for benchmarks of a restore
 	}
-	rep, err := e.rep.Pull(ctx, o.full)
+	pctx, endProgress := withProgress(ctx)
+	rep, err := e.rep.Pull(pctx, o.full)
+	endProgress()
 	if rep != nil && o.json {
 		printJSON(ctx, rep)
 	} else if rep != nil {

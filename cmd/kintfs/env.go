@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
-	"golang.org/x/term"
 
 	"kintfs/chain"
 	"kintfs/replica"
@@ -153,12 +152,8 @@ func openVault(ctx context.Context, o openOptions) (*vaultEnv, error) {
 			}
 		}
 	}
-	var progress io.Writer
-	if term.IsTerminal(int(os.Stderr.Fd())) {
-		progress = os.Stderr
-	}
 	e.rep, err = replica.Open(replica.Options{Home: home, Vault: v, DEK: dek, Client: engineChain, Connect: connect, SessionKey: key,
-		Confirmations: confirmations(), Logf: logf, Progress: progress, ReadOnly: o.readOnly, ColdStart: coldStartCheck(v)})
+		Confirmations: confirmations(), Logf: logf, ReadOnly: o.readOnly, ColdStart: coldStartCheck(v)})
 	if err != nil {
 		e.Close()
 		return nil, err
