@@ -221,6 +221,14 @@ func TestProgress(t *testing.T) {
 		for j := 0; j < 30; j++ {
 			writeFile(t, ma.path(fmt.Sprintf("state/big%d-%02d", i, j)), bigText(t, 70000))
 		}
+		if i == 0 { // the human status says when the next automatic flush runs, and why
+			human := a.mustRun("", "status")
+			for _, want := range []string{"next automatic flush: 20", "quiet period (5m0s after the last change", "last push: 20", "last pull: ", "backfill ", "held: 0 rows"} {
+				if !strings.Contains(human, want) {
+					t.Errorf("kintfs status does not say %q:\n%s", want, human)
+				}
+			}
+		}
 		out, took, first := runProgress(t, a, tty, "push", "push")
 		t.Logf("push of 30 epochs (tty %v): %v, first progress after %v", tty, took.Round(time.Millisecond), first.Round(time.Millisecond))
 		if first == 0 || first > took/4 {

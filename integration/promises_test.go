@@ -483,7 +483,7 @@ var statusSchema = map[string]string{
 	"staged_rows": "int", "staged_deletions": "int", "staged_bytes": "int", "oldest_staged_age_seconds": "int",
 	"held": "list", "conflicts": "list", "gaps": "list", "pending_push": "list",
 	"last_push": "object|null", "last_pull": "object|null",
-	"history_from": "object", "backfill": "string", "live": "string",
+	"history_from": "object", "backfill": "string", "live": "string", "next_flush": "string",
 }
 
 // checkStatusSchema fails for a missing or extra field, or a value of another type.

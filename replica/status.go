@@ -19,6 +19,15 @@ type statusState struct {
 	offlineWhy   string
 	backfill     string // "" until a backfill ran
 	live         string // "" until the subscription was first tried
+	nextFlush    time.Time
+	nextWhy      string // why the next automatic flush runs then; "" when none is due
+}
+
+// noteNextFlush records when the worker's next automatic flush runs and why (zero: none due).
+func (s *statusState) noteNextFlush(at time.Time, why string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nextFlush, s.nextWhy = at, why
 }
 
 // noteBackfillStart records that a backfill runs, so that the status does not call history
@@ -47,6 +56,9 @@ func (s *statusState) noteBackfill(rep *BackfillReport, err error) {
 		s.backfill = fmt.Sprintf("running: %d recorded, %d missing", rep.Recorded, rep.Missing)
 	}
 }
+
+// OpStatus is the last push or pull as the status tells it.
+type OpStatus = opStatus
 
 type opStatus struct {
 	At     string `json:"at"`
@@ -132,6 +144,9 @@ type Status struct {
 	// Live says how other machines' epochs are heard of: a websocket subscription, or the
 	// poll and why.
 	Live string `json:"live"`
+	// NextFlush says when the next automatic flush runs and why (the quiet period, the size
+	// trigger, a retry); "" when none is due.
+	NextFlush string `json:"next_flush"`
 }
 
 // ChainInfo names the chain the vault lives on.
@@ -166,6 +181,11 @@ func (r *Replica) Status() (*Status, error) {
 		st.PendingPush = []uint64{}
 	}
 	st.Live = r.liveStatus()
+	r.status.mu.Lock()
+	if r.status.nextWhy != "" && st.StagedRows+st.StagedDels > len(st.Held) {
+		st.NextFlush = stamp(r.status.nextFlush) + ": " + r.status.nextWhy
+	}
+	r.status.mu.Unlock()
 	st.ReadOnly = r.opt.ReadOnly
 	st.Pushing = r.pushing.Load()
 	r.status.mu.Lock()
