@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"kintfs/chain/rpcproxy"
+	"kintfs/fs"
+	"kintfs/replica"
 )
 
 // TestRPCThatNeverAnswers: an RPC that takes requests and never answers (a black hole, as a
@@ -120,7 +122,7 @@ func TestUnfundedSessionKey(t *testing.T) {
 	mt := a.mount()
 	writeFile(t, mt.path("state/x"), "waits for funds")
 	err := mt.ctl("flush")
-	if errnoOf(err) != syscall.EKEYREJECTED {
+	if en := errnoOf(err); !fs.IsKeyErrno(en) || en != fs.ErrnoOf(replica.ErrNotAuthorized) {
 		t.Errorf("ctl flush with an unfunded key: %v, want EKEYREJECTED\n%s", err, mt.log.String())
 	}
 	if log := mt.log.String(); !strings.Contains(log, "fund "+addr) || !strings.Contains(log, "ETH short") {
