@@ -133,12 +133,22 @@ func flushBySocket(ctx context.Context, home homedir.Home, timeout, total time.D
 	if err := json.NewEncoder(conn).Encode(forwardRequest{Query: "flush"}); err != nil {
 		return err
 	}
-	if err := json.NewDecoder(conn).Decode(&reply); err != nil {
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			return exitCodeError{code: exitFailure, msg: fmt.Sprintf("not finished after %s (the mount goes on anchoring while it stops)", total)}
+	dec := json.NewDecoder(conn)
+	pp := newProgressPrinter(errw(ctx))
+	defer pp.end()
+	for {
+		reply = forwardReply{}
+		if err := dec.Decode(&reply); err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				return exitCodeError{code: exitFailure, msg: fmt.Sprintf("not finished after %s (the mount goes on anchoring while it stops)", total)}
+			}
+			return err
 		}
-		return err
+		if reply.Progress == nil {
+			break
+		}
+		pp.show(*reply.Progress) // the flush's epochs, as the mount anchors them
 	}
 	if reply.Code != exitOK {
 		return exitCodeError{code: reply.Code, msg: reply.Err}

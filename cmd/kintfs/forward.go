@@ -226,7 +226,17 @@ func (s *controlServer) handle(conn net.Conn) error {
 		// kintfs unmount: the flush runs under the mount's context, so a caller that stops
 		// waiting leaves it to finish (the unmount then waits for it, bounded by --flush-timeout)
 		reply := forwardReply{}
-		err := s.env.rep.Control(s.ctx, "flush")
+		enc := json.NewEncoder(conn)
+		var mu sync.Mutex
+		pctx := replica.WithProgress(s.ctx, func(p replica.Progress) {
+			if p.Phase == "landed" {
+				s.logf("info: %s: %s (unmount flush)", p.Task, p.Line)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			_ = enc.Encode(forwardReply{Progress: &p}) // a caller gone is no reason to stop
+		})
+		err := s.env.rep.Control(pctx, "flush")
 		s.settle()
 		if err != nil {
 			reply.Err, reply.Code = err.Error(), exitCode(err)
@@ -234,7 +244,9 @@ func (s *controlServer) handle(conn net.Conn) error {
 				reply.Err, reply.Code = "", exitOK // a read-only mount has nothing to anchor
 			}
 		}
-		return json.NewEncoder(conn).Encode(reply)
+		mu.Lock()
+		defer mu.Unlock()
+		return enc.Encode(reply)
 	}
 	withKeys := len(req.Argv) > 0 && req.Argv[0] == "rekey" && len(req.Keys) > 0
 	if len(req.Argv) == 0 || !(forwarded[req.Argv[0]] || withKeys) {
