@@ -25,6 +25,16 @@ type Conflict struct {
 	BaseSeq uint64 `json:"base_seq"`
 }
 
+// RowKey is the conflicting row.
+func (c *Conflict) RowKey() Key {
+	k := Key{Tier: c.Tier, Key: c.Key}
+	if c.Tier == seal.TierEntity && c.Category != nil {
+		cat := *c.Category
+		k.Category = &cat
+	}
+	return k
+}
+
 // CopyKey is the local file holding this machine's version of the conflicting row.
 func (c *Conflict) CopyKey() Key {
 	k := Key{Tier: c.Tier, Key: c.Copy, Local: true}

@@ -118,8 +118,9 @@ type Summary struct {
 	Holes       int // runs of epochs under a snapshot whose versions are not recorded
 }
 
-// liveConflicts are the conflicts whose copy still exists under its name: one the user moved
-// or removed is resolved (and a deletion, which leaves no copy, is told once, by the pull).
+// liveConflicts are the conflicts that stand: one whose copy still exists under its name (the
+// user moving or removing it resolves it), and a deletion here of a row the chain changed (no
+// copy) while the row stands as the chain left it (deleting it again, or changing it, does).
 func (s *Store) liveConflicts(all []Conflict) []Conflict {
 	s.t.mu.RLock()
 	defer s.t.mu.RUnlock()
@@ -127,6 +128,11 @@ func (s *Store) liveConflicts(all []Conflict) []Conflict {
 	for _, c := range all {
 		if c.Copy != "" && s.t.get(c.CopyKey()) != nil {
 			live = append(live, c)
+		}
+		if c.Copy == "" {
+			if n := s.t.get(c.RowKey()); n != nil && !n.staged {
+				live = append(live, c)
+			}
 		}
 	}
 	return live
