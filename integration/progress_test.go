@@ -79,6 +79,7 @@ func runProgress(t *testing.T, m *machine, tty bool, task string, args ...string
 			t.Fatal(err)
 		}
 		cmd.Stdout, cmd.Stderr = slave, slave
+		o.start = time.Now() // before the reader reads it
 		go func() {
 			defer close(done)
 			b := make([]byte, 4096)
@@ -90,7 +91,6 @@ func runProgress(t *testing.T, m *machine, tty bool, task string, args ...string
 				}
 			}
 		}()
-		o.start = time.Now()
 		err = cmd.Start()
 		slave.Close()
 		if err != nil {
