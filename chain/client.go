@@ -47,8 +47,12 @@ type Options struct {
 	BlockTime time.Duration
 	// DeadBudget bounds how long one call keeps retrying an RPC that refuses connections
 	// (nothing listens: the node is down), from its first attempt; default 1s. Other
-	// transport failures (a dropped answer, a 502, a timeout) take the full Retries.
+	// transport failures (a dropped answer, a 502) take the full Retries.
 	DeadBudget time.Duration
+	// HangBudget bounds how long one call waits on an RPC that takes requests and never
+	// answers (a black hole, as a dead load balancer is): no attempt runs past it, counted
+	// from the first, and an attempt that timed out is not tried again after it; default 8s.
+	HangBudget time.Duration
 }
 
 const (
@@ -58,6 +62,7 @@ const (
 	defaultPollInterval = 500 * time.Millisecond
 	maxBackoff          = 10 * time.Second
 	defaultDeadBudget   = time.Second
+	defaultHangBudget   = 8 * time.Second
 	dialRetries         = 3 // about 1.4 s of backoff before a dial gives up
 	// blobBatchSize bounds one eth_getTransactionByHash batch (a push carries up to ~100 KB).
 	blobBatchSize = 100
@@ -80,6 +85,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.DeadBudget <= 0 {
 		o.DeadBudget = defaultDeadBudget
+	}
+	if o.HangBudget <= 0 {
+		o.HangBudget = defaultHangBudget
 	}
 	return o
 }
@@ -125,6 +133,7 @@ type Client struct {
 	stats    counters
 	logWin   logWindow // the width of ranged log queries, learnt from the RPC's refusals
 	second   secondary // calldata the primary answers null for
+	endpoint string    // the RPC as scheme://host, for messages
 }
 
 // The EpochAnchor binding, its ABI and the Epoch topic, parsed once.
@@ -145,6 +154,7 @@ func Dial(ctx context.Context, rpcURL string, contract common.Address, opt Optio
 		eth:      ethclient.NewClient(rc),
 		contract: contract,
 		opt:      opt.withDefaults(),
+		endpoint: Endpoint(rpcURL),
 	}
 	// A dial is a probe, retried briefly: an unreachable RPC means offline, and a mount
 	// dials again at its next poll.
@@ -153,9 +163,13 @@ func Dial(ctx context.Context, rpcURL string, contract common.Address, opt Optio
 		id, err = c.eth.ChainID(ctx)
 		return err
 	}, "eth_chainId")
+	if errors.Is(err, ErrUnreachable) {
+		rc.Close()
+		return nil, err // names the endpoint
+	}
 	if err != nil {
 		rc.Close()
-		return nil, fmt.Errorf("read chain id from %s: %w", rpcURL, err)
+		return nil, fmt.Errorf("read chain id from %s: %w", c.endpoint, err)
 	}
 	if !id.IsUint64() {
 		rc.Close()
@@ -203,7 +217,10 @@ func (c *Client) doRetrying(ctx context.Context, retries int, fn func(ctx contex
 	delay := c.opt.Backoff
 	start := time.Now()
 	for attempt := 0; ; attempt++ {
-		actx, cancel := context.WithTimeout(ctx, c.opt.CallTimeout)
+		// an attempt may not wait past the hang budget, counted from the first (at least a
+		// second, so that a retry still has time to be answered)
+		timeout := min(c.opt.CallTimeout, max(c.opt.HangBudget-time.Since(start), time.Second))
+		actx, cancel := context.WithTimeout(ctx, timeout)
 		err := fn(actx)
 		attemptTimedOut := actx.Err() != nil && ctx.Err() == nil
 		cancel()
@@ -217,8 +234,9 @@ func (c *Client) doRetrying(ctx context.Context, retries int, fn func(ctx contex
 		// a refused connection is a node that is down: retried for DeadBudget only, so that
 		// a dead RPC is reported in about a second, not after the whole backoff
 		dead := refused(err) && time.Since(start)+delay > c.opt.DeadBudget
-		if attempt >= retries || dead {
-			return &UnreachableError{Err: err}
+		hung := attemptTimedOut && time.Since(start)+delay >= c.opt.HangBudget
+		if attempt >= retries || dead || hung {
+			return &UnreachableError{Err: err, Endpoint: c.endpoint}
 		}
 		c.stats.retries.Add(1)
 		t := time.NewTimer(delay)

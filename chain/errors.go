@@ -3,6 +3,8 @@ package chain
 import (
 	"errors"
 	"fmt"
+	"math/big"
+	"net/url"
 	"strings"
 
 	"github.com/ethereum/go-ethereum/accounts/abi"
@@ -55,13 +57,22 @@ var (
 
 // ErrUnreachable: the RPC could not be reached (connections refused, answers lost or late)
 // after the bounded retries of one call.
-var ErrUnreachable = errors.New("the RPC cannot be reached")
+var ErrUnreachable = errors.New("cannot reach the RPC")
 
 // UnreachableError is a transport failure that outlasted the retries. It keeps the last
 // cause (errors.Is(err, syscall.ECONNREFUSED) still holds) and matches ErrUnreachable.
-type UnreachableError struct{ Err error }
+// Endpoint is the RPC as scheme://host (never its path or query, which may hold a key).
+type UnreachableError struct {
+	Err      error
+	Endpoint string
+}
 
-func (e *UnreachableError) Error() string        { return "the RPC cannot be reached: " + e.Err.Error() }
+func (e *UnreachableError) Error() string {
+	if e.Endpoint == "" {
+		return "cannot reach the RPC: " + e.Err.Error()
+	}
+	return "cannot reach the RPC " + e.Endpoint + ": " + e.Err.Error()
+}
 func (e *UnreachableError) Unwrap() error        { return e.Err }
 func (e *UnreachableError) Is(target error) bool { return target == ErrUnreachable }
 
@@ -186,4 +197,36 @@ func revertFromError(err error) *RevertError {
 		return &RevertError{}
 	}
 	return nil
+}
+
+// ErrInsufficientFunds: the session key cannot pay for a transaction.
+var ErrInsufficientFunds = errors.New("insufficient funds")
+
+// FundsError is a transaction the node refused because its sender cannot pay for it: the
+// address to fund, what it holds and what the transaction may cost at most (gas limit times
+// fee cap, plus value). errors.Is(err, ErrInsufficientFunds) holds.
+type FundsError struct {
+	Address    common.Address
+	Have, Want *big.Int
+}
+
+func (e *FundsError) Error() string {
+	short := new(big.Int).Sub(e.Want, e.Have)
+	if short.Sign() < 0 {
+		short.SetInt64(0)
+	}
+	return fmt.Sprintf("the session key %s holds %s ETH, %s ETH short of the %s ETH this transaction may cost: fund %s with at least %s ETH",
+		e.Address.Hex(), FormatETH(e.Have), FormatETH(short), FormatETH(e.Want), e.Address.Hex(), FormatETH(short))
+}
+
+func (e *FundsError) Is(target error) bool { return target == ErrInsufficientFunds }
+
+// Endpoint is an RPC URL as scheme://host: its path and query, which may carry an API key,
+// are left out.
+func Endpoint(rpcURL string) string {
+	u, err := url.Parse(rpcURL)
+	if err != nil || u.Host == "" {
+		return "<unparsable RPC URL>"
+	}
+	return u.Scheme + "://" + u.Host
 }

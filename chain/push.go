@@ -149,7 +149,24 @@ func (c *Client) sendTx(ctx context.Context, tx *types.Transaction) error {
 			return nil
 		}
 	}
+	if strings.Contains(msg, "insufficient funds") {
+		return c.fundsError(ctx, tx, err)
+	}
 	return err
+}
+
+// fundsError is the node's refusal of a transaction its sender cannot pay for, told as a
+// *FundsError: the address, its balance and the most the transaction may cost.
+func (c *Client) fundsError(ctx context.Context, tx *types.Transaction, cause error) error {
+	from, err := types.Sender(c.signer, tx)
+	if err != nil {
+		return cause
+	}
+	have, err := c.Balance(ctx, from)
+	if err != nil {
+		have = new(big.Int)
+	}
+	return &FundsError{Address: from, Have: have, Want: tx.Cost()}
 }
 
 // receipt fetches a receipt with the raw JSON kept for chain-specific fields, and the

@@ -53,7 +53,10 @@ func TestPrepareReportsReverts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.c.Send(e.ctx, pp); err == nil || !strings.Contains(err.Error(), "insufficient funds") {
+	err = e.c.Send(e.ctx, pp)
+	var fe *chain.FundsError
+	if !errors.Is(err, chain.ErrInsufficientFunds) || !errors.As(err, &fe) || fe.Address != poorAddr || fe.Have.Sign() != 0 ||
+		fe.Want.Cmp(pp.Tx.Cost()) != 0 || !strings.Contains(err.Error(), "fund "+poorAddr.Hex()) {
 		t.Fatalf("unfunded key: %v", err)
 	}
 }

@@ -248,6 +248,9 @@ func (d *rowDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*
 		return p.EmbeddedInode(), 0
 	}
 	r, err := d.resolve(name, true)
+	if errors.Is(err, replica.ErrNotFound) && !d.v.history && d.fs.waitCurrent(ctx) {
+		r, err = d.resolve(name, true) // the start-up pull may have brought it
+	}
 	if errors.Is(err, errBadName) && d.tier == seal.TierJournal && !d.v.history {
 		// Any name can be created in journal/; the event then takes its content key.
 		err = replica.ErrNotFound
@@ -303,6 +306,9 @@ func (d *rowDir) childFile(name string, key replica.Key) *fileNode {
 }
 
 func (d *rowDir) OpendirHandle(ctx context.Context, flags uint32) (fusefs.FileHandle, uint32, syscall.Errno) {
+	if !d.v.history {
+		d.fs.waitCurrent(ctx) // a listing during the start-up pull lists what it brings
+	}
 	h := &dirHandle{d: d}
 	var fflags uint32
 	if d.cacheListing() {

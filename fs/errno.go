@@ -6,6 +6,7 @@ import (
 	"strings"
 	"syscall"
 
+	"kintfs/chain"
 	"kintfs/replica"
 	"kintfs/replica/homedir"
 )
@@ -25,15 +26,17 @@ var errnos = []struct {
 	{is(replica.ErrStagingFull), syscall.ENOSPC},
 	{is(replica.ErrFileTooBig, replica.ErrValueTooLarge), syscall.EFBIG},
 	{is(replica.ErrCrossTier), syscall.EXDEV},
-	// No chain connection: a ctl command can be tried again later; not a fault.
-	{replica.Offline, syscall.ENOTCONN},
+	// The RPC cannot be reached (refused, or never answered): a ctl command can be tried
+	// again later; not a fault, and not ENOTCONN, which says the mount died.
+	{replica.Offline, syscall.EHOSTUNREACH},
 	// What stops a ctl flush or pull, as the CLI's exit codes tell them apart.
 	{is(replica.ErrGapOpen), syscall.EBADMSG}, // an epoch that cannot be applied: see gaps in status
 	{is(replica.ErrChainMoved, replica.ErrFork), syscall.ESTALE},
 	{replica.LyingRPC, syscall.EPROTO},
 	{is(homedir.ErrKeyMissing), errnoKeyMissing},
 	{is(homedir.ErrKeyExpired), errnoKeyExpired},
-	{is(replica.ErrNotAuthorized), errnoKeyRejected},
+	{is(replica.ErrNotAuthorized, chain.ErrNotAuthorized, chain.ErrAuthorizationExpired, chain.ErrInsufficientFunds), errnoKeyRejected},
+	{is(replica.ErrReverted, chain.ErrTxFailed, chain.ErrWouldRevert), errnoReverted},
 	{is(errBadName, errUnknownCommand), syscall.EINVAL},
 	{is(errNameTooLong), syscall.ENAMETOOLONG},
 	// Only the mount's own context is ever canceled: the mount is going away.
@@ -116,4 +119,13 @@ func (f *mountFS) logf(format string, args ...any) {
 // missing, expired or not authorized.
 func IsKeyErrno(en syscall.Errno) bool {
 	return en == errnoKeyMissing || en == errnoKeyExpired || en == errnoKeyRejected
+}
+
+// IsRevertErrno reports whether a ctl command's errno says the chain reverted a transaction.
+func IsRevertErrno(en syscall.Errno) bool { return en == errnoReverted }
+
+// ErrnoOf is the errno a ctl command answers err with (EIO for a fault kintfs did not foresee).
+func ErrnoOf(err error) syscall.Errno {
+	en, _ := toErrno(err)
+	return en
 }

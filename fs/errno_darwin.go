@@ -9,3 +9,6 @@ const (
 	errnoKeyExpired  = syscall.EAUTH
 	errnoKeyRejected = syscall.EPERM
 )
+
+// errnoReverted is a ctl command's answer to a transaction the chain reverted.
+const errnoReverted = syscall.EREMOTE

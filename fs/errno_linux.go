@@ -8,3 +8,6 @@ const (
 	errnoKeyExpired  = syscall.EKEYEXPIRED
 	errnoKeyRejected = syscall.EKEYREJECTED
 )
+
+// errnoReverted is a ctl command's answer to a transaction the chain reverted.
+const errnoReverted = syscall.EREMOTEIO

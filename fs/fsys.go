@@ -196,3 +196,27 @@ func isTier(s string) bool {
 
 // tierHasAttrs reports whether rows of a tier carry status and meta.
 func tierHasAttrs(tier string) bool { return tier != seal.TierJournal }
+
+// waitCurrent waits, while the start-up pull runs, for it to end (at most currentWait, or
+// until the request is interrupted); it reports whether it waited, so that a lookup that
+// missed looks again.
+func (f *mountFS) waitCurrent(ctx context.Context) bool {
+	c := f.opts.Current
+	if c == nil {
+		return false
+	}
+	select {
+	case <-c:
+		return false
+	default:
+	}
+	t := time.NewTimer(currentWait)
+	defer t.Stop()
+	select {
+	case <-c:
+	case <-t.C:
+	case <-ctx.Done():
+	case <-f.ctx.Done():
+	}
+	return true
+}

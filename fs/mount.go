@@ -40,7 +40,14 @@ type MountOptions struct {
 	// do not exist included (default liveTimeout). Every change that does not come through the
 	// kernel is invalidated (see invalidate.go), so they bound nothing a user can see.
 	EntryTimeout, AttrTimeout time.Duration
+	// Current, when set, is closed once the start-up pull has applied what the chain holds,
+	// or has failed. Until then a lookup in the live tree that finds nothing waits for it (at
+	// most currentWait) instead of answering, and caching, ENOENT.
+	Current <-chan struct{}
 }
+
+// currentWait bounds how long a lookup that misses waits for the start-up pull.
+const currentWait = 10 * time.Second
 
 // liveTimeout is the default cache time of the live tree: long, since a pull, a flush and
 // every change made through the mount drop what they change.

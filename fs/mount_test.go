@@ -239,7 +239,7 @@ func backendContent(t *testing.T, r *replica.Replica, k replica.Key) string {
 
 func TestMountRootAndControlFiles(t *testing.T) {
 	tm := mountForTest(t)
-	tm.expectLog("warn: ctl flush: transport endpoint is not connected")
+	tm.expectLog("warn: ctl flush: no route to host: cannot reach the RPC")
 	if got := lsNames(t, tm.dir); strings.Join(got, " ") != "entity journal reference state" {
 		t.Fatalf("root lists %q", got)
 	}
@@ -267,7 +267,7 @@ func TestMountRootAndControlFiles(t *testing.T) {
 	failsWith(t, "echo bogus > "+tm.path(".kint", "ctl"), "Invalid argument")
 	failsWith(t, "echo x > "+tm.path(".kint", "status"), "Permission denied")
 	// Without a chain a flush cannot run, and the write says so.
-	failsWith(t, "echo flush > "+tm.path(".kint", "ctl"), "Transport endpoint is not connected")
+	failsWith(t, "echo flush > "+tm.path(".kint", "ctl"), "No route to host")
 	// The type the spec names.
 	mounts := readFile(t, "/proc/self/mounts")
 	if !strings.Contains(mounts, " "+tm.dir+" fuse.kintfs ") {

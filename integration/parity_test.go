@@ -148,7 +148,7 @@ func TestRecoveryCodeSessionRotateBurnNonce(t *testing.T) {
 	ma.mustCtl("flush")
 	writeFile(t, ma.path("state/y"), "two")
 	// push and recovery-code run beside the mount
-	if out := a.mustRun("", "push", "--confirmations", "1"); !strings.Contains(out, "epoch 2:") {
+	if out := a.mustRun("", "push", "--confirmations", "1"); !strings.Contains(out, "seq 2 to 2") {
 		t.Fatalf("push --confirmations 1: %s", out)
 	}
 	if _, errs, code := a.run("", "push", "--confirmations", "x"); code != 2 || !strings.Contains(errs, "confirmations") {

@@ -13,7 +13,7 @@ import (
 )
 
 // TestMountStartedOfflineComesOnline starts a mount while its RPC cannot be reached: it
-// serves the local replica and refuses a flush with ENOTCONN; once the RPC answers, the
+// serves the local replica and refuses a flush with EHOSTUNREACH; once the RPC answers, the
 // next poll connects, and the staged write is anchored.
 func TestMountStartedOfflineComesOnline(t *testing.T) {
 	requireFUSE(t)
@@ -33,8 +33,8 @@ func TestMountStartedOfflineComesOnline(t *testing.T) {
 		t.Fatalf("the mount did not say it started offline:\n%s", mt.log.String())
 	}
 	writeFile(t, mt.path("state/goal"), "written offline")
-	if err := mt.ctl("flush"); errnoOf(err) != syscall.ENOTCONN {
-		t.Fatalf("flush while offline: %v, want ENOTCONN", err)
+	if err := mt.ctl("flush"); errnoOf(err) != syscall.EHOSTUNREACH {
+		t.Fatalf("flush while offline: %v, want EHOSTUNREACH", err)
 	}
 	if st := mt.status(); st["offline"] == nil || st["offline"] == "" {
 		t.Fatalf("status does not say offline: %v", st)

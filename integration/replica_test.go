@@ -78,7 +78,7 @@ func TestMachinesPullCompactRestore(t *testing.T) {
 		t.Fatalf("second pull: %+v", rep)
 	}
 	out := b.mustRun("", "compact")
-	if !strings.Contains(out, "epoch 3:") {
+	if !strings.Contains(out, "seq 3 to 3") {
 		t.Fatalf("compact: %q", out)
 	}
 

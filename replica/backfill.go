@@ -57,6 +57,14 @@ func (r *Replica) runBackfill(ctx context.Context, o BackfillOptions) (*Backfill
 		if len(holes) > 0 {
 			r.status.noteBackfillStart()
 		}
+		total := 0
+		for _, h := range holes {
+			total += int(h.Hi - h.Lo + 1)
+		}
+		if o.Max > 0 {
+			total = min(total, o.Max)
+		}
+		ctx = withTracker(ctx, newTracker(ctx, "backfill", total))
 		err = r.backfill(ctx, holes, o, rep)
 	}
 	// the epochs just recorded get their block times before the status calls history done
@@ -187,6 +195,7 @@ func (r *Replica) recordBatch(ctx context.Context, h store.HistoryHole, above *c
 		}
 		state.Step(opened.Plaintext)
 		rep.Recorded++
+		trackerOf(ctx).landed(w.ev.Seq, int64(len(w.blob)), fmt.Sprintf("epoch %d recorded in history (block %d)", w.ev.Seq, w.ev.Block))
 		if w.ev.Seq == h.Hi {
 			return true, r.closeHole(ctx, above, state)
 		}

@@ -81,6 +81,7 @@ func (f *fetchAhead) fetch(from int, evs []*chain.EpochEvent) {
 			f.fail(err)
 			return
 		}
+		trackerOf(f.ctx).fetched(len(need), blobBytes(blobs))
 		for j, b := range blobs {
 			got[idx[j]] = b
 			seq := need[j].Seq

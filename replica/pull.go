@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/ethereum/go-ethereum/common"
 
@@ -72,6 +73,7 @@ func (r *Replica) stampTimes(ctx context.Context, list []walked, above uint64) e
 func (r *Replica) Pull(ctx context.Context, full bool) (*PullReport, error) {
 	r.pushMu.Lock()
 	defer r.pushMu.Unlock()
+	ctx = withTracker(ctx, newTracker(ctx, "pull", 0))
 	c, err := r.connect(ctx)
 	if err != nil {
 		r.status.notePull(nil, err)
@@ -86,6 +88,9 @@ func (r *Replica) Pull(ctx context.Context, full bool) (*PullReport, error) {
 		after := c.Stats()
 		rep.RPCCalls, rep.Retries = after.Calls-before.Calls, after.Retries-before.Retries
 		rep.FromSecondRPC = after.FromSecondary - before.FromSecondary
+	}
+	if _, perr := r.PruneConflicts(); err == nil && perr != nil {
+		err = perr
 	}
 	r.status.notePull(rep, err)
 	return rep, err
@@ -135,6 +140,8 @@ func (r *Replica) pullMirror(ctx context.Context, c Chain, full bool) (*PullRepo
 	if head.Seq == mirror.Seq && head.Digest != mirror.Digest {
 		return rep, fmt.Errorf("%w: the chain has digest %s at seq %d, this machine applied %s", ErrFork, short(head.Digest), head.Seq, short(mirror.Digest))
 	}
+	t := trackerOf(ctx)
+	t.setTotal(int(head.Seq - mirror.Seq))
 	list, err := r.walk(ctx, head, mirror, full, full, rep)
 	if err == nil {
 		err = r.stampTimes(ctx, list, mirror.Seq)
@@ -142,7 +149,8 @@ func (r *Replica) pullMirror(ctx context.Context, c Chain, full bool) (*PullRepo
 	if err != nil {
 		return rep, err
 	}
-	err = r.applyWalk(list, mirror, rep)
+	t.setTotal(toApply(list, mirror))
+	err = r.applyWalk(list, mirror, rep, t)
 	if n := len(list); err != nil && !full && rep.Gap != nil && rep.Gap.Seq == list[n-1].ev.Seq && rep.Gap.Seq > mirror.Seq+1 {
 		// the walk stopped at an epoch that claims to be a snapshot, and it does not apply:
 		// the epochs under it still do
@@ -154,7 +162,7 @@ func (r *Replica) pullMirror(ctx context.Context, c Chain, full bool) (*PullRepo
 			return rep, err
 		}
 		rep.Gap = nil
-		err = r.applyWalk(list, mirror, rep)
+		err = r.applyWalk(list, mirror, rep, t)
 	}
 	if m, merr := r.MirrorHead(); merr == nil {
 		rep.Mirror = m
@@ -337,6 +345,7 @@ func (r *Replica) fetch(ctx context.Context, list []walked, from int, rep *PullR
 		if err != nil {
 			return -1, err
 		}
+		trackerOf(ctx).fetched(len(need), blobBytes(blobs))
 		for j, b := range blobs {
 			list[idx[j]].blob = b
 			if err := r.cache.PutBlob(need[j].Seq, b); err != nil {
@@ -362,22 +371,31 @@ func contradiction(err error) bool {
 // applyWalk opens and applies the walked epochs oldest first. An epoch that cannot be opened
 // is skipped when a later snapshot in the walk opens; otherwise the pull stops there. The
 // opened epochs are written to the epoch cache beside the apply.
-func (r *Replica) applyWalk(list []walked, mirror Head, rep *PullReport) error {
+func (r *Replica) applyWalk(list []walked, mirror Head, rep *PullReport, t *tracker) error {
 	cw := newCacheWriter()
-	err := r.applyWalkCaching(list, mirror, rep, cw)
+	err := r.applyWalkCaching(list, mirror, rep, cw, t)
 	if werr := cw.wait(); err == nil && werr != nil {
 		err = werr
 	}
 	return err
 }
 
-func (r *Replica) applyWalkCaching(list []walked, mirror Head, rep *PullReport, cw *cacheWriter) error {
+// toApply is the number of walked epochs above the mirror.
+func toApply(list []walked, mirror Head) int {
+	n := 0
+	for _, w := range list {
+		if w.ev.Seq > mirror.Seq {
+			n++
+		}
+	}
+	return n
+}
+
+func (r *Replica) applyWalkCaching(list []walked, mirror Head, rep *PullReport, cw *cacheWriter, t *tracker) error {
 	gaps, err := r.Gaps()
 	if err != nil {
 		return err
 	}
-	total := len(list)
-	done := 0
 	for i := len(list) - 1; i >= 0; i-- {
 		w := list[i]
 		if w.ev.Seq <= mirror.Seq {
@@ -385,8 +403,7 @@ func (r *Replica) applyWalkCaching(list []walked, mirror Head, rep *PullReport, 
 		}
 		err := r.applyOneCaching(w, rep, cw)
 		if err == nil {
-			done++
-			r.progress(done, total)
+			t.landed(w.ev.Seq, int64(len(w.blob)), fmt.Sprintf("epoch %d applied (block %d)", w.ev.Seq, w.ev.Block))
 			mirror.Seq = w.ev.Seq
 			continue
 		}
@@ -497,7 +514,42 @@ func (r *Replica) applyOneCaching(w walked, rep *PullReport, cw *cacheWriter) er
 	rep.Applied++
 	rep.Changed += len(changed)
 	rep.Conflicts = append(rep.Conflicts, conflicts...)
+	for i := range conflicts {
+		r.warnConflict(&conflicts[i])
+	}
 	return nil
+}
+
+// warnConflict logs a row both this machine and the chain changed, naming both files and
+// how to resolve it.
+func (r *Replica) warnConflict(c *Conflict) {
+	row, cp := ConflictPaths(c)
+	if c.Copy == "" {
+		r.warnf("conflict: %s was deleted here and changed by another machine in epoch %d: the chain's version stays", row, c.Seq)
+		return
+	}
+	r.warnf("conflict: %s was changed here and by another machine (epoch %d): the chain's version stays in %s, yours is in %s; keep yours with mv %s over it, or drop it with rm (then kintfs conflicts no longer lists it)",
+		row, c.Seq, row, cp, cp)
+}
+
+// ConflictPaths are the paths, under the mountpoint, of a conflicting row and of the copy of
+// this machine's version ("" for a deletion). Names are written as the mount lists them for
+// the usual keys ('/' as %2F, '%' as %25).
+func ConflictPaths(c *Conflict) (row, copyPath string) {
+	esc := strings.NewReplacer("%", "%25", "/", "%2F", "\x00", "%00")
+	dir := c.Tier + "/"
+	if c.Category != nil && c.Tier == seal.TierEntity {
+		dir += esc.Replace(*c.Category) + "/"
+	}
+	name := esc.Replace(c.Key)
+	if strings.HasPrefix(name, ".") {
+		name = "%2E" + name[1:]
+	}
+	row = dir + name
+	if c.Copy != "" {
+		copyPath = dir + c.Copy
+	}
+	return row, copyPath
 }
 
 func (r *Replica) raiseBucket(b int) error {
@@ -511,14 +563,13 @@ func (r *Replica) raiseBucket(b int) error {
 	return nil
 }
 
-func (r *Replica) progress(done, total int) {
-	if r.opt.Progress == nil || total < 8 {
-		return
-	}
-	fmt.Fprintf(r.opt.Progress, "\rpull: %d/%d epochs", done, total)
-	if done == total {
-		fmt.Fprintln(r.opt.Progress)
-	}
-}
-
 func short(h common.Hash) string { return h.Hex()[:14] }
+
+// blobBytes is the size of blobs in all.
+func blobBytes(blobs [][]byte) int64 {
+	var n int64
+	for _, b := range blobs {
+		n += int64(len(b))
+	}
+	return n
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/crypto"
 
 	"kintfs/chain"
 	"kintfs/replica/store"
@@ -126,6 +127,13 @@ func (r *Replica) Push(ctx context.Context, opt PushOptions) (*PushReport, error
 
 // pushLocked is Push with pushMu held by the caller.
 func (r *Replica) pushLocked(ctx context.Context, opt PushOptions) (*PushReport, error) {
+	if !opt.DryRun {
+		task := "push"
+		if opt.Snapshot {
+			task = "compact"
+		}
+		ctx = withTracker(ctx, newTracker(ctx, task, 0))
+	}
 	r.pushing.Store(true)
 	defer r.pushing.Store(false)
 	start := time.Now()
@@ -323,6 +331,12 @@ func (r *Replica) sendOnly(ctx context.Context, c Chain, se sealedEpoch, last *c
 	}
 	t = time.Now()
 	if err := c.Send(ctx, prep); err != nil {
+		if errors.Is(err, chain.ErrInsufficientFunds) {
+			// the node refused it: it can never land, and its rows stay staged
+			if derr := r.DeletePending(p.Seq); derr != nil {
+				return nil, derr
+			}
+		}
 		return nil, fmt.Errorf("send epoch %d: %w", p.Seq, err)
 	}
 	onChain += time.Since(t)
@@ -580,14 +594,32 @@ func (r *Replica) sealEpoch(p *seal.Plaintext, prevBucket int) (*seal.Sealed, er
 	return sealed, nil
 }
 
+// reverted tells why a sent push reverted: another machine anchored its seq first (the race
+// for the next seq is lost: ErrChainMoved, and the rows go out with the next flush), or
+// something else (ErrReverted). The journal entry is cleared either way: the transaction is
+// mined and can never land.
+func (r *Replica) reverted(ctx context.Context, c Chain, p *store.PendingPush, cause error) error {
+	if err := r.DeletePending(p.Seq); err != nil {
+		return err
+	}
+	head, herr := c.Head(ctx, r.vault.Owner, r.vault.Space)
+	if herr == nil && head.Seq >= p.Seq {
+		err := fmt.Errorf("%w: another machine anchored seq %d first (this push's transaction %s: %v); its rows stay here and go out with the next flush",
+			ErrChainMoved, p.Seq, p.Tx.Hex(), cause)
+		r.warnf("push: lost the race for seq %d to another machine; the rows stay here and go out with the next flush", p.Seq)
+		return err
+	}
+	return fmt.Errorf("%w: epoch %d sent as %s: %v; its rows stay staged", ErrReverted, p.Seq, p.Tx.Hex(), cause)
+}
+
 // preparePush signs the transaction of a sealed epoch.
 func (r *Replica) preparePush(ctx context.Context, c Chain, p *seal.Plaintext, sealed *seal.Sealed) (*chain.PreparedPush, error) {
 	prep, err := c.PreparePush(ctx, r.opt.SessionKey, r.vault.Owner, r.vault.Space, p.Prev, sealed.Blob)
 	switch {
 	case errors.Is(err, chain.ErrStaleHead):
 		return nil, fmt.Errorf("%w: %v", ErrChainMoved, err)
-	case errors.Is(err, chain.ErrNotAuthorized):
-		return nil, fmt.Errorf("%w: %v", ErrNotAuthorized, err)
+	case errors.Is(err, chain.ErrNotAuthorized), errors.Is(err, chain.ErrAuthorizationExpired):
+		return nil, fmt.Errorf("%w: session key %s (%v): authorize it with kintfs authorize", ErrNotAuthorized, crypto.PubkeyToAddress(r.opt.SessionKey.PublicKey).Hex(), err)
 	}
 	return prep, err
 }
@@ -601,6 +633,9 @@ func (r *Replica) landEpoch(ctx context.Context, c Chain, f *inFlight, confirmat
 	t := time.Now()
 	rc, err := c.WaitPush(ctx, prep, r.vault.Owner, r.vault.Space, confirmations)
 	onChain := f.onChain + time.Since(t)
+	if errors.Is(err, chain.ErrTxFailed) {
+		return nil, r.reverted(ctx, c, &store.PendingPush{Seq: p.Seq, Tx: prep.Hash}, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("epoch %d sent as %s: %w", p.Seq, prep.Hash.Hex(), err)
 	}
@@ -616,7 +651,13 @@ func (r *Replica) landEpoch(ctx context.Context, c Chain, f *inFlight, confirmat
 	if err := r.atStage(StageApplied, p.Seq); err != nil {
 		return nil, err
 	}
-	r.logf("push: epoch %d anchored in block %d (%d rows, %d deleted, bucket %d, gas %d, %s ETH)", p.Seq, rc.Block, len(p.Rows), len(p.Deleted), sealed.Bucket, rc.GasUsed, chain.FormatETH(rc.Cost))
+	line := fmt.Sprintf("epoch %d anchored in block %d (%d rows, %d deleted, bucket %d, gas %d, tx %s, %s ETH)",
+		p.Seq, rc.Block, len(p.Rows), len(p.Deleted), sealed.Bucket, rc.GasUsed, rc.TxHash.Hex(), chain.FormatETH(rc.Cost))
+	if t := trackerOf(ctx); t != nil {
+		t.landed(p.Seq, int64(len(sealed.Blob)), line) // the caller shows it, once
+	} else {
+		r.logf("push: %s", line)
+	}
 	er := epochReceipt(p, sealed, prep, rc)
 	er.ChainSeconds = onChain.Seconds()
 	return er, nil
@@ -728,7 +769,7 @@ func (r *Replica) recoverOne(ctx context.Context, c Chain, p *store.PendingPush)
 // dropPending clears a journal entry whose epoch will not land as this machine's; its rows
 // stay staged.
 func (r *Replica) dropPending(p *store.PendingPush, why string) error {
-	r.warnf("push journal: dropping epoch %d (%s); its rows stay staged", p.Seq, why)
+	r.warnf("push journal: dropping epoch %d (%s); its rows stay here: staged where the chain did not change them, beside the chain's version as a conflict copy where it did (see conflicts in .kint/status)", p.Seq, why)
 	return r.DeletePending(p.Seq)
 }
 

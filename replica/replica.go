@@ -5,7 +5,6 @@ import (
 	"crypto/ecdsa"
 	"errors"
 	"fmt"
-	"io"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,8 +23,11 @@ var (
 	ErrFork          = errors.New("fork: the chain's history differs from this machine's mirror (save what you need from the mount, then kintfs pull --discard-local moves the local state aside and restores from the chain)")
 	ErrStaleRPC      = errors.New("stale or lying RPC")
 	ErrGapOpen       = errors.New("a pull stopped at an epoch this machine cannot apply")
-	ErrOffline       = errors.New("no chain connection")
+	ErrOffline       = errors.New("cannot reach the RPC")
 	ErrNotAuthorized = errors.New("the session key is not authorized to push for this owner")
+	// ErrReverted: a push's transaction was mined and reverted for another reason than a
+	// lost race for its seq (ErrChainMoved).
+	ErrReverted = errors.New("the push's transaction reverted")
 )
 
 // LyingRPC reports whether err is the chain package refusing what an RPC served: an Epoch
@@ -42,7 +44,8 @@ func LyingRPC(err error) bool {
 }
 
 // Offline reports whether err means the chain cannot be reached: no client, or an RPC that
-// refused or lost every attempt of a call. The CLI exits 5 on it, ctl answers ENOTCONN.
+// refused or lost every attempt of a call, or never answered. The CLI exits 5 on it, ctl
+// answers EHOSTUNREACH.
 func Offline(err error) bool {
 	return errors.Is(err, ErrOffline) || errors.Is(err, chain.ErrUnreachable)
 }
@@ -62,7 +65,6 @@ type Options struct {
 	// time, each waited for before the next is sent).
 	SendAhead int
 	Logf      func(format string, args ...any)
-	Progress  io.Writer // long pulls report here; nil: quiet
 	// ColdStart checks the head the RPC gave on a machine with no watermark yet against a
 	// second, independent RPC; nil: no check (the dev chain).
 	ColdStart func(ctx context.Context, head Head) error
@@ -127,6 +129,11 @@ func Open(opt Options) (*Replica, error) {
 	r.localRules = ignore.NewFile(opt.Home.Path(IgnoreFileName(opt.Vault)), func(err error) { r.warnf("local-only rules: %v", err) })
 	// rows an interrupted push sent are sealing until its journal entry is settled
 	if err = r.LoadSealing(); err != nil {
+		st.Close()
+		return nil, err
+	}
+	// a conflict copy moved or removed while unmounted is resolved
+	if _, err = st.PruneConflicts(); err != nil {
 		st.Close()
 		return nil, err
 	}
@@ -211,16 +218,25 @@ func (r *Replica) connect(ctx context.Context) (Chain, error) {
 		return c, nil
 	}
 	if time.Since(r.lastDial) < redialGap {
-		return nil, fmt.Errorf("%w: %v", ErrOffline, r.dialErr)
+		return nil, r.offlineError(r.dialErr)
 	}
 	c, err := r.opt.Connect(ctx)
 	if err != nil {
 		r.lastDial, r.dialErr = time.Now(), err
-		return nil, fmt.Errorf("%w: %v", ErrOffline, err)
+		return nil, r.offlineError(err)
 	}
 	r.setClient(c)
 	r.logf("connected to the chain")
 	return c, nil
+}
+
+// offlineError says that the chain cannot be reached, naming the RPC (scheme and host only)
+// once.
+func (r *Replica) offlineError(err error) error {
+	if errors.Is(err, chain.ErrUnreachable) {
+		return err // already "cannot reach the RPC <scheme://host>: ..."
+	}
+	return fmt.Errorf("%w %s: %v", ErrOffline, chain.Endpoint(r.vault.RPC), err)
 }
 
 func (r *Replica) epochContext(seq uint64, prev [32]byte) seal.EpochContext {

@@ -3,6 +3,7 @@ package replica
 import (
 	"encoding/json"
 	"fmt"
+	"kintfs/chain"
 	"sync"
 	"time"
 )
@@ -19,6 +20,15 @@ type statusState struct {
 	offlineWhy   string
 	backfill     string // "" until a backfill ran
 	live         string // "" until the subscription was first tried
+	nextFlush    time.Time
+	nextWhy      string // why the next automatic flush runs then; "" when none is due
+}
+
+// noteNextFlush records when the worker's next automatic flush runs and why (zero: none due).
+func (s *statusState) noteNextFlush(at time.Time, why string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nextFlush, s.nextWhy = at, why
 }
 
 // noteBackfillStart records that a backfill runs, so that the status does not call history
@@ -47,6 +57,9 @@ func (s *statusState) noteBackfill(rep *BackfillReport, err error) {
 		s.backfill = fmt.Sprintf("running: %d recorded, %d missing", rep.Recorded, rep.Missing)
 	}
 }
+
+// OpStatus is the last push or pull as the status tells it.
+type OpStatus = opStatus
 
 type opStatus struct {
 	At     string `json:"at"`
@@ -147,6 +160,9 @@ type Status struct {
 	// Live says how other machines' epochs are heard of: a websocket subscription, or the
 	// poll and why.
 	Live string `json:"live"`
+	// NextFlush says when the next automatic flush runs and why (the quiet period, the size
+	// trigger, a retry); "" when none is due.
+	NextFlush string `json:"next_flush"`
 	// VaultModel is what the vault may anchor: "kint" (what kint's store can hold) or "full";
 	// KintIncompatible lists the rows anchored in shapes kint's store cannot hold.
 	VaultModel       string         `json:"vault_model"`
@@ -216,6 +232,11 @@ func (r *Replica) Status() (*Status, error) {
 	st.Live = r.liveStatus()
 	st.VaultModel = r.Store.Model()
 	st.KintIncompatible = r.KintIncompatible()
+	r.status.mu.Lock()
+	if r.status.nextWhy != "" && st.StagedRows+st.StagedDels > len(st.Held) {
+		st.NextFlush = stamp(r.status.nextFlush) + ": " + r.status.nextWhy
+	}
+	r.status.mu.Unlock()
 	st.ReadOnly = r.opt.ReadOnly
 	st.Pushing = r.pushing.Load()
 	st.BucketPolicy = r.BucketPolicy()
@@ -236,7 +257,7 @@ func (r *Replica) Status() (*Status, error) {
 	if !r.status.offlineSince.IsZero() {
 		st.Offline = "offline since " + stamp(r.status.offlineSince) + ": " + r.status.offlineWhy
 	} else if r.Client() == nil {
-		st.Offline = "offline: no chain connection"
+		st.Offline = "offline: cannot reach the RPC " + chain.Endpoint(r.vault.RPC)
 	}
 	r.status.mu.Unlock()
 	return st, nil

@@ -252,6 +252,7 @@ func (w *worker) run() {
 	quiet.Stop()
 	if st, err := w.r.Status(); err == nil && st.StagedRows+st.StagedDels > len(st.Held) && !w.r.opt.ReadOnly {
 		quiet.Reset(w.o.Quiet) // staged before a restart: the marker is the staged rows themselves
+		w.noteNext(w.o.Quiet, "quiet period (rows staged before the restart)")
 	}
 	poll := time.NewTicker(w.o.Poll)
 	defer poll.Stop()
@@ -272,16 +273,21 @@ func (w *worker) run() {
 			}
 		case <-w.kick:
 			// only what can be anchored counts: a held row waits for a new version
-			if w.r.Anchorable() >= w.o.SizeTrigger {
+			if n := w.r.Anchorable(); n >= w.o.SizeTrigger {
 				quiet.Reset(0)
+				w.noteNext(0, fmt.Sprintf("size trigger (%d bytes staged, at least %d)", n, w.o.SizeTrigger))
 			} else {
 				quiet.Reset(w.o.Quiet)
+				w.noteNext(w.o.Quiet, fmt.Sprintf("quiet period (%s after the last change; at once past %d staged bytes, %d now)", w.o.Quiet, w.o.SizeTrigger, n))
 			}
 		case <-quiet.C:
 			if err := w.attempt(w.r.Flush); err != nil {
-				quiet.Reset(w.backoff())
+				d := w.backoff()
+				quiet.Reset(d)
+				w.noteNext(d, "retry after a failed flush")
 			} else {
 				w.retry = 0
+				w.noteNext(-1, "")
 			}
 		case <-poll.C:
 			_ = w.attempt(w.r.poll)
@@ -329,6 +335,15 @@ func (w *worker) attempt(op func(context.Context) error) error {
 		w.r.warnf("background: %v", err)
 	}
 	return err
+}
+
+// noteNext records when the next automatic flush runs (in d; negative: none due) and why.
+func (w *worker) noteNext(d time.Duration, why string) {
+	if d < 0 {
+		w.r.status.noteNextFlush(time.Time{}, "")
+		return
+	}
+	w.r.status.noteNextFlush(time.Now().Add(d), why)
 }
 
 // backoff doubles the retry delay from 5 s up to 5 minutes.

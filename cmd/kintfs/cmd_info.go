@@ -106,13 +106,22 @@ func runStatus(ctx context.Context, o *infoOptions, args []string) error {
 		fmt.Fprintf(outw(ctx), "local only: %d files, never anchored (dotfiles and local-only rules)\n", st.LocalFiles)
 	}
 	if st.StagedRows+st.StagedDels > 0 {
-		fmt.Fprintf(outw(ctx), "next flush: %s\n", nextFlushLine(ctx, e.rep))
+		fmt.Fprintf(outw(ctx), "next flush would cost: %s\n", nextFlushLine(ctx, e.rep))
 	}
+	if st.NextFlush != "" {
+		fmt.Fprintf(outw(ctx), "next automatic flush: %s\n", st.NextFlush)
+	} else if st.StagedRows+st.StagedDels > len(st.Held) {
+		fmt.Fprintln(outw(ctx), "next automatic flush: none scheduled here (not mounted): kintfs push, or the next mount")
+	}
+	fmt.Fprintf(outw(ctx), "last push: %s\n", opLine(st.LastPush))
+	fmt.Fprintf(outw(ctx), "last pull: %s\n", opLine(st.LastPull))
+	fmt.Fprintf(outw(ctx), "history: from seq %d; backfill %s\n", st.HistoryFrom.Seq, st.Backfill)
+	fmt.Fprintf(outw(ctx), "held: %d rows\n", len(st.Held))
 	for _, h := range st.Held {
 		fmt.Fprintf(outw(ctx), "held: %s: %s\n", heldName(h), h.Reason)
 	}
-	for _, c := range st.Conflicts {
-		fmt.Fprintf(outw(ctx), "conflict at seq %d: %s %s (your version: %s)\n", c.Seq, c.Tier, c.Key, c.Copy)
+	for i := range st.Conflicts {
+		fmt.Fprintf(outw(ctx), "conflict: %s\n", conflictLine(&st.Conflicts[i]))
 	}
 	for _, g := range st.Gaps {
 		fmt.Fprintf(outw(ctx), "gap: epoch %d: %s\n", g.Seq, g.Reason)
@@ -438,4 +447,23 @@ func verifyHead(ctx context.Context, e *vaultEnv) error {
 		return exitCodeError{code: exitFailure, msg: fmt.Sprintf("chain moved to seq %d at block %d, pull first (this machine's mirror is at seq %d)", h.Seq, h.Block, mirror.Seq)}
 	}
 	return nil
+}
+
+// opLine is the last push or pull for a person.
+func opLine(op *replica.OpStatus) string {
+	if op == nil {
+		return "none since the start"
+	}
+	if op.Error != "" {
+		return op.At + ", failed: " + op.Error
+	}
+	switch rep := op.Report.(type) {
+	case *replica.PushReport:
+		if n := len(rep.Epochs); n > 0 {
+			return fmt.Sprintf("%s, %d epoch(s) anchored up to seq %d in %.1f s", op.At, n, rep.Epochs[n-1].Seq, rep.Seconds)
+		}
+	case *replica.PullReport:
+		return fmt.Sprintf("%s, %d epoch(s) applied, mirror at seq %d", op.At, rep.Applied, rep.Mirror.Seq)
+	}
+	return op.At + ", done"
 }

@@ -239,12 +239,13 @@ func (r *mountRun) prepare(ctx context.Context) (stop func(), err error) {
 func (r *mountRun) serve(ctx context.Context) error {
 	e := r.env
 	if e.client() == nil {
-		r.say("offline: cannot reach %s; serving the local replica, changes stay staged; trying again at each poll", e.vault.RPC)
+		r.say("offline: cannot reach the RPC %s; serving the local replica, changes stay staged; trying again at each poll", redactURL(e.vault.RPC))
 	}
 	r.startWorker()
+	pulled := make(chan struct{})
 	m, err := fs.Mount(r.dir, e.rep, fs.MountOptions{AllowOther: r.o.allowOther, ReadOnly: r.o.readOnly,
 		AllowNonEmpty: r.o.allowNonEmpty, Xattrs: r.o.xattrs, FileMode: r.fileMode, DirMode: r.dirMode, Logger: r.logger,
-		Debug: r.o.debugFuse || r.o.verbose >= 2, Umask: r.umask, UID: ownerID(r.o.uid, os.Getuid()), GID: ownerID(r.o.gid, os.Getgid())})
+		Debug: r.o.debugFuse || r.o.verbose >= 2, Umask: r.umask, UID: ownerID(r.o.uid, os.Getuid()), GID: ownerID(r.o.gid, os.Getgid()), Current: pulled})
 	if err != nil {
 		_ = e.rep.StopWorker(context.Background())
 		return r.fail(err)
@@ -264,17 +265,30 @@ func (r *mountRun) serve(ctx context.Context) error {
 	sig := make(chan os.Signal, 2)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sig)
-	r.say("mounted %s (owner %s, tenant %q, chain %d)", r.dir, e.vault.Owner.Hex(), e.vault.Tenant, e.vault.ChainID)
-	if showNextSteps(r.o, os.Stderr) {
-		fmt.Fprint(os.Stderr, nextSteps(r.absDir, kintfsCommand(), envDuration("KINT_QUIET_SECONDS", 300*time.Second)))
-	}
-	_ = reportReady(nil)
-	sdNotify("READY=1")
-	pulled := r.initialPull(mctx)
+	// The mount answers from here on; it is said to be ready once the start-up pull has
+	// applied what the chain holds (or failed), so that a script that reads right after a
+	// --daemon start or READY=1 sees every row.
+	r.say("serving %s; pulling what the chain holds before saying it is ready", r.dir)
+	ready := make(chan struct{})
+	go func() {
+		defer close(ready)
+		state := r.initialPull(mctx, pulled)
+		if mctx.Err() != nil {
+			_ = reportReady(errors.New("unmounted before the start-up pull ended"))
+			return
+		}
+		r.say("mounted %s (owner %s, tenant %q, chain %d): ready, %s", r.dir, e.vault.Owner.Hex(), e.vault.Tenant, e.vault.ChainID, state)
+		reportReadyState(state)
+		sdNotify("READY=1")
+		sdNotify("STATUS=" + state)
+		if showNextSteps(r.o, os.Stderr) {
+			fmt.Fprint(os.Stderr, nextSteps(r.absDir, kintfsCommand(), envDuration("KINT_QUIET_SECONDS", 300*time.Second)))
+		}
+	}()
 	r.waitUnmounted(m, sig)
 	// the initial pull, if it still runs, ends with the mount, before the worker flushes
 	cancel()
-	<-pulled
+	<-ready
 	r.stopWorker()
 	return nil
 }
@@ -295,18 +309,37 @@ func (r *mountRun) startWorker() {
 	})
 }
 
-// initialPull catches up with other machines without holding up the mount; offline, it is
-// the first try to reconnect (the worker logs what it finds). It runs under the mount's
-// context; the returned channel is closed when it is done.
-func (r *mountRun) initialPull(ctx context.Context) <-chan struct{} {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := r.env.rep.Control(ctx, "refresh"); err != nil && !replica.Offline(err) && ctx.Err() == nil {
-			r.say("warn: initial pull: %v", err)
-		}
-	}()
-	return done
+// initialPull catches up with other machines while the mount already answers (a lookup that
+// misses waits for it), closes pulled when it is done, and says where it left the mount: current
+// at a seq, offline, or stopped and why. Offline at the start, the worker's polls reconnect.
+func (r *mountRun) initialPull(ctx context.Context, pulled chan<- struct{}) (state string) {
+	defer close(pulled)
+	if r.env.rep.Client() == nil {
+		return fmt.Sprintf("offline: cannot reach the RPC %s; serving the local replica (%s), changes stay staged", redactURL(r.env.vault.RPC), r.mirrorState())
+	}
+	err := r.env.rep.Control(ctx, "refresh")
+	switch {
+	case err == nil:
+		return "current: " + r.mirrorState()
+	case replica.Offline(err):
+		return fmt.Sprintf("offline: %v; serving the local replica (%s), changes stay staged", err, r.mirrorState())
+	case ctx.Err() != nil:
+		return "stopped"
+	}
+	r.say("warn: initial pull: %v", err)
+	return fmt.Sprintf("not current: the start-up pull stopped (%v); serving the local replica (%s)", oneLine(err.Error()), r.mirrorState())
+}
+
+// mirrorState names the newest epoch applied here.
+func (r *mountRun) mirrorState() string {
+	h, err := r.env.rep.MirrorHead()
+	switch {
+	case err != nil:
+		return "mirror unknown: " + err.Error()
+	case h.Seq == 0:
+		return "no epoch yet"
+	}
+	return fmt.Sprintf("at seq %d, block %d", h.Seq, h.Block)
 }
 
 // waitUnmounted returns once the mount is gone: unmounted from outside, or by this process on

@@ -173,10 +173,13 @@ func rekeyWith(ctx context.Context, o *rekeyOptions, keys []replica.RekeyKey) er
 	for _, m := range missing {
 		fmt.Fprintf(errw(ctx), "kintfs rekey: dropping the key wrap %s (--drop-missing): it opens nothing sealed from now on\n", m)
 	}
-	if err := e.rep.Control(ctx, "refresh"); err != nil && !errors.Is(err, replica.ErrGapOpen) {
+	pctx, endProgress := withProgress(ctx)
+	if err := e.rep.Control(pctx, "refresh"); err != nil && !errors.Is(err, replica.ErrGapOpen) {
+		endProgress()
 		return err
 	}
-	_, rep, err := e.rep.RekeyKeys(ctx, uniq, replica.PushOptions{OverSkipped: o.overSkipped, Confirmations: o.confirmations})
+	_, rep, err := e.rep.RekeyKeys(pctx, uniq, replica.PushOptions{OverSkipped: o.overSkipped, Confirmations: o.confirmations})
+	endProgress()
 	if rep != nil {
 		printPushReport(ctx, rep)
 	}

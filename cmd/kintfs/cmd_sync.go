@@ -80,15 +80,18 @@ func runPush(ctx context.Context, o *syncOptions, opt replica.PushOptions) error
 		return err
 	}
 	defer e.Close()
+	pctx, endProgress := withProgress(ctx)
 	if !opt.DryRun {
 		// another machine may have pushed: rebase on it first, as the mount does. A pull that
 		// stopped at an epoch this machine cannot apply is for the push itself to answer: it
 		// refuses and names compact, and compact anchors its snapshot over the gap.
-		if err := e.rep.Control(ctx, "refresh"); err != nil && !errors.Is(err, replica.ErrGapOpen) {
+		if err := e.rep.Control(pctx, "refresh"); err != nil && !errors.Is(err, replica.ErrGapOpen) {
+			endProgress()
 			return err
 		}
 	}
-	rep, err := e.rep.Push(ctx, opt)
+	rep, err := e.rep.Push(pctx, opt)
+	endProgress()
 	if rep != nil && o.json {
 		printJSON(ctx, rep)
 	} else if rep != nil {
@@ -124,9 +127,14 @@ func printPushReport(ctx context.Context, rep *replica.PushReport) {
 		}
 		return
 	}
-	for _, ep := range rep.Epochs {
-		fmt.Fprintf(w, "epoch %d: block %d, tx %s, %d rows, %d deleted, bucket %d, %d calldata bytes, gas %d, cost %s ETH%s\n",
-			ep.Seq, ep.Block, ep.Tx, ep.Rows, ep.Deleted, ep.Bucket, ep.CalldataBytes, ep.GasUsed, ep.CostETH, l1Part(ep.L1FeeETH))
+	// each epoch was shown as it landed: the report sums them up
+	if n := len(rep.Epochs); n > 0 {
+		rows, dels := 0, 0
+		for _, ep := range rep.Epochs {
+			rows, dels = rows+ep.Rows, dels+ep.Deleted
+		}
+		fmt.Fprintf(w, "anchored %d rows and %d deletions in %d epoch(s), seq %d to %d, in %.1f s (%.1f s waiting on the chain)\n",
+			rows, dels, n, rep.Epochs[0].Seq, rep.Epochs[n-1].Seq, rep.Seconds, rep.ChainSeconds)
 	}
 	if len(rep.Epochs) > 0 {
 		fmt.Fprintf(w, "total: %d epoch(s), gas %d, cost %s ETH%s\n", len(rep.Epochs), rep.Gas, rep.CostETH, l1Part(rep.L1FeeETH))
@@ -189,7 +197,9 @@ func runPull(ctx context.Context, o *syncOptions, args []string) error {
 	if stop := startCPUProfile(func(f string, a ...any) { fmt.Fprintf(errw(ctx), "kintfs: "+f+"\n", a...) }); stop != nil {
 		defer stop() // KINTFS_CPUPROFILE, for benchmarks of a restore
 	}
-	rep, err := e.rep.Pull(ctx, o.full)
+	pctx, endProgress := withProgress(ctx)
+	rep, err := e.rep.Pull(pctx, o.full)
+	endProgress()
 	if rep != nil && o.json {
 		printJSON(ctx, rep)
 	} else if rep != nil {

@@ -143,12 +143,22 @@ func commandBySocket(ctx context.Context, home homedir.Home, cmd string, timeout
 	if err := json.NewEncoder(conn).Encode(forwardRequest{Query: cmd}); err != nil {
 		return err
 	}
-	if err := json.NewDecoder(conn).Decode(&reply); err != nil {
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			return exitCodeError{code: exitFailure, msg: fmt.Sprintf("not finished after %s (the mount goes on anchoring while it stops)", total)}
+	dec := json.NewDecoder(conn)
+	pp := newProgressPrinter(errw(ctx))
+	defer pp.end()
+	for {
+		reply = forwardReply{}
+		if err := dec.Decode(&reply); err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				return exitCodeError{code: exitFailure, msg: fmt.Sprintf("not finished after %s (the mount goes on anchoring while it stops)", total)}
+			}
+			return err
 		}
-		return err
+		if reply.Progress == nil {
+			break
+		}
+		pp.show(*reply.Progress) // the flush's epochs, as the mount anchors them
 	}
 	if reply.Code != exitOK {
 		return exitCodeError{code: reply.Code, msg: reply.Err}
@@ -162,8 +172,11 @@ func ctlExitError(err error) error {
 	if err == nil || !errors.As(err, &en) {
 		return err
 	}
-	code := map[syscall.Errno]int{syscall.ENOTCONN: exitRefused, syscall.EBADMSG: exitRefused, syscall.ESTALE: exitMoved,
-		syscall.EPROTO: exitStaleRPC}[en]
+	code := map[syscall.Errno]int{syscall.ENOTCONN: exitRefused, syscall.EHOSTUNREACH: exitRefused, syscall.EBADMSG: exitRefused,
+		syscall.ESTALE: exitMoved, syscall.EPROTO: exitStaleRPC}[en]
+	if fs.IsRevertErrno(en) {
+		code = exitRefused
+	}
 	if fs.IsKeyErrno(en) {
 		code = exitKey
 	}

@@ -45,8 +45,8 @@ func daemonize(argv []string, logFile string) error {
 	w.Close()
 	line, err := bufio.NewReader(r).ReadString('\n')
 	line = strings.TrimSpace(line)
-	if err == nil && line == "ok" {
-		fmt.Printf("kintfs: mounted in the background (pid %d)\n", cmd.Process.Pid)
+	if err == nil && (line == "ok" || strings.HasPrefix(line, "ok ")) {
+		fmt.Printf("kintfs: mounted in the background (pid %d): ready, %s\n", cmd.Process.Pid, strings.TrimPrefix(strings.TrimPrefix(line, "ok"), " "))
 		return nil
 	}
 	if line == "" {
@@ -68,6 +68,21 @@ func daemonize(argv []string, logFile string) error {
 		code, msg = exitFailure, strings.TrimPrefix(line, "error: ")
 	}
 	return exitCodeError{code: code, msg: msg}
+}
+
+// reportReadyState tells a waiting parent that the mount is up, and in what state (current
+// at a seq, offline, ...).
+func reportReadyState(state string) {
+	if os.Getenv(readyFDEnv) == "" {
+		return
+	}
+	f := os.NewFile(3, "ready")
+	if f == nil {
+		return
+	}
+	defer os.Unsetenv(readyFDEnv)
+	defer f.Close()
+	fmt.Fprintf(f, "ok %s\n", strings.ReplaceAll(state, "\n", " "))
 }
 
 // reportReady tells a waiting parent whether the mount came up, and passes err through.

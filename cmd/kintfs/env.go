@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
-	"golang.org/x/term"
 
 	"kintfs/chain"
 	"kintfs/fs"
@@ -107,7 +106,7 @@ func openVault(ctx context.Context, o openOptions) (*vaultEnv, error) {
 			if errors.Is(err, errWrongChain) {
 				return nil, err
 			}
-			return nil, fmt.Errorf("%w: %v", replica.ErrOffline, err)
+			return nil, offlineError(v, err)
 		}
 		return e, nil
 	}
@@ -123,7 +122,7 @@ func openVault(ctx context.Context, o openOptions) (*vaultEnv, error) {
 		return nil, err
 	}
 	if err != nil && o.chain {
-		return nil, fmt.Errorf("%w: %v", replica.ErrOffline, err)
+		return nil, offlineError(v, err)
 	}
 	var connect func(context.Context) (replica.Chain, error)
 	if o.redial {
@@ -154,12 +153,8 @@ func openVault(ctx context.Context, o openOptions) (*vaultEnv, error) {
 			}
 		}
 	}
-	var progress io.Writer
-	if term.IsTerminal(int(os.Stderr.Fd())) {
-		progress = os.Stderr
-	}
 	e.rep, err = replica.Open(replica.Options{Home: home, Vault: v, DEK: dek, Client: engineChain, Connect: connect, SessionKey: key,
-		Confirmations: confirmations(), Logf: logf, Progress: progress, ReadOnly: o.readOnly, ColdStart: coldStartCheck(v), RowPath: fs.PathOfKey})
+		Confirmations: confirmations(), Logf: logf, ReadOnly: o.readOnly, ColdStart: coldStartCheck(v), RowPath: fs.PathOfKey})
 	if err != nil {
 		e.Close()
 		return nil, err
@@ -195,6 +190,14 @@ func applyEnvOverrides(v *homedir.VaultConfig) {
 	if c := os.Getenv("KINT_CONTRACT"); common.IsHexAddress(c) {
 		v.Contract = common.HexToAddress(c)
 	}
+}
+
+// offlineError says that the vault's RPC cannot be reached, naming it (scheme and host) once.
+func offlineError(v *homedir.VaultConfig, err error) error {
+	if errors.Is(err, chain.ErrUnreachable) {
+		return err
+	}
+	return fmt.Errorf("%w %s: %v", replica.ErrOffline, chain.Endpoint(v.RPC), err)
 }
 
 var errWrongChain = errors.New("the RPC serves another chain")

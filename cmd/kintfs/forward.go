@@ -24,7 +24,7 @@ import (
 // the derived keys alone, which are never logged.
 
 // forwarded are the commands a running mount answers for.
-var forwarded = map[string]bool{"status": true, "push": true, "pull": true, "compact": true, "log": true,
+var forwarded = map[string]bool{"status": true, "conflicts": true, "push": true, "pull": true, "compact": true, "log": true,
 	"history": true, "verify": true, "attr": true, "export": true, "vault-model": true,
 	"bucket-policy": true}
 
@@ -40,6 +40,9 @@ type cmdIO struct {
 	keys     []replica.RekeyKey // rekey's, derived by the caller
 	offline  bool               // the caller's KINT_OFFLINE=1
 	argv     []string           // the command line, outside a mount: to run it again (--daemon, rekey)
+	// progress, when set, takes the steps of a long task as they happen: a forwarded command
+	// streams them to its caller
+	progress func(replica.Progress)
 }
 
 func ioOf(ctx context.Context) *cmdIO {
@@ -70,10 +73,13 @@ type forwardRequest struct {
 	Offline bool         `json:"offline,omitempty"`
 }
 
+// forwardReply is the mount's answer: zero or more progress steps of a long task, as they
+// happen, then the command's output and exit code.
 type forwardReply struct {
-	Out  string `json:"out"`
-	Err  string `json:"err"`
-	Code int    `json:"code"`
+	Out      string            `json:"out"`
+	Err      string            `json:"err"`
+	Code     int               `json:"code"`
+	Progress *replica.Progress `json:"progress,omitempty"`
 }
 
 // forward runs argv inside the mount of this KINT_HOME; ok is false when no mount answers.
@@ -96,10 +102,26 @@ func forwardRequestTo(home homedir.Home, req forwardRequest) (reply forwardReply
 	if err := json.NewEncoder(conn).Encode(req); err != nil {
 		return reply, false
 	}
-	if err := json.NewDecoder(conn).Decode(&reply); err != nil {
-		return forwardReply{Err: fmt.Sprintf("kintfs: the mount did not answer: %v\n", err), Code: exitFailure}, true
+	dec := json.NewDecoder(conn)
+	var pp *progressPrinter
+	defer func() {
+		if pp != nil {
+			pp.end()
+		}
+	}()
+	for {
+		reply = forwardReply{}
+		if err := dec.Decode(&reply); err != nil {
+			return forwardReply{Err: fmt.Sprintf("kintfs: the mount did not answer: %v\n", err), Code: exitFailure}, true
+		}
+		if reply.Progress == nil {
+			return reply, true
+		}
+		if pp == nil {
+			pp = newProgressPrinter(os.Stderr)
+		}
+		pp.show(*reply.Progress) // what the mount does, as it does it
 	}
-	return reply, true
 }
 
 // mountedError refuses a command that needs the vault's database while a mount holds it.
@@ -141,6 +163,7 @@ type controlServer struct {
 	env    *vaultEnv
 	wg     sync.WaitGroup
 	path   string
+	logf   func(string, ...any) // the mount's log
 }
 
 // serveControl answers on the mount's socket until Close; the commands it runs run under ctx,
@@ -157,7 +180,7 @@ func serveControl(ctx context.Context, home homedir.Home, env *vaultEnv, dir str
 	if err != nil {
 		return nil, err
 	}
-	s := &controlServer{ctx: ctx, ln: ln, env: env, path: path, dir: dir, settle: settle}
+	s := &controlServer{ctx: ctx, ln: ln, env: env, path: path, dir: dir, settle: settle, logf: logf}
 	go func() {
 		for {
 			conn, err := ln.Accept()
@@ -204,7 +227,17 @@ func (s *controlServer) handle(conn net.Conn) error {
 		// kintfs unmount: the flush runs under the mount's context, so a caller that stops
 		// waiting leaves it to finish (the unmount then waits for it, bounded by --flush-timeout)
 		reply := forwardReply{}
-		err := s.env.rep.Control(s.ctx, "flush")
+		enc := json.NewEncoder(conn)
+		var mu sync.Mutex
+		pctx := replica.WithProgress(s.ctx, func(p replica.Progress) {
+			if p.Phase == "landed" {
+				s.logf("info: %s: %s (unmount flush)", p.Task, p.Line)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			_ = enc.Encode(forwardReply{Progress: &p}) // a caller gone is no reason to stop
+		})
+		err := s.env.rep.Control(pctx, "flush")
 		s.settle()
 		if err != nil {
 			reply.Err, reply.Code = err.Error(), exitCode(err)
@@ -212,7 +245,9 @@ func (s *controlServer) handle(conn net.Conn) error {
 				reply.Err, reply.Code = "", exitOK // a read-only mount has nothing to anchor
 			}
 		}
-		return json.NewEncoder(conn).Encode(reply)
+		mu.Lock()
+		defer mu.Unlock()
+		return enc.Encode(reply)
 	case "no-flush", "flush-on-exit":
 		// kintfs unmount --no-flush: the mount's exit anchors nothing (undone when it stays busy)
 		reply := forwardReply{}
@@ -230,11 +265,24 @@ func (s *controlServer) handle(conn net.Conn) error {
 		return json.NewEncoder(conn).Encode(forwardReply{Err: "kintfs: " + err.Error() + "\n", Code: exitUsage})
 	}
 	var out, errb syncWriter
+	// the steps of a long task go to the caller as they happen (and to the mount's log)
+	var encMu sync.Mutex
+	enc := json.NewEncoder(conn)
+	progress := func(p replica.Progress) {
+		if p.Phase == "landed" {
+			s.logf("info: %s (for kintfs %s)", p.Task+": "+p.Line, req.Argv[0])
+		}
+		encMu.Lock()
+		defer encMu.Unlock()
+		_ = enc.Encode(forwardReply{Progress: &p})
+	}
 	// commands run side by side: each parses its flags into options of its own, and the
 	// replica orders what must be ordered (one push or pull at a time)
-	code := runIO(s.ctx, req.Argv, &cmdIO{out: &out, err: &errb, env: s.env, cwd: req.Cwd, keys: keys, offline: req.Offline})
+	code := runIO(s.ctx, req.Argv, &cmdIO{out: &out, err: &errb, env: s.env, cwd: req.Cwd, keys: keys, offline: req.Offline, progress: progress})
 	s.settle() // a pull, push or compact: the next read through the mount sees what it changed
-	return json.NewEncoder(conn).Encode(forwardReply{Out: out.String(), Err: errb.String(), Code: code})
+	encMu.Lock()
+	defer encMu.Unlock()
+	return enc.Encode(forwardReply{Out: out.String(), Err: errb.String(), Code: code})
 }
 
 func (s *controlServer) Close() {

@@ -166,7 +166,7 @@ func exitCode(err error) int {
 	case errors.As(err, &ue), errors.As(err, new(mountedError)), errors.Is(err, replica.ErrInUse):
 		return exitUsage
 	case errors.Is(err, homedir.ErrKeyMissing), errors.Is(err, homedir.ErrKeyExpired), errors.Is(err, replica.ErrNotAuthorized),
-		errors.Is(err, chain.ErrNotAuthorized):
+		errors.Is(err, chain.ErrNotAuthorized), errors.Is(err, chain.ErrAuthorizationExpired), errors.Is(err, chain.ErrInsufficientFunds):
 		return exitKey
 	case errors.Is(err, replica.ErrChainMoved), errors.Is(err, replica.ErrFork), errors.Is(err, chain.ErrStaleHead):
 		return exitMoved
@@ -179,6 +179,7 @@ func exitCode(err error) int {
 		errors.Is(err, seal.ErrSnapshotTooLarge), errors.Is(err, replica.ErrNoSuchVault):
 		return exitUsage
 	case errors.Is(err, replica.ErrGapOpen), replica.Offline(err), errors.Is(err, chain.ErrWouldRevert),
+		errors.Is(err, replica.ErrReverted), errors.Is(err, chain.ErrTxFailed),
 		errors.Is(err, replica.ErrHistoryIncomplete), errors.Is(err, errSingleRPC),
 		errors.As(err, new(*seal.RowTooLargeError)):
 		return exitRefused

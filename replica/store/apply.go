@@ -20,6 +20,29 @@ type Conflict struct {
 	Seq      uint64  `json:"seq"`
 	Copy     string  `json:"copy"` // the local file holding this machine's version ("" for a deletion)
 	At       string  `json:"at"`
+	// BaseSeq is the epoch of the version this machine's change was made on (0: the row was
+	// new here): the chain's version is the one of Seq.
+	BaseSeq uint64 `json:"base_seq"`
+}
+
+// RowKey is the conflicting row.
+func (c *Conflict) RowKey() Key {
+	k := Key{Tier: c.Tier, Key: c.Key}
+	if c.Tier == seal.TierEntity && c.Category != nil {
+		cat := *c.Category
+		k.Category = &cat
+	}
+	return k
+}
+
+// CopyKey is the local file holding this machine's version of the conflicting row.
+func (c *Conflict) CopyKey() Key {
+	k := Key{Tier: c.Tier, Key: c.Copy, Local: true}
+	if c.Tier == seal.TierEntity && c.Category != nil {
+		cat := *c.Category
+		k.Category = &cat
+	}
+	return k
 }
 
 // ErrRootMismatch stops an apply whose running state does not hash to the anchored root.
@@ -338,7 +361,13 @@ func (s *Store) applyPut(txn *badger.Txn, apply *[]func(), e *epochApply, id str
 	if err := setJSON(txn, string(historyKey(id, info.Block, info.Seq)), &histRec{Row: r, Anchor: e.anchor, Mtime: nanos(rowMtime)}); err != nil {
 		return nil, nil, err
 	}
-	return s.settle(txn, apply, id, rowKey(r), &rec, st, staged, info, opt)
+	changed, conflicts, err := s.settle(txn, apply, id, rowKey(r), &rec, st, staged, info, opt)
+	for i := range conflicts {
+		if found {
+			conflicts[i].BaseSeq = m.Anchor.Seq
+		}
+	}
+	return changed, conflicts, err
 }
 
 // finishEpoch records the applied epoch and moves the head, deleting the marker of a

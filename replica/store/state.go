@@ -124,6 +124,44 @@ type Summary struct {
 	LocalFiles  int // files kept on this machine only (dotfiles, local-only rules, conflict copies), the trash aside
 }
 
+// liveConflicts are the conflicts that stand: one whose copy still exists under its name (the
+// user moving or removing it resolves it), and a deletion here of a row the chain changed (no
+// copy) while the row stands as the chain left it (deleting it again, or changing it, does).
+func (s *Store) liveConflicts(all []Conflict) []Conflict {
+	s.t.mu.RLock()
+	defer s.t.mu.RUnlock()
+	live := []Conflict{}
+	for _, c := range all {
+		if c.Copy != "" && s.t.get(c.CopyKey()) != nil {
+			live = append(live, c)
+		}
+		if c.Copy == "" {
+			if n := s.t.get(c.RowKey()); n != nil && !n.staged {
+				live = append(live, c)
+			}
+		}
+	}
+	return live
+}
+
+// PruneConflicts forgets the conflicts that are resolved (their copy was moved or removed),
+// and returns those that stand.
+func (s *Store) PruneConflicts() ([]Conflict, error) {
+	var live []Conflict
+	err := s.db.Update(func(txn *badger.Txn) error {
+		var all []Conflict
+		if _, err := getJSON(txn, kConflict, &all); err != nil {
+			return err
+		}
+		live = s.liveConflicts(all)
+		if len(live) == len(all) {
+			return nil
+		}
+		return setJSON(txn, kConflict, live)
+	})
+	return live, err
+}
+
 // Summary reads the local store's part of the status.
 func (s *Store) Summary() (*Summary, error) {
 	sum := &Summary{Held: []HeldRow{}, Conflicts: []Conflict{}, Gaps: []Gap{}}
@@ -175,6 +213,7 @@ func (s *Store) Summary() (*Summary, error) {
 	if oldest != 0 {
 		sum.OldestStaged = fromNanos(oldest)
 	}
+	sum.Conflicts = s.liveConflicts(sum.Conflicts)
 	return sum, nil
 }
 

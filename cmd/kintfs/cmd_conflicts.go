@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/pflag"
+
+	"kintfs/replica"
+)
+
+func init() {
+	register(&command{
+		name:  "conflicts",
+		usage: "[--json]",
+		short: "list the rows both this machine and another changed, with both versions' epochs and how to resolve them",
+		setup: func(fs *pflag.FlagSet) runFunc {
+			o := &infoOptions{}
+			fs.BoolVar(&o.json, "json", false, "print JSON")
+			return func(ctx context.Context, args []string) error { return runConflicts(ctx, o, args) }
+		},
+	})
+}
+
+// runConflicts lists the conflicts that stand: those whose copy of this machine's version
+// still exists under its name. Moving the copy over the row (keep yours) or removing it (keep
+// the chain's) resolves one.
+func runConflicts(ctx context.Context, o *infoOptions, args []string) error {
+	if len(args) > 0 {
+		return usagef("conflicts takes no arguments")
+	}
+	e, err := openVault(ctx, openOptions{})
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	st, err := e.rep.Status()
+	if err != nil {
+		return err
+	}
+	if o.json {
+		printJSON(ctx, st.Conflicts)
+		return nil
+	}
+	if len(st.Conflicts) == 0 {
+		fmt.Fprintln(outw(ctx), "no conflicts")
+		return nil
+	}
+	for i := range st.Conflicts {
+		fmt.Fprintln(outw(ctx), conflictLine(&st.Conflicts[i]))
+	}
+	fmt.Fprintln(outw(ctx), "keep yours: mv COPY ROW; keep the chain's: rm COPY (paths under the mountpoint)")
+	return nil
+}
+
+// conflictLine is one conflict for a person: the row and the chain's epoch, the copy and the
+// epoch this machine's change was made on.
+func conflictLine(c *replica.Conflict) string {
+	row, cp := replica.ConflictPaths(c)
+	base := "a row new here"
+	if c.BaseSeq > 0 {
+		base = fmt.Sprintf("made on epoch %d", c.BaseSeq)
+	}
+	return fmt.Sprintf("%s: the chain's version (epoch %d) is in place; yours (%s) is in %s, since %s", row, c.Seq, base, cp, c.At)
+}

@@ -1,0 +1,140 @@
+package integration
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"kintfs/chain/rpcproxy"
+	"kintfs/fs"
+	"kintfs/replica"
+)
+
+// TestRPCThatNeverAnswers: an RPC that takes requests and never answers (a black hole, as a
+// dead load balancer is) under a running mount. A ctl flush is given up on within 10 s with
+// EHOSTUNREACH (not ENOTCONN, which says the mount died), push and pull exit 5 naming the RPC
+// and status answers, each within 10 s; the mount answers reads and writes throughout, and
+// once the RPC answers again the staged rows are anchored.
+func TestRPCThatNeverAnswers(t *testing.T) {
+	requireFUSE(t)
+	dc := startDevchain(t)
+	a := newMachine(t, dc, "blackhole")
+	a.connect("pw")
+	proxy := startRPCProxy(t, dc.info.RPC)
+	a.useRPC(proxy.URL)
+	mt := a.mount()
+	writeFile(t, mt.path("state/before"), "anchored")
+	mt.mustCtl("flush")
+
+	for _, m := range latencyMethods {
+		proxy.SetRule(m, rpcproxy.Rule{Hold: true})
+	}
+	// reads and writes on the mount go on while the chain hangs
+	var ops, slow atomic.Int64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			s := time.Now()
+			p := mt.path(fmt.Sprintf("state/during%d", i%5))
+			if err := os.WriteFile(p, []byte(fmt.Sprint(i)), 0o644); err != nil {
+				t.Errorf("write during the black hole: %v", err)
+				return
+			}
+			if b, err := os.ReadFile(mt.path("state/before")); err != nil || string(b) != "anchored" {
+				t.Errorf("read during the black hole: %q %v", b, err)
+				return
+			}
+			if time.Since(s) > 5*time.Second {
+				slow.Add(1)
+			}
+			ops.Add(1)
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+
+	start := time.Now()
+	err := mt.ctl("flush")
+	took := time.Since(start)
+	if errnoOf(err) != syscall.EHOSTUNREACH || took > 10*time.Second {
+		t.Errorf("ctl flush into a black hole: %v after %v, want EHOSTUNREACH within 10s", err, took)
+	} else {
+		t.Logf("ctl flush into a black hole: %v after %v", err, took.Round(time.Millisecond))
+	}
+	for _, args := range [][]string{{"push"}, {"pull"}, {"status"}} {
+		start := time.Now()
+		_, errs, code := a.run("", args...)
+		took := time.Since(start)
+		want := 5
+		if args[0] == "status" {
+			want = 0
+		}
+		if code != want || took > 10*time.Second {
+			t.Errorf("kintfs %s into a black hole: exit %d after %v, want %d within 10s: %q", args[0], code, took, want, errs)
+		} else {
+			t.Logf("kintfs %s into a black hole: exit %d in %v: %s", args[0], code, took.Round(time.Millisecond), strings.TrimSpace(errs))
+		}
+		if want == 5 && !strings.Contains(errs, "cannot reach the RPC "+proxy.URL) {
+			t.Errorf("kintfs %s does not name the RPC: %q", args[0], errs)
+		}
+	}
+	close(stop)
+	<-done
+	t.Logf("%d reads and writes on the mount while the chain hung, %d slower than 5s", ops.Load(), slow.Load())
+	if ops.Load() < 10 || slow.Load() > 0 {
+		t.Errorf("the mount did not go on answering: %d operations, %d slower than 5s", ops.Load(), slow.Load())
+	}
+	if strings.Contains(mt.log.String(), "transport endpoint") {
+		t.Errorf("the log speaks of a dead mount:\n%s", mt.log.String())
+	}
+
+	proxy.ClearRules()
+	proxy.Release(false)
+	eventually(t, 60*time.Second, "a flush once the RPC answers", func() error { return mt.ctl("flush") })
+	if st := mt.status(); st["staged_rows"].(float64) != 0 {
+		t.Fatalf("after the RPC came back: %v staged", st["staged_rows"])
+	}
+}
+
+// TestUnfundedSessionKey: a session key that is authorized but holds no ETH. The ctl flush
+// fails with EKEYREJECTED and the log, and kintfs push (exit 3, never 1), name the address to
+// fund and the amount short; the row stays staged.
+func TestUnfundedSessionKey(t *testing.T) {
+	requireFUSE(t)
+	dc := startDevchain(t)
+	a := newMachine(t, dc, "unfunded")
+	a.mustRun("pw\n", "init", "--owner", a.owner(), "--passphrase-stdin")
+	out := a.mustRun("", "session-key", "create")
+	addr := strings.Fields(out)[2]
+	a.extra = append(a.extra, "KINT_OWNER_KEY="+dc.ownerKeyHex())
+	a.mustRun("", "authorize")
+	a.extra = a.extra[:len(a.extra)-1]
+	mt := a.mount()
+	writeFile(t, mt.path("state/x"), "waits for funds")
+	err := mt.ctl("flush")
+	if en := errnoOf(err); !fs.IsKeyErrno(en) || en != fs.ErrnoOf(replica.ErrNotAuthorized) {
+		t.Errorf("ctl flush with an unfunded key: %v, want EKEYREJECTED\n%s", err, mt.log.String())
+	}
+	if log := mt.log.String(); !strings.Contains(log, "fund "+addr) || !strings.Contains(log, "ETH short") {
+		t.Errorf("the log does not name the address to fund and the amount short:\n%s", log)
+	}
+	_, errs, code := a.run("", "push")
+	if code != 3 || !strings.Contains(errs, "fund "+addr) || !strings.Contains(errs, "ETH short") {
+		t.Errorf("kintfs push with an unfunded key: exit %d, %q; want 3 naming the address and the amount", code, errs)
+	} else {
+		t.Logf("kintfs push with an unfunded key: exit %d: %s", code, strings.TrimSpace(errs))
+	}
+	if st := mt.status(); st["staged_rows"].(float64) != 1 {
+		t.Errorf("the row is not staged any more: %v", st["staged_rows"])
+	}
+}
