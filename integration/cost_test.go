@@ -44,7 +44,7 @@ func TestCostBeforeAndAfter(t *testing.T) {
 	}
 
 	out = m.mustRun("", "status")
-	if !strings.Contains(out, "next flush: 1 epoch(s), bucket 4096, gas ") || !strings.Contains(out, " ETH at the current gas price") {
+	if !strings.Contains(out, "next flush would cost: 1 epoch(s), bucket 4096, gas ") || !strings.Contains(out, " ETH at the current gas price") {
 		t.Errorf("status does not say what the next flush costs:\n%s", out)
 	}
 	out, _, _ = m.run("", "doctor")
@@ -61,7 +61,7 @@ func TestCostBeforeAndAfter(t *testing.T) {
 	}
 
 	out = m.mustRun("", "push")
-	if !strings.Contains(out, "epoch 1: block ") || !strings.Contains(out, " ETH") || !strings.Contains(out, "total: 1 epoch(s), gas ") || strings.Contains(out, " wei") {
+	if !strings.Contains(out, "anchored 2 rows and 0 deletions in 1 epoch(s), seq 1 to 1") || !strings.Contains(out, " ETH") || !strings.Contains(out, "total: 1 epoch(s), gas ") || strings.Contains(out, " wei") {
 		t.Errorf("push report:\n%s", out)
 	}
 	st = mt.status()

@@ -22,7 +22,7 @@ func TestProvenanceAfterRestoreAndFullPull(t *testing.T) {
 	ma.mustCtl("flush") // epoch 1
 	writeFile(t, ma.path("entity/things/t0"), `{"n":"zero"}`)
 	ma.mustCtl("flush") // epoch 2
-	if out := a.mustRun("", "compact"); !strings.Contains(out, "epoch 3:") {
+	if out := a.mustRun("", "compact"); !strings.Contains(out, "seq 3 to 3") {
 		t.Fatalf("compact: %q", out)
 	}
 	ma.unmount()

@@ -21,7 +21,7 @@ func recoveryCodeIn(text string) string {
 func TestSecretsReadAsKintReadsThem(t *testing.T) {
 	dc := startDevchain(t)
 	a := newMachine(t, dc, "secrets")
-	out := a.mustRun("  padded pass  \n", "init", "--owner", a.owner(), "--passphrase-stdin")
+	out := a.mustRun("  padded pass  \n", "init", "--owner", a.owner(), "--new-vault", "--passphrase-stdin")
 	if !strings.Contains(out, "created a new vault") {
 		t.Fatalf("init: %s", out)
 	}

@@ -11,10 +11,11 @@ import (
 // renders it (an updating line on a terminal, a line per epoch otherwise).
 type Progress struct {
 	Task  string    `json:"task"`  // push, pull, backfill, compact
-	Phase string    `json:"phase"` // "fetched" (epochs read from the chain) or "landed" (applied, anchored, recorded)
+	Phase string    `json:"phase"` // "fetched" (epochs read from the chain), "sent" (a push's transaction sent) or "landed" (applied, anchored, recorded)
 	Done  int       `json:"done"`  // epochs done in this phase
 	Total int       `json:"total"` // epochs in all, 0 when not known yet
 	Bytes int64     `json:"bytes"` // bytes of the epochs done so far
+	Sent  int       `json:"sent"`  // a push's epochs sent so far (they land a block or more later)
 	Seq   uint64    `json:"seq"`   // the epoch that landed (0 for a fetched batch)
 	Line  string    `json:"line"`  // what happened to it, in a few words
 	Start time.Time `json:"start"` // when the task started
@@ -84,6 +85,20 @@ func (t *tracker) landed(seq uint64, bytes int64, line string) {
 	t.p.Bytes += int64(bytes)
 	p := t.p
 	p.Phase, p.Seq, p.Line = "landed", seq, line
+	t.mu.Unlock()
+	t.fn(p)
+}
+
+// sentOne reports one epoch of a push sent: its receipt comes a block or more later, so this
+// is the first sign of a push's progress.
+func (t *tracker) sentOne(seq uint64, line string) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	t.p.Sent++
+	p := t.p
+	p.Phase, p.Seq, p.Line = "sent", seq, line
 	t.mu.Unlock()
 	t.fn(p)
 }

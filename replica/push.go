@@ -343,6 +343,7 @@ func (r *Replica) sendOnly(ctx context.Context, c Chain, se sealedEpoch, last *c
 	if err := r.atStage(StageSent, p.Seq); err != nil {
 		return nil, err
 	}
+	trackerOf(ctx).sentOne(p.Seq, fmt.Sprintf("epoch %d sent as %s", p.Seq, prep.Hash.Hex()))
 	return &inFlight{se: se, prep: prep, onChain: onChain}, nil
 }
 

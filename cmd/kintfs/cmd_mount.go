@@ -505,14 +505,15 @@ func openLog(logFile string) (*log.Logger, func(), error) {
 // not a directory, or not empty (unless allowNonEmpty). A dead mount (ENOTCONN) passes: it
 // is cleared later. So does a directory where a kintfs mount answers: the refusal names it.
 func checkMountDir(dir string, allowNonEmpty bool) error {
+	if isDeadMount(dir) {
+		return nil // before stat, which a hung mount never answers
+	}
 	st, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, syscall.ENOTCONN):
 		return nil
 	case errors.Is(err, os.ErrNotExist):
 		return usagef("mountpoint %s: no such file or directory: create it first (mkdir -p %s)", dir, dir)
-	case err != nil && isDeadMount(dir):
-		return nil
 	case err != nil:
 		return usagef("mountpoint %s: %v", dir, err)
 	case !st.IsDir():
@@ -521,7 +522,7 @@ func checkMountDir(dir string, allowNonEmpty bool) error {
 	if _, err := os.Stat(filepath.Join(dir, ".kint", "status")); err == nil {
 		return nil
 	}
-	if err := fs.CheckMountpoint(dir, allowNonEmpty); err != nil && !isDeadMount(dir) {
+	if err := fs.CheckMountpoint(dir, allowNonEmpty); err != nil {
 		return usageError{err.Error()}
 	}
 	return nil
@@ -535,8 +536,8 @@ func ownerID(v int64, def int) uint32 {
 	return uint32(v)
 }
 
-// isDeadMount: dir holds a dead mount, which clearStaleMount clears once the arguments are checked
-// (stat may still answer from the kernel's cache right after a crash, while a listing fails).
+// isDeadMount: dir holds a dead or hung mount, which clearStaleMount clears once the arguments
+// are checked (stat may answer from the kernel's cache right after a crash, or never on a hung one).
 func isDeadMount(dir string) bool {
 	why, _ := deadMount(dir)
 	return why != ""

@@ -69,8 +69,11 @@ func (p *progressPrinter) end() {
 
 // progressLine is one step as a line of its own.
 func progressLine(ev replica.Progress) string {
-	if ev.Phase == "fetched" {
+	switch ev.Phase {
+	case "fetched":
 		return fmt.Sprintf("%s: fetched %s (%s, %s)", ev.Task, ofTotal(ev.Done, ev.Total), byteSize(ev.Bytes), elapsed(ev))
+	case "sent":
+		return fmt.Sprintf("%s: %s [%d sent, %s]", ev.Task, ev.Line, ev.Sent, elapsed(ev))
 	}
 	return fmt.Sprintf("%s: %s [%s, %s, %s]", ev.Task, ev.Line, ofTotal(ev.Done, ev.Total), byteSize(ev.Bytes), elapsed(ev))
 }
@@ -82,6 +85,9 @@ func progressSummary(ev replica.Progress) string {
 		verb = "fetched"
 	}
 	s := fmt.Sprintf("%s: %s %s, %s, %s", ev.Task, ofTotal(ev.Done, ev.Total), verb, byteSize(ev.Bytes), elapsed(ev))
+	if ev.Sent > ev.Done {
+		s += fmt.Sprintf(", %d sent", ev.Sent)
+	}
 	if ev.Total > 0 && ev.Done > 0 && ev.Done < ev.Total {
 		took := time.Since(ev.Start)
 		left := time.Duration(float64(took) / float64(ev.Done) * float64(ev.Total-ev.Done))
