@@ -3,8 +3,11 @@ package replica
 import (
 	"context"
 	"crypto/ecdsa"
+	"encoding/json"
+	"fmt"
 	"kintfs/replica/homedir"
 	"math/big"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -72,6 +75,28 @@ func newDevChainEnv(t testing.TB) *chainEnv {
 	}
 	t.Cleanup(func() { dc.Close() })
 	return &chainEnv{t: t, dc: dc, owner: devchain.AccountKey(0), contract: dc.Contract(), rpc: dc.Info().RPC, tenant: "sealing"}
+}
+
+// benchChainEnv is the dev chain make bench started for this test (scripts/benchtool, step
+// bucket), when it named the chain's devchain.json in the environment variable variable; nil
+// otherwise. Its vaults belong to the chain's second account, under a tenant of their own, so
+// that they meet nothing of the bench's own vault.
+func benchChainEnv(t testing.TB, variable string) *chainEnv {
+	t.Helper()
+	path := os.Getenv(variable)
+	if path == "" {
+		return nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%s: %v", variable, err)
+	}
+	var info devchain.Info
+	if err := json.Unmarshal(data, &info); err != nil || info.RPC == "" || !common.IsHexAddress(info.Contract) {
+		t.Fatalf("%s: %s is not a devchain.json (%v)", variable, path, err)
+	}
+	return &chainEnv{t: t, owner: devchain.AccountKey(1), contract: common.HexToAddress(info.Contract), rpc: info.RPC,
+		tenant: fmt.Sprintf("bench%d", time.Now().UnixNano()%1e9)}
 }
 
 // conn is a new connection to the chain: a memchain.Conn, or an RPC client of the dev chain.

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -54,14 +55,39 @@ func buckets(rep *PushReport) []int {
 	return out
 }
 
+func maxBucket(rep *PushReport) int {
+	b := 0
+	for _, e := range rep.Epochs {
+		b = max(b, e.Bucket)
+	}
+	return b
+}
+
+// benchLine logs what a test measured as one line, "name: {json}", which make bench
+// (scripts/benchtool) reads from the output of go test -v.
+func benchLine(t *testing.T, name string, v map[string]any) {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: %s", name, data)
+}
+
 // The numbers of issue 30, from receipts on a real dev chain: after a bulk import of 200 rows
 // of 1 KB of text, a one-line edit costs what it costs in a vault that never had the import
 // (kint's ratchet made it about 20x), and the import costs about what kint's 90 KB epochs do.
 func TestBucketPolicyLowKeepsEditsCheap(t *testing.T) {
-	dev := newDevChainEnv(t)
+	// make bench runs this on the dev chain it started
+	dev, prefix := benchChainEnv(t, "KINT_BENCH_DEVCHAIN"), ""
+	if dev != nil {
+		prefix = dev.tenant + "-"
+	} else {
+		dev = newDevChainEnv(t)
+	}
 	vault := func(tenant, policy string) *Replica {
 		e := *dev
-		e.tenant = tenant
+		e.tenant = prefix + tenant
 		r := e.machine()
 		if policy != "" {
 			if err := r.SetBucketPolicy(policy); err != nil {
@@ -131,6 +157,13 @@ func TestBucketPolicyLowKeepsEditsCheap(t *testing.T) {
 		g0.Gas, g0.CostETH, lowEdit.Gas, editRatio, kintEdit.Gas, kintRatio)
 	t.Logf("import of 200 rows of 1 KB: policy low %d epochs, gas %d (%s ETH); policy kint %d epochs, gas %d (%s ETH): %.3fx",
 		len(lowImport.Epochs), lowImport.Gas, lowImport.CostETH, len(kintImport.Epochs), kintImport.Gas, kintImport.CostETH, importRatio)
+	// the line make bench reads (scripts/benchtool, step bucket)
+	benchLine(t, "bench-bucket", map[string]any{
+		"low_import_epochs": len(lowImport.Epochs), "low_import_bucket": maxBucket(lowImport), "low_import_gas": lowImport.Gas,
+		"kint_import_epochs": len(kintImport.Epochs), "kint_import_bucket": maxBucket(kintImport), "kint_import_gas": kintImport.Gas,
+		"fresh_edit_bucket": maxBucket(g0), "fresh_edit_gas": g0.Gas, "low_edit_bucket": maxBucket(lowEdit), "low_edit_gas": lowEdit.Gas,
+		"kint_edit_bucket": maxBucket(kintEdit), "kint_edit_gas": kintEdit.Gas,
+		"edit_ratio": editRatio, "kint_edit_ratio": kintRatio, "import_ratio": importRatio})
 	if editRatio > 1.1 {
 		t.Errorf("a one-line edit after the import costs %.2fx a fresh vault's, want at most 1.1x", editRatio)
 	}

@@ -163,6 +163,7 @@ func renderReport(dir, out string) error {
 	rp.w("")
 	rp.vaultOps(r, p)
 	rp.w("")
+	cost := rp.costSections(r)
 	rp.w("## Targets")
 	rp.w("")
 	rp.w("| target | measured | | |")
@@ -172,6 +173,7 @@ func renderReport(dir, out string) error {
 	}
 	rp.w("")
 	rp.floorsSection(r, p)
+	rp.lines = append(rp.lines, cost...)
 	rp.w("Sizes: ROWS=%d CATS=%d ROW_BYTES=%d CP_FILES=%d VERSIONS=%d PULL_EPOCHS=%d RSS_ROWS=%d RUNS=%d COLD_RUNS=%d. Reproduce with"+
 		" `make bench` (QUICK=1 for a small run of a few minutes; the variables above override the sizes).",
 		integer(p, "rows"), integer(p, "cats"), integer(p, "row_bytes"), integer(p, "cp_files"), integer(p, "versions"),
@@ -263,7 +265,7 @@ func (rp *report) head(r results, p map[string]any) {
 			" than native", lo, median(loads), hi, str("nproc"))
 	}
 	rp.w("- dev chain: `kintfs devchain` in its own process (the mount's RSS and profile are its own); KINT_CONFIRMATIONS=1;" +
-		" flushes only through `.kint/ctl` (quiet and size triggers set out of reach)")
+		" flushes only through `.kint/ctl` (quiet and size triggers set out of reach); `--max-lead 0`: a block per flush at once, not paced to the wall clock")
 	if p["can_drop"] == true {
 		rp.w("- cold runs: page cache dropped (`sync; echo 3 > /proc/sys/vm/drop_caches`) before each pass")
 	} else {

@@ -106,6 +106,7 @@ type bench struct {
 	canDrop      bool
 	rpc          string
 	devchain     *proc
+	chain2s      *proc // the dev chain sealing every 2 s, while step b2b runs
 	mount        *proc
 	mountDir     string
 	stopSampler  chan struct{}
@@ -203,7 +204,7 @@ func (b *bench) run() error {
 			return err
 		}
 	}
-	steps := []func() error{b.populate, b.warm, b.floors, b.cp, b.flushChanged, b.histAndPull, b.backfill, b.gas, b.cold, b.readOnly, b.noXattr}
+	steps := []func() error{b.populate, b.warm, b.floors, b.cp, b.flushChanged, b.histAndPull, b.backfill, b.bucket, b.gas, b.cold, b.readOnly, b.noXattr}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return err
@@ -420,9 +421,12 @@ func (b *bench) cleanup() {
 		b.mountStop()
 	}
 	if b.devchain != nil {
-		b.devchain.cmd.Process.Signal(syscall.SIGTERM)
-		<-b.devchain.done
+		stopChain(b.devchain)
 		b.devchain = nil
+	}
+	if b.chain2s != nil {
+		stopChain(b.chain2s)
+		b.chain2s = nil
 	}
 	if b.work == "" {
 		return
@@ -445,29 +449,43 @@ func (b *bench) cleanup() {
 
 // devchainStart starts `kintfs devchain` for the vaults under home/devchain, in its own process.
 func (b *bench) devchainStart(home string) error {
+	p, rpc, err := b.startChain(home, "devchain")
+	if err != nil {
+		return err
+	}
+	b.devchain, b.rpc = p, rpc
+	return nil
+}
+
+// startChain starts `kintfs devchain` in home/devchain with extra flags, its output in
+// label.out and label.log in the run's directory, and returns once it serves JSON-RPC.
+func (b *bench) startChain(home, label string, extra ...string) (*proc, string, error) {
 	dir := filepath.Join(home, "devchain")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
+		return nil, "", err
 	}
 	os.Chmod(home, 0o700)
-	outPath := filepath.Join(b.work, "devchain.out")
+	outPath, logPath := filepath.Join(b.work, label+".out"), filepath.Join(b.work, label+".log")
 	out, err := os.Create(outPath)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
 	defer out.Close()
-	logf, err := os.Create(filepath.Join(b.work, "devchain.log"))
+	logf, err := os.Create(logPath)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
 	defer logf.Close()
-	cmd := exec.Command(b.bin, "devchain", "--datadir", dir, "--http", "127.0.0.1:0")
+	// a block per flush, as fast as it comes, unless extra says otherwise: the bench measures
+	// kintfs, not the pacing to the wall clock a user's dev chain has by default (which would
+	// hold a thousand one-block flushes to a block a second)
+	args := append([]string{"devchain", "--datadir", dir, "--http", "127.0.0.1:0", "--max-lead", "0"}, extra...)
+	cmd := exec.Command(b.bin, args...)
 	cmd.Stdout, cmd.Stderr = out, logf
 	p, err := start(cmd)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
-	b.devchain = p
 	for range 600 {
 		if data, err := os.ReadFile(outPath); err == nil && len(data) > 0 && bytes.Contains(data, []byte("\n")) {
 			var info struct {
@@ -475,20 +493,26 @@ func (b *bench) devchainStart(home string) error {
 			}
 			line, _, _ := bytes.Cut(data, []byte("\n"))
 			if err := json.Unmarshal(line, &info); err != nil {
-				return fmt.Errorf("devchain printed %q: %w", line, err)
+				stopChain(p)
+				return nil, "", fmt.Errorf("devchain printed %q: %w", line, err)
 			}
-			b.rpc = info.RPC
-			return nil
+			return p, info.RPC, nil
 		}
 		select {
 		case <-p.done:
-			b.devchain = nil
-			log, _ := os.ReadFile(filepath.Join(b.work, "devchain.log"))
-			return fmt.Errorf("devchain exited: %s", log)
+			log, _ := os.ReadFile(logPath)
+			return nil, "", fmt.Errorf("devchain exited: %s", log)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	return errors.New("devchain did not come up")
+	stopChain(p)
+	return nil, "", errors.New("devchain did not come up")
+}
+
+// stopChain stops a dev chain the run started and waits for it.
+func stopChain(p *proc) {
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	<-p.done
 }
 
 // mountEnv keeps background flushes off: every flush is an explicit one through .kint/ctl.
