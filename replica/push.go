@@ -317,6 +317,9 @@ func (r *Replica) sendOnly(ctx context.Context, c Chain, se sealedEpoch, last *c
 	if err != nil {
 		return nil, err
 	}
+	if err := r.checkGasPrice(prep); err != nil {
+		return nil, err
+	}
 	raw, err := prep.Tx.MarshalBinary()
 	if err != nil {
 		return nil, err
@@ -344,6 +347,17 @@ func (r *Replica) sendOnly(ctx context.Context, c Chain, se sealedEpoch, last *c
 		return nil, err
 	}
 	return &inFlight{se: se, prep: prep, onChain: onChain}, nil
+}
+
+// checkGasPrice refuses a push priced above Options.MaxGasPrice, before it is journaled or
+// sent: the rows stay staged and go out with a flush once the price falls or the cap is raised.
+func (r *Replica) checkGasPrice(prep *chain.PreparedPush) error {
+	capWei := r.opt.MaxGasPrice
+	if capWei == nil || prep.GasPrice == nil || prep.GasPrice.Cmp(capWei) <= 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: the chain's gas price is %s gwei, the cap %s gwei; nothing was sent and the rows stay staged: flush again when the price falls, or raise the cap (KINT_MAX_GAS_PRICE_GWEI, unset for none)",
+		ErrGasPriceCap, chain.FormatGwei(prep.GasPrice), chain.FormatGwei(capWei))
 }
 
 // landFirst lands the oldest epoch in flight: waits for its receipt and confirmations, applies
