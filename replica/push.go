@@ -618,12 +618,12 @@ func (r *Replica) reverted(ctx context.Context, c Chain, p *store.PendingPush, c
 	}
 	head, herr := c.Head(ctx, r.vault.Owner, r.vault.Space)
 	if herr == nil && head.Seq >= p.Seq {
-		err := fmt.Errorf("%w: another machine anchored seq %d first (this push's transaction %s: %v); its rows stay here and go out with the next flush",
+		err := fmt.Errorf("%w: another machine anchored seq %d first (this push's transaction %s: %w); its rows stay here and go out with the next flush",
 			ErrChainMoved, p.Seq, p.Tx.Hex(), cause)
 		r.warnf("push: lost the race for seq %d to another machine; the rows stay here and go out with the next flush", p.Seq)
 		return err
 	}
-	return fmt.Errorf("%w: epoch %d sent as %s: %v; its rows stay staged", ErrReverted, p.Seq, p.Tx.Hex(), cause)
+	return fmt.Errorf("%w: epoch %d sent as %s: %w; its rows stay staged", ErrReverted, p.Seq, p.Tx.Hex(), cause)
 }
 
 // preparePush signs the transaction of a sealed epoch.
