@@ -47,45 +47,14 @@ func TestLostRaceTwoMachines(t *testing.T) {
 	var space common.Hash
 	machine := func(name string, log *logged) (*replica.Replica, *chain.Client) {
 		t.Helper()
-		c, err := chain.Dial(ctx, dc.Info().RPC, dc.Contract(), chain.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(c.Close)
-		home := homedir.Home(t.TempDir())
-		res, err := replica.Init(ctx, replica.InitOptions{Home: home, Owner: owner, Tenant: "race", RPC: dc.Info().RPC,
-			Contract: dc.Contract(), Client: c, Passphrase: &pass, NewVault: true})
-		if err != nil {
-			t.Fatalf("%s: init: %v", name, err)
-		}
-		key, err := crypto.GenerateKey()
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := crypto.PubkeyToAddress(key.PublicKey)
-		if err := c.Fund(ctx, ownerKey, addr, new(big.Int).Exp(big.NewInt(10), big.NewInt(19), nil)); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := c.SetSessionKey(ctx, ownerKey, addr, uint64(time.Now().Add(24*time.Hour).Unix())); err != nil {
-			t.Fatal(err)
-		}
-		space = res.Vault.Space
-		dek, err := home.LoadDEK(res.Vault.Space)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := replica.Open(replica.Options{Home: home, Vault: res.Vault, DEK: dek, Client: c, SessionKey: key, Confirmations: 1,
-			Logf: func(f string, a ...any) {
-				line := fmt.Sprintf(f, a...)
-				t.Logf("%s: %s", name, line)
-				log.mu.Lock()
-				log.lines = append(log.lines, line)
-				log.mu.Unlock()
-			}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { r.Close() })
+		r, c, sp := devMachine(t, ctx, dc, "race", pass, func(f string, a ...any) {
+			line := fmt.Sprintf(f, a...)
+			t.Logf("%s: %s", name, line)
+			log.mu.Lock()
+			log.lines = append(log.lines, line)
+			log.mu.Unlock()
+		})
+		space = sp
 		return r, c
 	}
 	write := func(r *replica.Replica, k, body string) {
@@ -108,17 +77,7 @@ func TestLostRaceTwoMachines(t *testing.T) {
 	}
 	seq := st.Mirror.Seq // A's push takes seq+1 on, B takes seq+2 from under it
 
-	// rows of incompressible text, several epochs' worth at the vault's bucket
-	rows := map[string]string{}
-	for i := range 40 {
-		buf := make([]byte, 768)
-		if _, err := rand.Read(buf); err != nil {
-			t.Fatal(err)
-		}
-		k := fmt.Sprintf("a-%02d", i)
-		rows[k] = base64.StdEncoding.EncodeToString(buf)
-		write(a, k, rows[k])
-	}
+	rows := noiseRows(t, a, "a", 40) // several epochs' worth at the vault's bucket
 	write(b, "b", "B's row")
 	var hookErr error
 	a.SetPushHook(func(s replica.PushStage, at uint64) error {
@@ -215,4 +174,63 @@ func TestLostRaceTwoMachines(t *testing.T) {
 			t.Errorf("B reads %s: %d bytes, %v", k, len(got), err)
 		}
 	}
+}
+
+// devMachine is a machine of its own (a KINT_HOME in a temporary directory) connected to the
+// vault of the dev chain's owner with tenant, with a funded, authorized session key: the
+// engine as a mount runs it, without the mount.
+func devMachine(t *testing.T, ctx context.Context, dc *devchain.DevChain, tenant, pass string, logf func(string, ...any)) (*replica.Replica, *chain.Client, common.Hash) {
+	t.Helper()
+	ownerKey := devchain.AccountKey(0)
+	c, err := chain.Dial(ctx, dc.Info().RPC, dc.Contract(), chain.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	home := homedir.Home(t.TempDir())
+	res, err := replica.Init(ctx, replica.InitOptions{Home: home, Owner: crypto.PubkeyToAddress(ownerKey.PublicKey), Tenant: tenant,
+		RPC: dc.Info().RPC, Contract: dc.Contract(), Client: c, Passphrase: &pass, NewVault: true})
+	if err != nil {
+		t.Fatalf("init: %v", err)
+	}
+	key, err := crypto.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := crypto.PubkeyToAddress(key.PublicKey)
+	if err := c.Fund(ctx, ownerKey, addr, new(big.Int).Exp(big.NewInt(10), big.NewInt(19), nil)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.SetSessionKey(ctx, ownerKey, addr, uint64(time.Now().Add(24*time.Hour).Unix())); err != nil {
+		t.Fatal(err)
+	}
+	dek, err := home.LoadDEK(res.Vault.Space)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := replica.Open(replica.Options{Home: home, Vault: res.Vault, DEK: dek, Client: c, SessionKey: key, Confirmations: 1, Logf: logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r, c, res.Vault.Space
+}
+
+// noiseRows writes n rows of incompressible text (about 1 KB each) named prefix-NN into r's
+// state tier, four or so to an epoch, and returns them.
+func noiseRows(t *testing.T, r *replica.Replica, prefix string, n int) map[string]string {
+	t.Helper()
+	rows := map[string]string{}
+	for i := range n {
+		buf := make([]byte, 768)
+		if _, err := rand.Read(buf); err != nil {
+			t.Fatal(err)
+		}
+		k := fmt.Sprintf("%s-%02d", prefix, i)
+		rows[k] = base64.StdEncoding.EncodeToString(buf)
+		if _, err := r.Write(replica.Key{Tier: seal.TierState, Key: k}, []byte(rows[k]), time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return rows
 }
