@@ -113,7 +113,7 @@ func TestUnfundedSessionKey(t *testing.T) {
 	requireFUSE(t)
 	dc := startDevchain(t)
 	a := newMachine(t, dc, "unfunded")
-	a.mustRun("pw\n", "init", "--owner", a.owner(), "--passphrase-stdin")
+	a.mustRun("pw\n", "init", "--owner", a.owner(), "--new-vault", "--passphrase-stdin")
 	out := a.mustRun("", "session-key", "create")
 	addr := strings.Fields(out)[2]
 	a.extra = append(a.extra, "KINT_OWNER_KEY="+dc.ownerKeyHex())
