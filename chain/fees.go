@@ -127,16 +127,22 @@ func CalldataFloor(data []byte) uint64 {
 
 // FormatETH writes an amount of wei in ETH, with every significant decimal and no more:
 // "0.000003950967656580" is "0.00000395096765658".
-func FormatETH(wei *big.Int) string {
+func FormatETH(wei *big.Int) string { return formatUnits(wei, 18) }
+
+// FormatGwei writes wei as gwei, with as many decimals as it needs ("0.012").
+func FormatGwei(wei *big.Int) string { return formatUnits(wei, 9) }
+
+// formatUnits writes wei in units of 10^decimals wei, with as many decimals as it needs.
+func formatUnits(wei *big.Int, decimals int) string {
 	if wei == nil {
 		return "0"
 	}
 	neg := wei.Sign() < 0
 	s := new(big.Int).Abs(wei).String()
-	for len(s) <= 18 {
+	for len(s) <= decimals {
 		s = "0" + s
 	}
-	whole, frac := s[:len(s)-18], strings.TrimRight(s[len(s)-18:], "0")
+	whole, frac := s[:len(s)-decimals], strings.TrimRight(s[len(s)-decimals:], "0")
 	out := whole
 	if frac != "" {
 		out += "." + frac

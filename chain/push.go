@@ -23,6 +23,19 @@ type PreparedPush struct {
 	Hash   common.Hash
 	Digest common.Hash // keccak256(ct)
 	Nonce  uint64
+	// GasPrice is the price per gas the transaction was priced at (QuotedPrice): what it pays
+	// unless the base fee rises before it lands. nil when the chain did not say.
+	GasPrice *big.Int
+}
+
+// QuotedPrice is the price per gas a transaction priced by prepareTx pays at the base fee it
+// was priced at: its fee cap is twice that base fee plus the tip, so the base fee plus the tip.
+func QuotedPrice(tx *types.Transaction) *big.Int {
+	if tx.GasFeeCap() == nil || tx.GasTipCap() == nil {
+		return nil
+	}
+	base := new(big.Int).Rsh(new(big.Int).Sub(tx.GasFeeCap(), tx.GasTipCap()), 1)
+	return base.Add(base, tx.GasTipCap())
 }
 
 // PushReceipt is what a landed push cost and produced.
@@ -53,7 +66,7 @@ func (c *Client) PreparePush(ctx context.Context, key *ecdsa.PrivateKey, owner c
 	if err != nil {
 		return nil, fmt.Errorf("prepare push: %w", err)
 	}
-	return &PreparedPush{Tx: tx, Hash: tx.Hash(), Digest: crypto.Keccak256Hash(ct), Nonce: tx.Nonce()}, nil
+	return &PreparedPush{Tx: tx, Hash: tx.Hash(), Digest: crypto.Keccak256Hash(ct), Nonce: tx.Nonce(), GasPrice: QuotedPrice(tx)}, nil
 }
 
 // prepareTx estimates, prices and signs a dynamic-fee transaction: the gas estimate, the
@@ -397,5 +410,5 @@ func (c *Client) PrepareNextPush(key *ecdsa.PrivateKey, after *PreparedPush, own
 	if err != nil {
 		return nil, fmt.Errorf("prepare push: sign: %w", err)
 	}
-	return &PreparedPush{Tx: signed, Hash: signed.Hash(), Digest: crypto.Keccak256Hash(ct), Nonce: signed.Nonce()}, nil
+	return &PreparedPush{Tx: signed, Hash: signed.Hash(), Digest: crypto.Keccak256Hash(ct), Nonce: signed.Nonce(), GasPrice: after.GasPrice}, nil
 }

@@ -37,6 +37,8 @@ var errnos = []struct {
 	{is(homedir.ErrKeyExpired), errnoKeyExpired},
 	{is(replica.ErrNotAuthorized, chain.ErrNotAuthorized, chain.ErrAuthorizationExpired, chain.ErrInsufficientFunds), errnoKeyRejected},
 	{is(replica.ErrReverted, chain.ErrTxFailed, chain.ErrWouldRevert), errnoReverted},
+	// the gas price is out of the range the cap allows: flush again later, or raise the cap
+	{is(replica.ErrGasPriceCap), syscall.ERANGE},
 	{is(errBadName, errUnknownCommand), syscall.EINVAL},
 	{is(errNameTooLong), syscall.ENAMETOOLONG},
 	// Only the mount's own context is ever canceled: the mount is going away.

@@ -138,3 +138,43 @@ func TestUnfundedSessionKey(t *testing.T) {
 		t.Errorf("the row is not staged any more: %v", st["staged_rows"])
 	}
 }
+
+// TestGasPriceOverCap: with KINT_MAX_GAS_PRICE_GWEI below the dev chain's price, a ctl flush
+// is refused with ERANGE and kintfs push exits 5, both naming the price, the cap and how to
+// raise it; nothing is sent (the chain's head stays), and the row stays staged until a mount
+// without the cap anchors it.
+func TestGasPriceOverCap(t *testing.T) {
+	requireFUSE(t)
+	dc := startDevchain(t)
+	a := newMachine(t, dc, "gascap")
+	a.connect("pw")
+	a.extra = append(a.extra, "KINT_MAX_GAS_PRICE_GWEI=0.000000001") // 1 wei per gas
+	mt := a.mount()
+	seq := mt.mirrorSeq()
+	writeFile(t, mt.path("state/x"), "waits for a cheaper block")
+	err := mt.ctl("flush")
+	if errnoOf(err) != syscall.ERANGE {
+		t.Errorf("ctl flush over the cap: %v, want ERANGE\n%s", err, mt.log.String())
+	}
+	if log := mt.log.String(); !strings.Contains(log, "the cap 0.000000001 gwei") || !strings.Contains(log, "KINT_MAX_GAS_PRICE_GWEI") {
+		t.Errorf("the log does not name the cap and how to raise it:\n%s", log)
+	}
+	_, errs, code := a.run("", "push")
+	if code != 5 || !strings.Contains(errs, "the chain's gas price is ") || !strings.Contains(errs, "the cap 0.000000001 gwei") ||
+		!strings.Contains(errs, "raise the cap (KINT_MAX_GAS_PRICE_GWEI") {
+		t.Errorf("kintfs push over the cap: exit %d, %q; want 5 naming the price, the cap and the way out", code, errs)
+	} else {
+		t.Logf("kintfs push over the cap: exit %d: %s", code, strings.TrimSpace(errs))
+	}
+	mt.mustCtl("pull") // nothing was anchored: the chain holds what it held
+	if st, now := mt.status(), mt.mirrorSeq(); st["staged_rows"].(float64) != 1 || now != seq {
+		t.Errorf("after the refusals: %v staged, seq %d (was %d)", st["staged_rows"], now, seq)
+	}
+	mt.kill() // its unmount flush would be refused too
+	a.extra = a.extra[:len(a.extra)-1]
+	mt = a.mount()
+	eventually(t, 60*time.Second, "a flush without the cap", func() error { return mt.ctl("flush") })
+	if st := mt.status(); st["staged_rows"].(float64) != 0 {
+		t.Errorf("without the cap: %v staged", st["staged_rows"])
+	}
+}

@@ -317,6 +317,9 @@ func (r *Replica) sendOnly(ctx context.Context, c Chain, se sealedEpoch, last *c
 	if err != nil {
 		return nil, err
 	}
+	if err := r.checkGasPrice(prep); err != nil {
+		return nil, err
+	}
 	raw, err := prep.Tx.MarshalBinary()
 	if err != nil {
 		return nil, err
@@ -345,6 +348,17 @@ func (r *Replica) sendOnly(ctx context.Context, c Chain, se sealedEpoch, last *c
 	}
 	trackerOf(ctx).sentOne(p.Seq, fmt.Sprintf("epoch %d sent as %s", p.Seq, prep.Hash.Hex()))
 	return &inFlight{se: se, prep: prep, onChain: onChain}, nil
+}
+
+// checkGasPrice refuses a push priced above Options.MaxGasPrice, before it is journaled or
+// sent: the rows stay staged and go out with a flush once the price falls or the cap is raised.
+func (r *Replica) checkGasPrice(prep *chain.PreparedPush) error {
+	capWei := r.opt.MaxGasPrice
+	if capWei == nil || prep.GasPrice == nil || prep.GasPrice.Cmp(capWei) <= 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: the chain's gas price is %s gwei, the cap %s gwei; nothing was sent and the rows stay staged: flush again when the price falls, or raise the cap (KINT_MAX_GAS_PRICE_GWEI, unset for none)",
+		ErrGasPriceCap, chain.FormatGwei(prep.GasPrice), chain.FormatGwei(capWei))
 }
 
 // landFirst lands the oldest epoch in flight: waits for its receipt and confirmations, applies
@@ -605,12 +619,12 @@ func (r *Replica) reverted(ctx context.Context, c Chain, p *store.PendingPush, c
 	}
 	head, herr := c.Head(ctx, r.vault.Owner, r.vault.Space)
 	if herr == nil && head.Seq >= p.Seq {
-		err := fmt.Errorf("%w: another machine anchored seq %d first (this push's transaction %s: %v); its rows stay here and go out with the next flush",
+		err := fmt.Errorf("%w: another machine anchored seq %d first (this push's transaction %s: %w); its rows stay here and go out with the next flush",
 			ErrChainMoved, p.Seq, p.Tx.Hex(), cause)
 		r.warnf("push: lost the race for seq %d to another machine; the rows stay here and go out with the next flush", p.Seq)
 		return err
 	}
-	return fmt.Errorf("%w: epoch %d sent as %s: %v; its rows stay staged", ErrReverted, p.Seq, p.Tx.Hex(), cause)
+	return fmt.Errorf("%w: epoch %d sent as %s: %w; its rows stay staged", ErrReverted, p.Seq, p.Tx.Hex(), cause)
 }
 
 // preparePush signs the transaction of a sealed epoch.

@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"errors"
 	"fmt"
+	"math/big"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,6 +26,8 @@ var (
 	ErrGapOpen       = errors.New("a pull stopped at an epoch this machine cannot apply")
 	ErrOffline       = errors.New("cannot reach the RPC")
 	ErrNotAuthorized = errors.New("the session key is not authorized to push for this owner")
+	// ErrGasPriceCap: the chain's gas price is over Options.MaxGasPrice; nothing was sent.
+	ErrGasPriceCap = errors.New("the gas price is over the cap")
 	// ErrReverted: a push's transaction was mined and reverted for another reason than a
 	// lost race for its seq (ErrChainMoved).
 	ErrReverted = errors.New("the push's transaction reverted")
@@ -72,6 +75,9 @@ type Options struct {
 	ReadOnly bool
 	// RowPath names a row by its path under the mount, for the status; nil: tier/key.
 	RowPath func(Key) string
+	// MaxGasPrice refuses a push (ErrGasPriceCap) whose transaction is priced above it, in wei
+	// per gas, before anything is sent; nil: no cap.
+	MaxGasPrice *big.Int
 }
 
 // Replica is the engine under the mount: the local store, the vault's keys, and the chain.

@@ -24,12 +24,13 @@ type initOptions struct {
 	recoveryStdin                bool
 	recoveryFile                 string
 	newVault                     bool
+	pull                         bool
 }
 
 func init() {
 	register(&command{
 		name:  "init",
-		usage: "--owner 0x... --tenant NAME [--new-vault] (--passphrase-stdin | --passphrase-file F | --signature - | --signature-file F | --recovery-code-stdin | --recovery-code-file F)",
+		usage: "--owner 0x... --tenant NAME [--new-vault] [--pull] (--passphrase-stdin | --passphrase-file F | --signature - | --signature-file F | --recovery-code-stdin | --recovery-code-file F)",
 		short: "connect this machine to a vault (adopting it from the chain, or with --new-vault creating it)",
 		setup: func(fs *pflag.FlagSet) runFunc {
 			o := &initOptions{}
@@ -45,6 +46,7 @@ func init() {
 			fs.BoolVar(&o.recoveryStdin, "recovery-code-stdin", false, "read a recovery code from stdin")
 			fs.StringVar(&o.recoveryFile, "recovery-code-file", "", "read a recovery code from a file")
 			fs.BoolVar(&o.newVault, "new-vault", false, "create the vault when the chain has none for this owner and tenant (without it, init only joins)")
+			fs.BoolVar(&o.pull, "pull", false, "after joining, run the first pull here, with its progress, so that the first mount is current at once")
 			return func(ctx context.Context, args []string) error { return runInit(ctx, o, args) }
 		},
 	})
@@ -86,6 +88,9 @@ func runInit(ctx context.Context, o *initOptions, args []string) error {
 		return err
 	}
 	if offline() {
+		if o.pull {
+			return usagef("init --pull reads the chain: unset KINT_OFFLINE, or leave out --pull")
+		}
 		return initOffline(ctx, io)
 	}
 	return initOnline(ctx, o, io)
@@ -167,7 +172,29 @@ func initOnline(ctx context.Context, o *initOptions, io replica.InitOptions) err
 		fmt.Fprintf(outw(ctx), "the recovery code is in %s: keep it offline; it is the only way back if the passphrase is lost\n", res.RecoveryFile)
 	} else {
 		fmt.Fprintf(outw(ctx), "connected to the vault of %s, tenant %q (space %s): data key %s from epoch %d\n", res.Vault.Owner.Hex(), res.Vault.Tenant, res.Vault.Space16(), res.Vault.DekID, res.AdoptedAt)
+		if o.pull {
+			return initPull(ctx)
+		}
 	}
+	return nil
+}
+
+// initPull is init --pull's first pull, shown as kintfs pull shows it (a line per epoch, or
+// one updating line on a terminal). The vault is joined whatever it says.
+func initPull(ctx context.Context) error {
+	e, err := openVault(ctx, openOptions{chain: true, dek: true})
+	if err != nil {
+		return fmt.Errorf("joined the vault, but the first pull did not start: %w", err)
+	}
+	defer e.Close()
+	pctx, endProgress := withProgress(ctx)
+	rep, err := e.rep.Pull(pctx, false)
+	endProgress()
+	if err != nil {
+		return fmt.Errorf("joined the vault, but the first pull stopped (kintfs pull or the mount goes on from there): %w", err)
+	}
+	fmt.Fprintf(outw(ctx), "mirror at seq %d (head %d): %d epochs applied, %d fetched, %d from cache, %d rows changed\n",
+		rep.Mirror.Seq, rep.Head.Seq, rep.Applied, rep.Fetched, rep.FromCache, rep.Changed)
 	return nil
 }
 

@@ -173,7 +173,7 @@ func ctlExitError(err error) error {
 		return err
 	}
 	code := map[syscall.Errno]int{syscall.ENOTCONN: exitRefused, syscall.EHOSTUNREACH: exitRefused, syscall.EBADMSG: exitRefused,
-		syscall.ESTALE: exitMoved, syscall.EPROTO: exitStaleRPC}[en]
+		syscall.ERANGE: exitRefused, syscall.ESTALE: exitMoved, syscall.EPROTO: exitStaleRPC}[en]
 	if fs.IsRevertErrno(en) {
 		code = exitRefused
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -153,8 +154,14 @@ func openVault(ctx context.Context, o openOptions) (*vaultEnv, error) {
 			}
 		}
 	}
+	gasCap, err := maxGasPrice()
+	if err != nil {
+		e.Close()
+		return nil, err
+	}
 	e.rep, err = replica.Open(replica.Options{Home: home, Vault: v, DEK: dek, Client: engineChain, Connect: connect, SessionKey: key,
-		Confirmations: confirmations(), Logf: logf, ReadOnly: o.readOnly, ColdStart: coldStartCheck(v), RowPath: fs.PathOfKey})
+		Confirmations: confirmations(), Logf: logf, ReadOnly: o.readOnly, ColdStart: coldStartCheck(v), RowPath: fs.PathOfKey,
+		MaxGasPrice: gasCap})
 	if err != nil {
 		e.Close()
 		return nil, err
@@ -280,6 +287,21 @@ func loadSessionKey(home homedir.Home) (*ecdsa.PrivateKey, error) {
 	}
 	key, _, err := chain.LoadSessionKey(home.Path("session"), pass)
 	return key, err
+}
+
+// maxGasPrice is KINT_MAX_GAS_PRICE_GWEI in wei per gas: a push priced above it is refused
+// before anything is sent. Unset or empty: no cap.
+func maxGasPrice() (*big.Int, error) {
+	v := strings.TrimSpace(os.Getenv("KINT_MAX_GAS_PRICE_GWEI"))
+	if v == "" {
+		return nil, nil
+	}
+	r, ok := new(big.Rat).SetString(v)
+	if !ok || r.Sign() <= 0 {
+		return nil, usagef("KINT_MAX_GAS_PRICE_GWEI=%q is not a gas price in gwei: give a positive number such as 0.5, or unset it for no cap", v)
+	}
+	r.Mul(r, big.NewRat(1e9, 1))
+	return new(big.Int).Quo(r.Num(), r.Denom()), nil
 }
 
 func confirmations() uint64 {

@@ -179,7 +179,7 @@ func exitCode(err error) int {
 		errors.Is(err, seal.ErrSnapshotTooLarge), errors.Is(err, replica.ErrNoSuchVault):
 		return exitUsage
 	case errors.Is(err, replica.ErrGapOpen), replica.Offline(err), errors.Is(err, chain.ErrWouldRevert),
-		errors.Is(err, replica.ErrReverted), errors.Is(err, chain.ErrTxFailed),
+		errors.Is(err, replica.ErrReverted), errors.Is(err, chain.ErrTxFailed), errors.Is(err, replica.ErrGasPriceCap),
 		errors.Is(err, replica.ErrHistoryIncomplete), errors.Is(err, errSingleRPC),
 		errors.As(err, new(*seal.RowTooLargeError)):
 		return exitRefused

@@ -48,6 +48,8 @@ func TestRefusalTable(t *testing.T) {
 			syscall.EHOSTUNREACH, exitRefused, []string{"cannot reach the RPC https://rpc.example:"}},
 		{"a revert", fmt.Errorf("%w: epoch 4 sent as 0xab: %w", replica.ErrReverted, chain.ErrTxFailed), fs.ErrnoOf(replica.ErrReverted), exitRefused, []string{"reverted"}},
 		{"an estimate that reverts", fmt.Errorf("%w: Panic(1)", chain.ErrWouldRevert), fs.ErrnoOf(replica.ErrReverted), exitRefused, nil},
+		{"a gas price over the cap", fmt.Errorf("%w: the chain's gas price is 2 gwei, the cap 0.5 gwei; nothing was sent and the rows stay staged: flush again when the price falls, or raise the cap (KINT_MAX_GAS_PRICE_GWEI, unset for none)", replica.ErrGasPriceCap),
+			syscall.ERANGE, exitRefused, []string{"gas price is 2 gwei", "the cap 0.5 gwei", "raise the cap (KINT_MAX_GAS_PRICE_GWEI"}},
 		{"a gap", fmt.Errorf("%w: epoch 9", replica.ErrGapOpen), syscall.EBADMSG, exitRefused, nil},
 		{"a fork", replica.ErrFork, syscall.ESTALE, exitMoved, []string{"kintfs pull --discard-local"}},
 		{"a lying RPC", replica.ErrStaleRPC, syscall.EPROTO, exitStaleRPC, nil},
@@ -81,5 +83,25 @@ func TestRefusalTable(t *testing.T) {
 	}
 	if got := chain.FormatETH(eth("0.0002")); got != "0.0002" {
 		t.Errorf("FormatETH: %q", got)
+	}
+}
+
+// KINT_MAX_GAS_PRICE_GWEI is read as gwei, decimals allowed; unset is no cap, and a value that
+// is not a positive number is refused with the variable's name and the way out.
+func TestMaxGasPriceEnv(t *testing.T) {
+	t.Setenv("KINT_MAX_GAS_PRICE_GWEI", "")
+	if got, err := maxGasPrice(); got != nil || err != nil {
+		t.Errorf("unset: %v, %v", got, err)
+	}
+	t.Setenv("KINT_MAX_GAS_PRICE_GWEI", "0.5")
+	if got, err := maxGasPrice(); err != nil || got.Cmp(big.NewInt(500_000_000)) != 0 {
+		t.Errorf("0.5 gwei: %v, %v", got, err)
+	}
+	for _, bad := range []string{"cheap", "-1", "0"} {
+		t.Setenv("KINT_MAX_GAS_PRICE_GWEI", bad)
+		_, err := maxGasPrice()
+		if exitCode(err) != exitUsage || err == nil || !strings.Contains(err.Error(), "KINT_MAX_GAS_PRICE_GWEI") || !strings.Contains(err.Error(), "unset it for no cap") {
+			t.Errorf("%q: %v", bad, err)
+		}
 	}
 }

@@ -440,7 +440,7 @@ func (n *Conn) PreparePush(ctx context.Context, key *ecdsa.PrivateKey, owner com
 	if err != nil {
 		return nil, fmt.Errorf("prepare push: sign: %w", err)
 	}
-	return &chain.PreparedPush{Tx: tx, Hash: tx.Hash(), Digest: crypto.Keccak256Hash(ct), Nonce: nonce}, nil
+	return &chain.PreparedPush{Tx: tx, Hash: tx.Hash(), Digest: crypto.Keccak256Hash(ct), Nonce: nonce, GasPrice: chain.QuotedPrice(tx)}, nil
 }
 
 // Send puts the signed push in the pool (a transaction the node knows already is accepted
