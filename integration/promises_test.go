@@ -465,7 +465,6 @@ func TestExitCodeTable(t *testing.T) {
 	start := time.Now()
 	_, errs, code = a.run("", "unmount", "--timeout", "2s", mt.dir)
 	took := time.Since(start)
-	errs = withoutProgress(errs, "push: ")
 	hold.Process.Kill()
 	hold.Wait()
 	want := fmt.Sprintf("sleep (pid %d)", hold.Process.Pid)
@@ -660,16 +659,4 @@ func TestAllowOtherUmask(t *testing.T) {
 	if _, errs, code := a.run("", "mount", "--umask", "9", filepath.Join(base, "x")); code != 2 || !strings.Contains(errs, "octal") {
 		t.Errorf("--umask 9: exit %d, %q", code, errs)
 	}
-}
-
-// withoutProgress drops the progress lines of a task (those starting with prefix) from a
-// command's stderr, leaving its own messages.
-func withoutProgress(errs, prefix string) string {
-	var kept []string
-	for _, line := range strings.SplitAfter(errs, "\n") {
-		if !strings.HasPrefix(line, prefix) {
-			kept = append(kept, line)
-		}
-	}
-	return strings.Join(kept, "")
 }
