@@ -23,6 +23,9 @@ type progressPrinter struct {
 	last time.Time // the last rewrite of the terminal line
 	open bool      // a terminal line is shown and not ended
 	seen bool      // something was shown
+	// held is the last step not drawn because it came too soon after the one before; end
+	// draws it, so the line ends where the task did
+	held *replica.Progress
 }
 
 // ttyRefresh is the least time between two rewrites of the terminal line.
@@ -46,8 +49,10 @@ func (p *progressPrinter) show(ev replica.Progress) {
 	}
 	final := ev.Phase == "landed" && ev.Total > 0 && ev.Done >= ev.Total
 	if !final && time.Since(p.last) < ttyRefresh && p.open {
+		p.held = &ev
 		return
 	}
+	p.held = nil
 	p.last = time.Now()
 	fmt.Fprintf(p.w, "\r\x1b[K%s", progressSummary(ev))
 	p.open = true
@@ -61,6 +66,10 @@ func (p *progressPrinter) show(ev replica.Progress) {
 func (p *progressPrinter) end() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.held != nil && p.open {
+		fmt.Fprintf(p.w, "\r\x1b[K%s", progressSummary(*p.held))
+		p.held = nil
+	}
 	if p.open {
 		fmt.Fprintln(p.w)
 		p.open = false

@@ -42,3 +42,20 @@ func TestProgressPrinter(t *testing.T) {
 		t.Errorf("terminal output: %q", out)
 	}
 }
+
+// TestProgressPrinterDrawsTheLastStep: on a terminal, a step that comes too soon after the
+// one before is not drawn at once, but the line still ends at the last step (a push does not
+// know its total, so no step is final until the task ends).
+func TestProgressPrinterDrawsTheLastStep(t *testing.T) {
+	var tty bytes.Buffer
+	q := &progressPrinter{w: &tty, tty: true}
+	start := time.Now()
+	for i := 1; i <= 30; i++ {
+		q.show(replica.Progress{Task: "push", Phase: "landed", Done: i, Bytes: int64(i) << 12, Seq: uint64(i), Start: start})
+	}
+	q.end()
+	out := tty.String()
+	if !strings.HasSuffix(out, "\n") || !strings.Contains(out[strings.LastIndex(out, "\r"):], "push: 30 epochs anchored") {
+		t.Errorf("terminal output does not end at the last step: %q", out)
+	}
+}
