@@ -71,3 +71,43 @@ func (r *Replica) SetAttr(k Key, name string, value *string) error {
 	}
 	return r.Store.SetAttr(k, name, value)
 }
+
+// Create is Store.Create, refused on a read-only replica.
+func (r *Replica) Create(k Key, perm uint32, mtime time.Time) (*Version, error) {
+	if err := r.refuseChange(); err != nil {
+		return nil, err
+	}
+	return r.Store.Create(k, perm, mtime)
+}
+
+// SetLocalAttrs is Store.SetLocalAttrs, refused on a read-only replica.
+func (r *Replica) SetLocalAttrs(k Key, ch AttrChange) (*Version, error) {
+	if err := r.refuseChange(); err != nil {
+		return nil, err
+	}
+	return r.Store.SetLocalAttrs(k, ch)
+}
+
+// SetDirAttrs is Store.SetDirAttrs, refused on a read-only replica.
+func (r *Replica) SetDirAttrs(ino uint64, ch AttrChange) error {
+	if err := r.refuseChange(); err != nil {
+		return err
+	}
+	return r.Store.SetDirAttrs(ino, ch)
+}
+
+// TrashMkdir is Store.TrashMkdir, refused on a read-only replica.
+func (r *Replica) TrashMkdir(path string) error {
+	if err := r.refuseChange(); err != nil {
+		return err
+	}
+	return r.Store.TrashMkdir(path)
+}
+
+// TrashRmdir is Store.TrashRmdir, refused on a read-only replica.
+func (r *Replica) TrashRmdir(path string) error {
+	if err := r.refuseChange(); err != nil {
+		return err
+	}
+	return r.Store.TrashRmdir(path)
+}

@@ -50,10 +50,22 @@ func TestReadOnlyRefusesEveryChange(t *testing.T) {
 		"mkdir":   func() error { return r.Mkdir("c") },
 		"rmdir":   func() error { return r.Rmdir("c") },
 		"setattr": func() error { return r.SetAttr(x, "meta", &null) },
-		"push":    func() error { _, err := r.Push(ctx, PushOptions{}); return err },
-		"compact": func() error { return r.Control(ctx, "compact") },
-		"flush":   func() error { return r.Control(ctx, "flush") },
-		"rekey":   func() error { _, _, err := r.Rekey(ctx, [32]byte{1}, seal.KindPassphrase, PushOptions{}); return err },
+		"create": func() error {
+			_, err := r.Create(Key{Tier: seal.TierState, Key: "new"}, 0o644, time.Now())
+			return err
+		},
+		"set local attrs": func() error {
+			mode := uint32(0o600)
+			_, err := r.SetLocalAttrs(x, AttrChange{Perm: &mode})
+			return err
+		},
+		"set dir attrs": func() error { return r.SetDirAttrs(1, AttrChange{}) },
+		"trash mkdir":   func() error { return r.TrashMkdir("d") },
+		"trash rmdir":   func() error { return r.TrashRmdir("d") },
+		"push":          func() error { _, err := r.Push(ctx, PushOptions{}); return err },
+		"compact":       func() error { return r.Control(ctx, "compact") },
+		"flush":         func() error { return r.Control(ctx, "flush") },
+		"rekey":         func() error { _, _, err := r.Rekey(ctx, [32]byte{1}, seal.KindPassphrase, PushOptions{}); return err },
 	} {
 		err := op()
 		if !errors.Is(err, ErrReadOnly) || !strings.Contains(err.Error(), "--read-only") {
