@@ -21,11 +21,7 @@ import (
 func TestInitPullProgress(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	dc, err := devchain.Start(devchain.Config{DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { dc.Close() })
+	dc := startDevchain(t)
 	const pass = "init pull passphrase"
 	a, _, _ := devMachine(t, ctx, dc, "initpull", pass, t.Logf)
 	rows := noiseRows(t, a, "r", 24)

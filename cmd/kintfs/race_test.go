@@ -32,11 +32,7 @@ import (
 func TestLostRaceTwoMachines(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	dc, err := devchain.Start(devchain.Config{DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { dc.Close() })
+	dc := startDevchain(t)
 	ownerKey := devchain.AccountKey(0)
 	owner := crypto.PubkeyToAddress(ownerKey.PublicKey)
 	pass := "lost race passphrase"
@@ -174,6 +170,17 @@ func TestLostRaceTwoMachines(t *testing.T) {
 			t.Errorf("B reads %s: %d bytes, %v", k, len(got), err)
 		}
 	}
+}
+
+// startDevchain starts a dev chain of the test's own, closed when the test ends.
+func startDevchain(t *testing.T) *devchain.DevChain {
+	t.Helper()
+	dc, err := devchain.Start(devchain.Config{DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dc.Close() })
+	return dc
 }
 
 // devMachine is a machine of its own (a KINT_HOME in a temporary directory) connected to the
