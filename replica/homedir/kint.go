@@ -111,18 +111,7 @@ func kintCacheKey(pass string) ([]byte, error) {
 }
 
 func (h Home) readKintCache(space common.Hash) (*kintCacheFile, error) {
-	b, err := os.ReadFile(h.Path("vault-" + seal.Space16(space) + ".aes"))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, ErrKeyMissing
-	}
-	if err != nil {
-		return nil, err
-	}
-	var f kintCacheFile
-	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, fmt.Errorf("kint's cached data key: %w", err)
-	}
-	return &f, nil
+	return readJSONFile[kintCacheFile](h.Path("vault-"+seal.Space16(space)+".aes"), ErrKeyMissing, "kint's cached data key")
 }
 
 // kintDEK is the data key kint cached for space, opened as kint opens it (the AAD is the

@@ -98,16 +98,22 @@ func (h Home) LoadVault() (*VaultConfig, error) {
 
 // loadOwnVault reads kintfs's own vault.json.
 func (h Home) loadOwnVault() (*VaultConfig, error) {
-	b, err := os.ReadFile(h.Path("vault.json"))
+	return readJSONFile[VaultConfig](h.Path("vault.json"), ErrNoVault, "vault.json")
+}
+
+// readJSONFile decodes the JSON file at path; missing when there is none, and a decoding
+// error named by what.
+func readJSONFile[T any](path string, missing error, what string) (*T, error) {
+	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, ErrNoVault
+		return nil, missing
 	}
 	if err != nil {
 		return nil, err
 	}
-	var v VaultConfig
+	var v T
 	if err := json.Unmarshal(b, &v); err != nil {
-		return nil, fmt.Errorf("vault.json: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return &v, nil
 }
