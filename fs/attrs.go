@@ -6,7 +6,7 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 
-	"kintfs/replica"
+	"kintfs/replica/vault"
 )
 
 // Times and modes. What utimensat, futimens, chmod and create set is kept by the replica as
@@ -25,7 +25,7 @@ const (
 )
 
 // attrChange is what a setattr asks of times and mode; ok is false when it asks neither.
-func attrChange(in *fuse.SetAttrIn) (ch replica.AttrChange, ok bool) {
+func attrChange(in *fuse.SetAttrIn) (ch vault.AttrChange, ok bool) {
 	if m, set := in.GetMode(); set {
 		p := m & 0o777
 		ch.Perm, ok = &p, true
@@ -41,7 +41,7 @@ func attrChange(in *fuse.SetAttrIn) (ch replica.AttrChange, ok bool) {
 
 // permLocked is the mode of the file as v (nil: not known) has it, before the umask; exact
 // reports a mode set here, which the umask leaves alone.
-func (n *fileNode) permLocked(v *replica.Version) (perm uint32, exact bool) {
+func (n *fileNode) permLocked(v *vault.Version) (perm uint32, exact bool) {
 	if n.v.history {
 		return 0o444, false
 	}
@@ -67,7 +67,7 @@ func (f *mountFS) fileAttrPerm(out *fuse.Attr, ino uint64, size int64, mtime tim
 func (f *mountFS) createPerm(mode uint32) uint32 { return mode & 0o777 }
 
 // versionTimes sets the times of out: mtime, and v's atime and ctime (v may be nil).
-func versionTimes(out *fuse.Attr, v *replica.Version, mtime time.Time) {
+func versionTimes(out *fuse.Attr, v *vault.Version, mtime time.Time) {
 	atime, ctime := mtime, mtime
 	if v != nil {
 		if !v.Atime.IsZero() {

@@ -4,66 +4,66 @@ import (
 	"context"
 	"time"
 
-	"kintfs/replica"
+	"kintfs/replica/vault"
 )
 
 // Backend is all the mount needs from the replica. Every method is local: none of them
 // waits on the chain, except Control, which is the ctl file's blocking command.
 type Backend interface {
-	TreeReader
+	vault.TreeReader
 
 	// Write replaces the content of the row (creating it), stages it durably and returns the
 	// new version. For the journal tier content must be a JSON object of the five event
 	// fields; the event is stored under its content key, which the returned version names.
-	Write(k replica.Key, content []byte, mtime time.Time) (*replica.Version, error)
+	Write(k vault.Key, content []byte, mtime time.Time) (*vault.Version, error)
 	// Create makes an empty file (a row staged empty, or a local file) whose local mode is
 	// perm; an existing one is emptied and keeps its mode.
-	Create(k replica.Key, perm uint32, mtime time.Time) (*replica.Version, error)
+	Create(k vault.Key, perm uint32, mtime time.Time) (*vault.Version, error)
 	// SetLocalAttrs sets the local times and mode of a file and returns it. They are never
 	// staged or anchored; the row is left as it is.
-	SetLocalAttrs(k replica.Key, ch replica.AttrChange) (*replica.Version, error)
+	SetLocalAttrs(k vault.Key, ch vault.AttrChange) (*vault.Version, error)
 	// SetDirAttrs and DirAttrs keep the local times and mode of a directory by its number.
-	SetDirAttrs(ino uint64, ch replica.AttrChange) error
-	DirAttrs(ino uint64) replica.LocalAttrs
+	SetDirAttrs(ino uint64, ch vault.AttrChange) error
+	DirAttrs(ino uint64) vault.LocalAttrs
 
 	// The trash (MNT/.Trash-$UID): its directories by path (".Trash-0", ".Trash-0/files");
 	// its files are local files of replica.TrashTier whose Category is their directory.
 	HasTrashDir(path string) bool
 	TrashMkdir(path string) error
 	TrashRmdir(path string) error
-	TrashList(path string) ([]replica.Dirent, error)
+	TrashList(path string) ([]vault.Dirent, error)
 
 	// LocalRule names the rule that keeps a new file at path (under the mount, as the mount
 	// names it) local, never anchored; "" when none does.
 	LocalRule(path string) string
 
 	// Remove stages the deletion of a row, or deletes a local file.
-	Remove(k replica.Key) error
+	Remove(k vault.Key) error
 	// Rename moves a row within its tier (across categories for entities), replacing the
 	// target; replica.ErrCrossTier across tiers.
-	Rename(from, to replica.Key) error
+	Rename(from, to vault.Key) error
 	// Mkdir and Rmdir manage entity categories; Rmdir refuses with replica.ErrNotEmpty.
 	Mkdir(category string) error
 	Rmdir(category string) error
 	// SetAttr sets "status" or "meta" (nil value = null); meta must be JSON (replica.ErrInvalid).
 	// What the vault model does not allow is replica.ErrNotPermitted.
-	SetAttr(k replica.Key, name string, value *string) error
+	SetAttr(k vault.Key, name string, value *string) error
 	// OpenedForWrite and ClosedForWrite tell the engine a file is open for writing: a new
 	// state or reference row is not sealed while it is (a temporary about to be renamed).
-	OpenedForWrite(k replica.Key)
-	ClosedForWrite(k replica.Key)
+	OpenedForWrite(k vault.Key)
+	ClosedForWrite(k vault.Key)
 
 	// At is the read-only tree as anchored at or before block.
-	At(block uint64) TreeReader
+	At(block uint64) vault.TreeReader
 	// CheckHistory refuses (replica.ErrHistoryIncomplete) a block whose versions this machine
 	// does not hold: one under a snapshot whose older epochs were never fetched here.
 	CheckHistory(block uint64) error
 	// HistoryFrom is the oldest epoch from which every epoch up to the mirror is held here:
 	// no block at or past its block lies in a hole CheckHistory refuses.
-	HistoryFrom() (replica.Head, error)
+	HistoryFrom() (vault.Head, error)
 	// MirrorHead is the newest epoch applied here; @<block> at or past its block can still
 	// change, one under it never does.
-	MirrorHead() (replica.Head, error)
+	MirrorHead() (vault.Head, error)
 	// BlockAt is the block of the newest epoch anchored at or before t, from the block times
 	// recorded locally (0 when none is); replica.ErrHistoryIncomplete when it cannot be told.
 	BlockAt(t time.Time) (uint64, error)
@@ -75,9 +75,5 @@ type Backend interface {
 	BlocksText() []byte
 	// Subscribe registers fn to be called, from the replica's own goroutine, with the keys a
 	// pull changed.
-	Subscribe(fn func(changed []replica.Key))
+	Subscribe(fn func(changed []vault.Key))
 }
-
-// TreeReader reads one tree: the live one or a history view. It is defined by the replica
-// so that its history views can be returned through Backend.At.
-type TreeReader = replica.TreeReader

@@ -10,7 +10,7 @@ import (
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
-	"kintfs/replica"
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
 
@@ -46,10 +46,10 @@ func (d *rowDir) entityRoot() bool { return d.tier == seal.TierEntity && d.categ
 
 // resolved is what a name in a row directory stands for.
 type resolved struct {
-	key   replica.Key
+	key   vault.Key
 	isCat bool
 	cat   string
-	v     *replica.Version // the row as it stands; nil when it does not exist yet
+	v     *vault.Version // the row as it stands; nil when it does not exist yet
 }
 
 // parseName reads a name literally, without asking whether the row exists.
@@ -61,7 +61,7 @@ func (d *rowDir) parseName(name string) (resolved, error) {
 	if d.entityRoot() && !n.local && !n.collided && d.v.tree.HasCategory(n.key) {
 		return resolved{isCat: true, cat: n.key}, nil
 	}
-	return resolved{key: replica.Key{Tier: d.tier, Category: d.category, Key: n.key, Local: n.local}}, nil
+	return resolved{key: vault.Key{Tier: d.tier, Category: d.category, Key: n.key, Local: n.local}}, nil
 }
 
 // resolve finds what name stands for. With existing, a missing row is ErrNotFound, and a
@@ -70,7 +70,7 @@ func (d *rowDir) resolve(name string, existing bool) (resolved, error) {
 	r, err := d.parseName(name)
 	if err != nil {
 		// a name that escapes no key can still be a local-only file ("~$50%.docx")
-		if lr, ok, lerr := d.resolveLocal(name, replica.Key{}, existing); ok {
+		if lr, ok, lerr := d.resolveLocal(name, vault.Key{}, existing); ok {
 			return lr, lerr
 		}
 		return r, err
@@ -83,7 +83,7 @@ func (d *rowDir) resolve(name string, existing bool) (resolved, error) {
 		r.v = v
 		return r, nil
 	}
-	if !errors.Is(err, replica.ErrNotFound) {
+	if !errors.Is(err, vault.ErrNotFound) {
 		return r, err
 	}
 	if lr, ok, err := d.resolveLocal(name, r.key, existing); err != nil || ok {
@@ -104,21 +104,21 @@ func (d *rowDir) resolve(name string, existing bool) (resolved, error) {
 // a local-only rule before (whatever the rules say now), or, unless existing, a new name a
 // rule matches (existing: ErrNotFound). Rows come first: a rule never hides a row, staged or
 // anchored, of the same name.
-func (d *rowDir) resolveLocal(name string, row replica.Key, existing bool) (resolved, bool, error) {
+func (d *rowDir) resolveLocal(name string, row vault.Key, existing bool) (resolved, bool, error) {
 	if d.v.history || row.Local || d.tier == seal.TierJournal {
 		return resolved{}, false, nil
 	}
-	k := replica.Key{Tier: d.tier, Category: d.category, Key: name, Local: true}
+	k := vault.Key{Tier: d.tier, Category: d.category, Key: name, Local: true}
 	v, err := d.v.tree.Get(k)
 	switch {
 	case err == nil:
 		return resolved{key: k, v: v}, true, nil
-	case !errors.Is(err, replica.ErrNotFound):
+	case !errors.Is(err, vault.ErrNotFound):
 		return resolved{}, false, err
 	}
 	if d.fs.b.LocalRule(localPath(k)) != "" {
 		if existing {
-			return resolved{key: k}, true, replica.ErrNotFound
+			return resolved{key: k}, true, vault.ErrNotFound
 		}
 		return resolved{key: k}, true, nil
 	}
@@ -141,7 +141,7 @@ func (d *rowDir) findShort(name string) (resolved, bool, error) {
 		if e.d.Dir {
 			return resolved{isCat: true, cat: e.d.Name}, true, nil
 		}
-		r := resolved{key: replica.Key{Tier: d.tier, Category: d.category, Key: e.d.Name, Local: e.d.Local}}
+		r := resolved{key: vault.Key{Tier: d.tier, Category: d.category, Key: e.d.Name, Local: e.d.Local}}
 		r.v, err = d.v.tree.Get(r.key)
 		return r, err == nil, err
 	}
@@ -149,7 +149,7 @@ func (d *rowDir) findShort(name string) (resolved, bool, error) {
 }
 
 // rowNames are the names the rows of list are shown under, for a local file of the same name.
-func rowNames(list []replica.Dirent, cats map[string]bool) map[string]bool {
+func rowNames(list []vault.Dirent, cats map[string]bool) map[string]bool {
 	names := map[string]bool{}
 	for _, e := range list {
 		switch {
@@ -166,7 +166,7 @@ func rowNames(list []replica.Dirent, cats map[string]bool) map[string]bool {
 // dirEntry is one listed entry: the name shown and the replica's entry.
 type dirEntry struct {
 	name string
-	d    replica.Dirent
+	d    vault.Dirent
 }
 
 // entries lists d with the names the mount shows, sorted by name. In entity/, a null-category
@@ -187,7 +187,7 @@ func (d *rowDir) entries() ([]dirEntry, error) {
 	out := make([]dirEntry, 0, len(list))
 	var rows map[string]bool // the names rows take, once a local file a row could collide with is listed
 	for _, e := range list {
-		if e.Local && rows == nil && !isLocalName(e.Name) && d.tier != replica.TrashTier {
+		if e.Local && rows == nil && !isLocalName(e.Name) && d.tier != vault.TrashTier {
 			rows = rowNames(list, cats)
 		}
 		var name string
@@ -248,12 +248,12 @@ func (d *rowDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*
 		return p.EmbeddedInode(), 0
 	}
 	r, err := d.resolve(name, true)
-	if errors.Is(err, replica.ErrNotFound) && !d.v.history && d.fs.waitCurrent(ctx) {
+	if errors.Is(err, vault.ErrNotFound) && !d.v.history && d.fs.waitCurrent(ctx) {
 		r, err = d.resolve(name, true) // the start-up pull may have brought it
 	}
 	if errors.Is(err, errBadName) && d.tier == seal.TierJournal && !d.v.history {
 		// Any name can be created in journal/; the event then takes its content key.
-		err = replica.ErrNotFound
+		err = vault.ErrNotFound
 	}
 	if err != nil {
 		errno := d.fs.fail("lookup", &d.node, name, err)
@@ -293,7 +293,7 @@ func (d *rowDir) child(ctx context.Context, name string, r resolved, out *fuse.E
 }
 
 // childFile is the file node the tree holds under name when it still stands for key.
-func (d *rowDir) childFile(name string, key replica.Key) *fileNode {
+func (d *rowDir) childFile(name string, key vault.Key) *fileNode {
 	ch := d.GetChild(name)
 	if ch == nil {
 		return nil

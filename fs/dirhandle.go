@@ -9,7 +9,7 @@ import (
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
-	"kintfs/replica"
+	"kintfs/replica/vault"
 )
 
 // dirHandle is an open row directory: a sorted snapshot taken at the first read (and again on
@@ -22,7 +22,7 @@ type dirHandle struct {
 	mu     sync.Mutex
 	loaded bool
 	list   []fuse.DirEntry
-	byName map[string]replica.Dirent
+	byName map[string]vault.Dirent
 	next   int
 }
 
@@ -47,7 +47,7 @@ func (h *dirHandle) load() error {
 	list = append(list,
 		fuse.DirEntry{Name: ".", Mode: syscall.S_IFDIR, Ino: h.d.ino},
 		fuse.DirEntry{Name: "..", Mode: syscall.S_IFDIR, Ino: parent})
-	byName := make(map[string]replica.Dirent, len(entries))
+	byName := make(map[string]vault.Dirent, len(entries))
 	for _, e := range entries {
 		mode := uint32(syscall.S_IFREG)
 		if e.d.Dir {
@@ -107,7 +107,7 @@ func (h *dirHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 	if de.Dir {
 		return d.child(ctx, name, resolved{isCat: true, cat: de.Name}, out)
 	}
-	r := resolved{key: replica.Key{Tier: d.tier, Category: d.category, Key: de.Name, Local: de.Local}}
+	r := resolved{key: vault.Key{Tier: d.tier, Category: d.category, Key: de.Name, Local: de.Local}}
 	v, err := d.v.tree.Get(r.key)
 	if err != nil {
 		return nil, d.fs.fail("lookup", &d.node, name, err)

@@ -9,6 +9,7 @@ import (
 	"kintfs/chain"
 	"kintfs/replica"
 	"kintfs/replica/homedir"
+	"kintfs/replica/vault"
 )
 
 // errnos are the errors with an errno of their own, in the order they are asked for: the
@@ -17,15 +18,15 @@ var errnos = []struct {
 	match func(error) bool
 	errno syscall.Errno
 }{
-	{is(replica.ErrNotFound), syscall.ENOENT},
-	{is(replica.ErrExists), syscall.EEXIST},
-	{is(replica.ErrNotEmpty), syscall.ENOTEMPTY},
-	{is(replica.ErrReadOnly), syscall.EROFS},
-	{is(replica.ErrNotPermitted), syscall.EPERM},
-	{is(replica.ErrInvalid), syscall.EINVAL},
-	{is(replica.ErrStagingFull), syscall.ENOSPC},
-	{is(replica.ErrFileTooBig, replica.ErrValueTooLarge), syscall.EFBIG},
-	{is(replica.ErrCrossTier), syscall.EXDEV},
+	{is(vault.ErrNotFound), syscall.ENOENT},
+	{is(vault.ErrExists), syscall.EEXIST},
+	{is(vault.ErrNotEmpty), syscall.ENOTEMPTY},
+	{is(vault.ErrReadOnly), syscall.EROFS},
+	{is(vault.ErrNotPermitted), syscall.EPERM},
+	{is(vault.ErrInvalid), syscall.EINVAL},
+	{is(vault.ErrStagingFull), syscall.ENOSPC},
+	{is(vault.ErrFileTooBig, vault.ErrValueTooLarge), syscall.EFBIG},
+	{is(vault.ErrCrossTier), syscall.EXDEV},
 	// The RPC cannot be reached (refused, or never answered): a ctl command can be tried
 	// again later; not a fault, and not ENOTCONN, which says the mount died.
 	{replica.Offline, syscall.EHOSTUNREACH},
@@ -90,9 +91,9 @@ func (f *mountFS) fail(op string, at *node, name string, err error) syscall.Errn
 	case errno == syscall.EINVAL && op != "lookup" && !strings.HasPrefix(op, "ctl"):
 		// a user acts on it: say what was refused, not the name or value (a key, a meta)
 		f.logf("warn: %s: EINVAL: %s", op, einvalReason(err))
-	case errno == syscall.EPERM && errors.Is(err, replica.ErrNotPermitted):
+	case errno == syscall.EPERM && errors.Is(err, vault.ErrNotPermitted):
 		// the rule and the way out, naming the tier but not the key or a value
-		f.logf("warn: %s: EPERM: %s", op, strings.TrimPrefix(err.Error(), replica.ErrNotPermitted.Error()+": "))
+		f.logf("warn: %s: EPERM: %s", op, strings.TrimPrefix(err.Error(), vault.ErrNotPermitted.Error()+": "))
 	}
 	return errno
 }
@@ -102,9 +103,9 @@ func einvalReason(err error) string {
 	switch {
 	case errors.Is(err, errBadName):
 		return "a name with a % that is not one of the escapes (%2F %25 %00 %2E)"
-	case errors.Is(err, replica.ErrKeptInvalid):
+	case errors.Is(err, vault.ErrKeptInvalid):
 		return err.Error() // names the local file that keeps what was written, never its content
-	case errors.Is(err, replica.ErrInvalid):
+	case errors.Is(err, vault.ErrInvalid):
 		return "an invalid value (user.kint.status and user.kint.meta must be UTF-8, meta JSON; a journal event must be a JSON object of its fields)"
 	}
 	return "an invalid argument"

@@ -13,6 +13,7 @@ import (
 	"kintfs/chain"
 	"kintfs/replica"
 	"kintfs/replica/homedir"
+	"kintfs/replica/vault"
 )
 
 func TestToErrno(t *testing.T) {
@@ -23,14 +24,14 @@ func TestToErrno(t *testing.T) {
 		unexpected bool
 	}{
 		{nil, 0, false},
-		{replica.ErrNotFound, syscall.ENOENT, false},
-		{wrap(replica.ErrNotFound), syscall.ENOENT, false},
-		{wrap(replica.ErrExists), syscall.EEXIST, false},
-		{wrap(replica.ErrNotEmpty), syscall.ENOTEMPTY, false},
-		{wrap(replica.ErrReadOnly), syscall.EROFS, false},
-		{wrap(replica.ErrInvalid), syscall.EINVAL, false},
-		{wrap(replica.ErrStagingFull), syscall.ENOSPC, false},
-		{wrap(replica.ErrCrossTier), syscall.EXDEV, false},
+		{vault.ErrNotFound, syscall.ENOENT, false},
+		{wrap(vault.ErrNotFound), syscall.ENOENT, false},
+		{wrap(vault.ErrExists), syscall.EEXIST, false},
+		{wrap(vault.ErrNotEmpty), syscall.ENOTEMPTY, false},
+		{wrap(vault.ErrReadOnly), syscall.EROFS, false},
+		{wrap(vault.ErrInvalid), syscall.EINVAL, false},
+		{wrap(vault.ErrStagingFull), syscall.ENOSPC, false},
+		{wrap(vault.ErrCrossTier), syscall.EXDEV, false},
 		{wrap(errBadName), syscall.EINVAL, false},
 		{errNameTooLong, syscall.ENAMETOOLONG, false},
 		{wrap(errUnknownCommand), syscall.EINVAL, false},
@@ -61,7 +62,7 @@ func TestToErrno(t *testing.T) {
 func TestFailLogsOnlyRealFaults(t *testing.T) {
 	var buf bytes.Buffer
 	f := &mountFS{log: log.New(&buf, "", 0)}
-	if errno := f.fail("lookup", nil, "/state/x", replica.ErrNotFound); errno != syscall.ENOENT {
+	if errno := f.fail("lookup", nil, "/state/x", vault.ErrNotFound); errno != syscall.ENOENT {
 		t.Fatalf("got %v", errno)
 	}
 	if buf.Len() != 0 {

@@ -11,13 +11,13 @@ import (
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
-	"kintfs/replica"
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
 
 // maxFileSize bounds what one open file buffers in memory, and what the store takes: a write or
 // truncate past it gets EFBIG there and then, never a failure at close.
-const maxFileSize = replica.MaxFileBytes
+const maxFileSize = vault.MaxFileBytes
 
 // fileNode is one row (or local file) of a tree. While the file is open its content lives in
 // one buffer shared by all handles; Flush, Fsync, Rename and Release hand a changed buffer to
@@ -27,7 +27,7 @@ type fileNode struct {
 	v *view
 
 	mu          sync.Mutex
-	key         replica.Key
+	key         vault.Key
 	pendingIn   *rowDir // a journal event being written: the directory of its created name
 	pendingName string
 	detached    bool // unlinked or replaced: its content no longer goes anywhere
@@ -53,24 +53,24 @@ var (
 	_ = (fusefs.NodeOpener)((*fileNode)(nil))
 )
 
-func newFileNode(f *mountFS, v *view, k replica.Key) *fileNode {
+func newFileNode(f *mountFS, v *view, k vault.Key) *fileNode {
 	return &fileNode{node: node{fs: f}, v: v, key: k}
 }
 
 // is reports whether n still stands for key k.
-func (n *fileNode) is(k replica.Key) bool {
+func (n *fileNode) is(k vault.Key) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return !n.detached && n.pendingIn == nil && n.key.Equal(k)
 }
 
-func (n *fileNode) currentKey() replica.Key {
+func (n *fileNode) currentKey() vault.Key {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.key
 }
 
-func (n *fileNode) setKey(k replica.Key) {
+func (n *fileNode) setKey(k vault.Key) {
 	n.mu.Lock()
 	n.key = k
 	n.mu.Unlock()
@@ -103,7 +103,7 @@ func (n *fileNode) journalEventLocked() bool {
 }
 
 // versionAttr fills attributes from a version fetched by the caller.
-func (n *fileNode) versionAttr(out *fuse.Attr, v *replica.Version) {
+func (n *fileNode) versionAttr(out *fuse.Attr, v *vault.Version) {
 	n.mu.Lock()
 	perm, exact := n.permLocked(v)
 	n.mu.Unlock()
@@ -117,7 +117,7 @@ func (n *fileNode) attr(out *fuse.Attr) syscall.Errno {
 	n.mu.Lock()
 	k, loaded, gone := n.key, n.loaded, n.detached || n.pendingIn != nil
 	n.mu.Unlock()
-	var v *replica.Version
+	var v *vault.Version
 	if !loaded || !gone {
 		var err error
 		if v, err = n.v.tree.Get(k); err != nil && !loaded {
@@ -216,7 +216,7 @@ func (n *fileNode) Open(ctx context.Context, flags uint32) (fusefs.FileHandle, u
 }
 
 // open opens a handle; v is the current version when the caller has it.
-func (n *fileNode) open(flags uint32, v *replica.Version) (fusefs.FileHandle, uint32, syscall.Errno) {
+func (n *fileNode) open(flags uint32, v *vault.Version) (fusefs.FileHandle, uint32, syscall.Errno) {
 	write := flags&syscall.O_ACCMODE != syscall.O_RDONLY
 	trunc := flags&syscall.O_TRUNC != 0
 	if (write || trunc) && n.fs.readOnly(n.v) {
@@ -262,7 +262,7 @@ func (n *fileNode) open(flags uint32, v *replica.Version) (fusefs.FileHandle, ui
 // whether the kernel may keep its pages: when the row is the one they were read from. A
 // history view always may; a pending, detached or history file is not looked up, and v is
 // then returned as given.
-func (n *fileNode) noteLeafLocked(v *replica.Version) (keep bool, _ *replica.Version, _ syscall.Errno) {
+func (n *fileNode) noteLeafLocked(v *vault.Version) (keep bool, _ *vault.Version, _ syscall.Errno) {
 	if n.pendingIn != nil || n.detached || n.v.history {
 		return n.v.history, v, 0
 	}
@@ -279,7 +279,7 @@ func (n *fileNode) noteLeafLocked(v *replica.Version) (keep bool, _ *replica.Ver
 
 // fillLocked readies the buffer for an open: emptied by O_TRUNC, loaded for a write, left
 // for the first read otherwise.
-func (n *fileNode) fillLocked(write, trunc bool, v *replica.Version) syscall.Errno {
+func (n *fileNode) fillLocked(write, trunc bool, v *vault.Version) syscall.Errno {
 	switch {
 	case trunc:
 		n.buf, n.loaded, n.dirty, n.stale, n.mtime = n.buf[:0], true, true, false, time.Now()
@@ -296,7 +296,7 @@ func (n *fileNode) fillLocked(write, trunc bool, v *replica.Version) syscall.Err
 
 // loadLocked reads the row into the buffer. A stale buffer whose row has gone keeps its
 // content: an open file reads on after the row disappears, as on any file system.
-func (n *fileNode) loadLocked(v *replica.Version) syscall.Errno {
+func (n *fileNode) loadLocked(v *vault.Version) syscall.Errno {
 	content, err := n.v.tree.Content(n.key)
 	if err != nil {
 		if n.stale {
@@ -357,7 +357,7 @@ func (n *fileNode) writeLocked() error {
 		return nil
 	}
 	v, err := n.fs.b.Write(n.key, bytes.Clone(n.buf), n.mtime)
-	if errors.Is(err, replica.ErrKeptInvalid) {
+	if errors.Is(err, vault.ErrKeptInvalid) {
 		n.dirty = false // kept as a local file, which the error names: not dropped
 	}
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
-	"kintfs/replica"
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
 
@@ -60,7 +60,7 @@ type mountFS struct {
 
 // view is one tree: the live one, or a history view under @<block>.
 type view struct {
-	tree    TreeReader
+	tree    vault.TreeReader
 	history bool
 	block   uint64
 }
@@ -186,7 +186,7 @@ func (n *node) where(name string) string {
 
 // isTier reports whether s names a tier directory.
 func isTier(s string) bool {
-	for _, t := range replica.Tiers {
+	for _, t := range vault.Tiers {
 		if t == s {
 			return true
 		}

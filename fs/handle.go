@@ -8,14 +8,14 @@ import (
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
-	"kintfs/replica"
+	"kintfs/replica/vault"
 )
 
 // fileHandle is one open file. The content is the node's shared buffer.
 type fileHandle struct {
 	n       *fileNode
 	write   bool
-	writing replica.Key // the row it told the engine it writes (Backend.OpenedForWrite); zero when none
+	writing vault.Key // the row it told the engine it writes (Backend.OpenedForWrite); zero when none
 }
 
 var (

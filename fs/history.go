@@ -11,7 +11,7 @@ import (
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
-	"kintfs/replica"
+	"kintfs/replica/vault"
 )
 
 // histRoot is @<block>/: the tree as anchored at or before a block, read-only. Any decimal
@@ -75,7 +75,7 @@ func (f *mountFS) historyFrom() uint64 {
 // refuseHistory answers a lookup of @<block> that this machine cannot show truthfully:
 // ENODATA, and one log line for each block asked for (up to a bound) naming the way out.
 func (f *mountFS) refuseHistory(name string, err error) syscall.Errno {
-	if !errors.Is(err, replica.ErrHistoryIncomplete) {
+	if !errors.Is(err, vault.ErrHistoryIncomplete) {
 		return f.fail("lookup", nil, name, err)
 	}
 	f.mu.Lock()

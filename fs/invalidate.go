@@ -6,7 +6,7 @@ import (
 
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 
-	"kintfs/replica"
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
 
@@ -111,8 +111,8 @@ func (v *invalidator) stop() {
 
 // changed is the Subscribe callback: an epoch (pulled, or this machine's own flush) changed
 // these rows.
-func (f *mountFS) changed(keys []replica.Key) {
-	keys = append([]replica.Key(nil), keys...)
+func (f *mountFS) changed(keys []vault.Key) {
+	keys = append([]vault.Key(nil), keys...)
 	f.later(func() {
 		prev := f.head.Load()
 		f.noteHead()
@@ -160,7 +160,7 @@ func dropSubtree(in *fusefs.Inode) {
 // or went (so the next access looks them up again), and the listings of the directories they
 // are in. A name that still stands for the same file keeps its entry: dropping it would show
 // an open file or a shell's working directory as deleted. Only the live tree changes.
-func (f *mountFS) invalidate(keys []replica.Key) {
+func (f *mountFS) invalidate(keys []vault.Key) {
 	root := f.root.EmbeddedInode()
 	dirs := map[*fusefs.Inode]bool{}
 	for _, k := range keys {

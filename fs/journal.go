@@ -8,7 +8,7 @@ import (
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
-	"kintfs/replica"
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
 
@@ -26,7 +26,7 @@ func (d *rowDir) createPending(ctx context.Context, name string, flags uint32, o
 		return nil, nil, 0, syscall.EEXIST
 	}
 	if fn == nil {
-		fn = newFileNode(d.fs, d.v, replica.Key{Tier: seal.TierJournal, Key: name})
+		fn = newFileNode(d.fs, d.v, vault.Key{Tier: seal.TierJournal, Key: name})
 		fn.pendingIn, fn.pendingName = d, name
 		fn.loaded, fn.mtime = true, time.Now()
 		if d.pending == nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"kintfs/replica"
+	"kintfs/replica/vault"
 )
 
 // requireTool fails in CI (which installs it, see .ci/run) and skips loudly elsewhere when a
@@ -283,7 +284,7 @@ func TestCpAAndTarKeepMtime(t *testing.T) {
 
 func TestTrashMoveRestoreEmpty(t *testing.T) {
 	tm := mountForTest(t)
-	tm.r.SetModel(replica.ModelFull) // a status on a state row, which only the full model keeps
+	tm.r.SetModel(vault.ModelFull) // a status on a state row, which only the full model keeps
 	f := tm.path("state", "g1")
 	mustSh(t, "echo keep me > "+f)
 	if err := tm.r.SetAttr(stateKey("g1"), "status", strp("open")); err != nil {

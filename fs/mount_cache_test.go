@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"kintfs/replica"
+	"kintfs/replica/vault"
 )
 
 // eventually retries check until it passes or a few seconds have gone.
@@ -55,7 +55,7 @@ func TestPullInvalidates(t *testing.T) {
 	if _, err := tm.r.Write(stateKey("y"), []byte("y"), time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	tm.m.fs.changed([]replica.Key{stateKey("y")})
+	tm.m.fs.changed([]vault.Key{stateKey("y")})
 	eventually(t, "a new row listed after a pull", func() bool { return len(lsNames(t, tm.path("state"))) == 2 })
 
 	k := stateKey("x")
@@ -63,7 +63,7 @@ func TestPullInvalidates(t *testing.T) {
 	if _, err := tm.r.Write(k, []byte(v2), time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	tm.m.fs.changed([]replica.Key{k})
+	tm.m.fs.changed([]vault.Key{k})
 	eventually(t, "new content after a pull", func() bool { return mustRun(t, "cat", p) == v2 })
 	buf := make([]byte, 100)
 	n, err := f.ReadAt(buf, 0)
@@ -72,14 +72,14 @@ func TestPullInvalidates(t *testing.T) {
 	}
 
 	// A row that appears, in a category that appears.
-	ck := replica.Key{Tier: "entity", Category: strp("fresh"), Key: "k"}
+	ck := vault.Key{Tier: "entity", Category: strp("fresh"), Key: "k"}
 	if _, err := os.Stat(tm.path("entity", "fresh")); err == nil {
 		t.Fatal("category exists too early")
 	}
 	if _, err := tm.r.Write(ck, []byte("{}"), time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	tm.m.fs.changed([]replica.Key{ck})
+	tm.m.fs.changed([]vault.Key{ck})
 	eventually(t, "new category after a pull", func() bool {
 		_, err := os.Stat(tm.path("entity", "fresh", "k"))
 		return err == nil
@@ -89,7 +89,7 @@ func TestPullInvalidates(t *testing.T) {
 	if err := tm.r.Remove(k); err != nil {
 		t.Fatal(err)
 	}
-	tm.m.fs.changed([]replica.Key{k})
+	tm.m.fs.changed([]vault.Key{k})
 	eventually(t, "removed row after a pull", func() bool {
 		_, err := os.Stat(p)
 		return err != nil
@@ -114,8 +114,8 @@ func TestNegativeEntries(t *testing.T) {
 		}
 		wantErrno(t, "stat of a missing name", err, syscall.ENOENT)
 	}
-	ka, ke := stateKey("a"), replica.Key{Tier: "entity", Category: strp("c"), Key: "e"}
-	for _, k := range []replica.Key{ka, ke} {
+	ka, ke := stateKey("a"), vault.Key{Tier: "entity", Category: strp("c"), Key: "e"}
+	for _, k := range []vault.Key{ka, ke} {
 		if _, err := tm.r.Write(k, []byte(`{"v":1}`), time.Now()); err != nil {
 			t.Fatal(err)
 		}
@@ -125,7 +125,7 @@ func TestNegativeEntries(t *testing.T) {
 		_, err := os.Stat(tm.path(rel...))
 		wantErrno(t, "stat of a row made unseen (the kernel keeps the missing name)", err, syscall.ENOENT)
 	}
-	tm.m.fs.changed([]replica.Key{ka, ke})
+	tm.m.fs.changed([]vault.Key{ka, ke})
 	for _, rel := range [][]string{{"state", "a"}, {"entity", "c", "e"}} {
 		eventually(t, "a pulled row whose name was missing", func() bool {
 			b, err := os.ReadFile(tm.path(rel...))
@@ -188,11 +188,11 @@ func TestSameMountChangesWithLongCaches(t *testing.T) {
 	wantErrno(t, "unlinked", err, syscall.ENOENT)
 
 	// A category that exists only through its one row goes with it.
-	solo := replica.Key{Tier: "entity", Category: strp("solo"), Key: "only"}
+	solo := vault.Key{Tier: "entity", Category: strp("solo"), Key: "only"}
 	if _, err := tm.r.Write(solo, []byte(`{}`), time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	tm.m.fs.changed([]replica.Key{solo})
+	tm.m.fs.changed([]vault.Key{solo})
 	eventually(t, "a pulled category", func() bool { _, err := os.Stat(tm.path("entity", "solo", "only")); return err == nil })
 	if err := os.Remove(tm.path("entity", "solo", "only")); err != nil {
 		t.Fatal(err)
@@ -217,7 +217,7 @@ func TestReadOnlyNoOpen(t *testing.T) {
 	if _, err := tm.r.Write(k, []byte("v1"), time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	tm.m.fs.changed([]replica.Key{k})
+	tm.m.fs.changed([]vault.Key{k})
 	tm.m.Settle() // as kintfs pull does before it answers
 	p := tm.path("state", "x")
 	for i := 0; i < 3; i++ {
@@ -231,7 +231,7 @@ func TestReadOnlyNoOpen(t *testing.T) {
 	if got := readFile(t, p); got != "v1" {
 		t.Fatalf("an untold change reads %q: the kernel still asks the mount on open", got)
 	}
-	tm.m.fs.changed([]replica.Key{k})
+	tm.m.fs.changed([]vault.Key{k})
 	tm.m.Settle()
 	if got := readFile(t, p); got != "v2" {
 		t.Fatalf("after a pull: %q", got)
@@ -240,7 +240,7 @@ func TestReadOnlyNoOpen(t *testing.T) {
 	if _, err := tm.r.Write(k, []byte(v3), time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	tm.m.fs.changed([]replica.Key{k})
+	tm.m.fs.changed([]vault.Key{k})
 	tm.m.Settle()
 	if got := readFile(t, p); got != v3 {
 		t.Fatalf("after a pull that changed the size: %q", got)

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"kintfs/replica"
+	"kintfs/replica/vault"
 )
 
 // copyFile is one file of the copy tests: where it lives under a tree, its content, the
@@ -124,7 +125,7 @@ func checkRows(t *testing.T, what string, r *replica.Replica, files []copyFile) 
 	t.Helper()
 	for _, f := range files {
 		parts := strings.Split(f.rel, "/")
-		k := replica.Key{Tier: parts[0], Key: parts[len(parts)-1]}
+		k := vault.Key{Tier: parts[0], Key: parts[len(parts)-1]}
 		if len(parts) == 3 {
 			k.Category = strp(parts[1])
 		}

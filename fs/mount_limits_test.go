@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"kintfs/replica"
+	"kintfs/replica/vault"
 )
 
 // limitMarker is written into every body of these tests, so that a log line quoting a body
@@ -97,7 +98,7 @@ func (rm *remountable) path(name string) string { return rm.dir + "/" + name }
 // tested on a new file, over an existing one, by appending and by truncating.
 func TestFileSizeLimit(t *testing.T) {
 	rm := newRemountable(t)
-	const limit = replica.MaxFileBytes
+	const limit = vault.MaxFileBytes
 	sizes := []struct {
 		name string
 		n    int

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"kintfs/replica"
+	"kintfs/replica/vault"
 )
 
 func TestJournalAppend(t *testing.T) {
@@ -92,7 +92,7 @@ func TestLocalDotfiles(t *testing.T) {
 	if got := lsNames(t, tm.path("state")); strings.Join(got, " ") != ".goal.swp" {
 		t.Fatalf("state lists %q", got)
 	}
-	v, err := tm.r.Get(replica.Key{Tier: "state", Key: ".goal.swp", Local: true})
+	v, err := tm.r.Get(vault.Key{Tier: "state", Key: ".goal.swp", Local: true})
 	if err != nil || !v.Key.Local {
 		t.Fatalf("local file in backend: %+v %v", v, err)
 	}
@@ -106,7 +106,7 @@ func TestLocalDotfiles(t *testing.T) {
 	if _, err := tm.r.Write(stateKey(".real"), []byte("r"), time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	tm.m.fs.changed([]replica.Key{stateKey(".real")})
+	tm.m.fs.changed([]vault.Key{stateKey(".real")})
 	eventually(t, "the new row listed", func() bool {
 		return strings.Join(lsNames(t, tm.path("state")), " ") == "%2Ereal .goal.swp"
 	})
@@ -116,7 +116,7 @@ func TestLocalDotfiles(t *testing.T) {
 	// Local files live in categories too.
 	mustRun(t, "mkdir", tm.path("entity", "c"))
 	mustSh(t, "echo x > "+tm.path("entity", "c", ".tmp"))
-	if _, err := tm.r.Get(replica.Key{Tier: "entity", Category: strp("c"), Key: ".tmp", Local: true}); err != nil {
+	if _, err := tm.r.Get(vault.Key{Tier: "entity", Category: strp("c"), Key: ".tmp", Local: true}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -130,7 +130,7 @@ func TestCollisionRule(t *testing.T) {
 	if got := lsNames(t, tm.path("entity")); strings.Join(got, " ") != "person person%" {
 		t.Fatalf("entity lists %q", got)
 	}
-	if got := backendContent(t, tm.r, replica.Key{Tier: "entity", Key: "person"}); got != "{\"who\":\"null\"}\n" {
+	if got := backendContent(t, tm.r, vault.Key{Tier: "entity", Key: "person"}); got != "{\"who\":\"null\"}\n" {
 		t.Fatalf("null-category person holds %q", got)
 	}
 	if got := mustRun(t, "cat", tm.path("entity", "person%")); got != "{\"who\":\"null\"}\n" {
@@ -152,16 +152,16 @@ func TestCollisionRule(t *testing.T) {
 
 func TestEscapedAndLongNames(t *testing.T) {
 	tm := mountForTest(t)
-	write := func(k replica.Key, body string) {
+	write := func(k vault.Key, body string) {
 		if _, err := tm.r.Write(k, []byte(body), time.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}
-	write(replica.Key{Tier: "reference", Key: "doc/readme"}, "the readme text")
-	write(replica.Key{Tier: "reference", Key: "50%"}, "half")
-	write(replica.Key{Tier: "reference", Key: ""}, "empty key")
+	write(vault.Key{Tier: "reference", Key: "doc/readme"}, "the readme text")
+	write(vault.Key{Tier: "reference", Key: "50%"}, "half")
+	write(vault.Key{Tier: "reference", Key: ""}, "empty key")
 	long := strings.Repeat("long/key-", 40)
-	write(replica.Key{Tier: "reference", Key: long}, "long body")
+	write(vault.Key{Tier: "reference", Key: long}, "long body")
 	names := lsNames(t, tm.path("reference"))
 	short := EscapeName(long)
 	want := []string{"%", "50%25", "doc%2Freadme", short}
@@ -178,13 +178,13 @@ func TestEscapedAndLongNames(t *testing.T) {
 	}
 	// Written through its shortened name, the long key changes.
 	mustSh(t, "printf new > "+tm.path("reference", short))
-	if got := backendContent(t, tm.r, replica.Key{Tier: "reference", Key: long}); got != "new" {
+	if got := backendContent(t, tm.r, vault.Key{Tier: "reference", Key: long}); got != "new" {
 		t.Fatalf("long key holds %q", got)
 	}
 	// A long category and a long null-category entity of the same name.
 	longCat := strings.Repeat("c", 300)
-	write(replica.Key{Tier: "entity", Category: &longCat, Key: "k"}, "{}")
-	write(replica.Key{Tier: "entity", Key: longCat}, `{"null":true}`)
+	write(vault.Key{Tier: "entity", Category: &longCat, Key: "k"}, "{}")
+	write(vault.Key{Tier: "entity", Key: longCat}, `{"null":true}`)
 	names = lsNames(t, tm.path("entity"))
 	if len(names) != 2 || names[0] != EscapeName(longCat) || names[1] != collidedName(longCat) {
 		t.Fatalf("entity lists %q", names)
@@ -201,7 +201,7 @@ func TestEscapedAndLongNames(t *testing.T) {
 	// Vector names with non-ASCII keys.
 	for _, k := range []string{"🔥hot", "ﬁrst", "café ünïcode"} {
 		mustSh(t, `echo '{}' > '`+tm.path("entity", k)+`'`)
-		if _, err := tm.r.Get(replica.Key{Tier: "entity", Key: k}); err != nil {
+		if _, err := tm.r.Get(vault.Key{Tier: "entity", Key: k}); err != nil {
 			t.Errorf("%s: %v", k, err)
 		}
 	}
@@ -296,7 +296,7 @@ func TestVimBackupIsLocal(t *testing.T) {
 	if got := mustRun(t, "cat", p+"~"); got != "one\ntwo\n" {
 		t.Fatalf("the backup: %q", got)
 	}
-	if _, err := tm.r.Get(replica.Key{Tier: "state", Key: "notes~", Local: true}); err != nil {
+	if _, err := tm.r.Get(vault.Key{Tier: "state", Key: "notes~", Local: true}); err != nil {
 		t.Fatalf("the backup is not a local file: %v", err)
 	}
 	if _, err := tm.r.Get(stateKey("notes~")); err == nil {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"kintfs/replica"
+	"kintfs/replica/vault"
 )
 
 // testMount is a live mount over a fresh test replica.
@@ -228,7 +229,7 @@ func wantErrno(t *testing.T, what string, err error, want syscall.Errno) {
 func strp(s string) *string { return &s }
 
 // backendContent is what the replica holds for k.
-func backendContent(t *testing.T, r *replica.Replica, k replica.Key) string {
+func backendContent(t *testing.T, r *replica.Replica, k vault.Key) string {
 	t.Helper()
 	b, err := r.Content(k)
 	if err != nil {

@@ -7,10 +7,10 @@ import (
 	"syscall"
 	"testing"
 
-	"kintfs/replica"
+	"kintfs/replica/vault"
 )
 
-func stateKey(k string) replica.Key { return replica.Key{Tier: "state", Key: k} }
+func stateKey(k string) vault.Key { return vault.Key{Tier: "state", Key: k} }
 
 func TestCreateReadOverwriteAppendTruncate(t *testing.T) {
 	tm := mountForTest(t)
@@ -119,7 +119,7 @@ func TestRenameWithinTierAndAcrossCategories(t *testing.T) {
 	mustRun(t, "mkdir", tm.path("entity", "c1"), tm.path("entity", "c2"))
 	mustSh(t, `echo '{"n":1}' > `+tm.path("entity", "c1", "x"))
 	mustRun(t, "mv", tm.path("entity", "c1", "x"), tm.path("entity", "c2", "x"))
-	if got := backendContent(t, tm.r, replica.Key{Tier: "entity", Category: strp("c2"), Key: "x"}); got != "{\"n\":1}\n" {
+	if got := backendContent(t, tm.r, vault.Key{Tier: "entity", Category: strp("c2"), Key: "x"}); got != "{\"n\":1}\n" {
 		t.Fatalf("moved entity reads %q", got)
 	}
 	mustSh(t, `echo '{}' > `+tm.path("entity", "y"))
@@ -156,7 +156,7 @@ func TestRenameAcrossTiers(t *testing.T) {
 	wantErrno(t, "rename across tiers", err, syscall.EXDEV)
 	// mv falls back to copy and delete.
 	mustRun(t, "mv", tm.path("state", "a"), tm.path("reference", "a"))
-	if got := backendContent(t, tm.r, replica.Key{Tier: "reference", Key: "a"}); got != "text\n" {
+	if got := backendContent(t, tm.r, vault.Key{Tier: "reference", Key: "a"}); got != "text\n" {
 		t.Fatalf("moved across tiers: %q", got)
 	}
 	if _, err := tm.r.Get(stateKey("a")); err == nil {
@@ -199,7 +199,7 @@ func TestUnlink(t *testing.T) {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tm.r.Get(replica.Key{Tier: "reference", Key: "r"}); err == nil {
+	if _, err := tm.r.Get(vault.Key{Tier: "reference", Key: "r"}); err == nil {
 		t.Fatal("an unlinked file came back on close")
 	}
 }
@@ -266,7 +266,7 @@ func TestCopyTreeIn(t *testing.T) {
 	if got := lsNames(t, tm.path("entity", "team")); strings.Join(got, " ") != "ann bob" {
 		t.Fatalf("copied category lists %q", got)
 	}
-	if got := backendContent(t, tm.r, replica.Key{Tier: "entity", Category: strp("team"), Key: "bob"}); got != `{"name":"bob"}` {
+	if got := backendContent(t, tm.r, vault.Key{Tier: "entity", Category: strp("team"), Key: "bob"}); got != `{"name":"bob"}` {
 		t.Fatalf("copied entity holds %q", got)
 	}
 	// And back out, with cp -r of the mount's own tree.

@@ -7,8 +7,9 @@ import (
 	"syscall"
 	"testing"
 
+	"kintfs/replica/vault"
+
 	"golang.org/x/sys/unix"
-	"kintfs/replica"
 )
 
 func getxattr(t *testing.T, p, name string) (string, error) {
@@ -27,7 +28,7 @@ func getxattr(t *testing.T, p, name string) (string, error) {
 
 func TestXattrs(t *testing.T) {
 	tm := mountForTest(t)
-	tm.r.SetModel(replica.ModelFull) // status and meta on one state row; kint's model is TestXattrShapes'
+	tm.r.SetModel(vault.ModelFull) // status and meta on one state row; kint's model is TestXattrShapes'
 	tm.expectLog("warn: setxattr: EINVAL: an invalid value")
 	p := tm.path("state", "goal")
 	mustSh(t, "echo ship > "+p)
@@ -160,7 +161,7 @@ func TestXattrsOff(t *testing.T) {
 
 func TestAttrsSurviveEditorSaves(t *testing.T) {
 	tm := mountForTest(t)
-	tm.r.SetModel(replica.ModelFull) // status and meta on one row
+	tm.r.SetModel(vault.ModelFull) // status and meta on one row
 	p := tm.path("state", "plan")
 	mustSh(t, "printf 'alpha beta\n' > "+p)
 	mustRun(t, "setfattr", "-n", "user.kint.status", "-v", "draft", p)
@@ -184,7 +185,7 @@ func TestAttrsSurviveEditorSaves(t *testing.T) {
 		t.Fatalf("attributes after saves: status %v meta %v", v.Row.Status, v.Row.Meta)
 	}
 	for _, left := range []string{"plan.new", ".plan.tmp"} {
-		if _, err := tm.r.Get(replica.Key{Tier: "state", Key: left, Local: strings.HasPrefix(left, ".")}); err == nil {
+		if _, err := tm.r.Get(vault.Key{Tier: "state", Key: left, Local: strings.HasPrefix(left, ".")}); err == nil {
 			t.Errorf("temporary %s left behind", left)
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"kintfs/replica"
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
 
@@ -63,12 +63,12 @@ func shortRowName(name string, entityRoot bool) bool {
 // the row exists is not asked, and a two-part path under entity/ names a null-category entity
 // (never a category). short reports a shortened name: its key is then the file's
 // user.kint.key attribute, and k.Key is empty. A local file's key has Local set.
-func KeyOfPath(rel string) (k replica.Key, short bool, err error) {
+func KeyOfPath(rel string) (k vault.Key, short bool, err error) {
 	parts := strings.Split(rel, string(filepath.Separator))
 	if len(parts) < 2 || len(parts) > 3 || (len(parts) == 3 && parts[0] != seal.TierEntity) {
-		return replica.Key{}, false, ErrNotRowPath
+		return vault.Key{}, false, ErrNotRowPath
 	}
-	k = replica.Key{Tier: parts[0]}
+	k = vault.Key{Tier: parts[0]}
 	name := parts[len(parts)-1]
 	if len(parts) == 3 {
 		c, err := UnescapeName(parts[1])
@@ -91,7 +91,7 @@ func KeyOfPath(rel string) (k replica.Key, short bool, err error) {
 
 // PathOfKey is the path, relative to the mount's root, of the row k (a null-category entity
 // whose name a category also takes is listed as entity/<name>%; this names it plainly).
-func PathOfKey(k replica.Key) string {
+func PathOfKey(k vault.Key) string {
 	name := k.Key
 	if !k.Local {
 		name = EscapeName(k.Key)
@@ -104,7 +104,7 @@ func PathOfKey(k replica.Key) string {
 
 // localPath is the path under the mount of a file named name in the directory of tier and
 // category, as local-only rules match it.
-func localPath(k replica.Key) string {
+func localPath(k vault.Key) string {
 	if k.Category == nil {
 		return k.Tier + "/" + k.Key
 	}

@@ -7,7 +7,7 @@ import (
 
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 
-	"kintfs/replica"
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
 
@@ -99,7 +99,7 @@ func (d *rowDir) renameSource(name string, flags uint32) (resolved, syscall.Errn
 
 // flushMoved stores what was written through an open handle of the file being moved, so that
 // the move carries it; it returns the file's node, nil when none is open.
-func (d *rowDir) flushMoved(name string, key replica.Key) (*fileNode, syscall.Errno) {
+func (d *rowDir) flushMoved(name string, key vault.Key) (*fileNode, syscall.Errno) {
 	n := d.childFile(name, key)
 	if n == nil {
 		return nil, 0
@@ -146,7 +146,7 @@ func (f *mountFS) keepAttrs(src, dst resolved) {
 
 // applyAttrs sets the non-null ones of status and meta on k; a failure is logged, since the
 // change it belongs to has already happened.
-func (f *mountFS) applyAttrs(k replica.Key, status, meta *string) {
+func (f *mountFS) applyAttrs(k vault.Key, status, meta *string) {
 	for _, a := range []struct {
 		name  string
 		value *string
@@ -189,7 +189,7 @@ func (f *mountFS) rememberMove(src resolved) {
 
 // restoreMoved gives a newly created row the attributes of the row that left its name moments
 // ago.
-func (f *mountFS) restoreMoved(k replica.Key) {
+func (f *mountFS) restoreMoved(k vault.Key) {
 	f.mu.Lock()
 	m, ok := f.moved[keyID(k)]
 	delete(f.moved, keyID(k))
@@ -201,7 +201,7 @@ func (f *mountFS) restoreMoved(k replica.Key) {
 }
 
 // keyID is a map key for a replica key.
-func keyID(k replica.Key) string {
+func keyID(k vault.Key) string {
 	c := "\x01"
 	if k.Category != nil {
 		c = *k.Category

@@ -8,7 +8,7 @@ import (
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
-	"kintfs/replica"
+	"kintfs/replica/vault"
 )
 
 // rootNode is the mount's top directory. It lists exactly the four tiers; .kint and the
@@ -85,7 +85,7 @@ func tierEntries(v *view, self uint64) []fuse.DirEntry {
 		{Name: ".", Mode: syscall.S_IFDIR, Ino: self},
 		{Name: "..", Mode: syscall.S_IFDIR, Ino: inoRoot},
 	}
-	for _, t := range replica.Tiers {
+	for _, t := range vault.Tiers {
 		out = append(out, fuse.DirEntry{Name: t, Mode: syscall.S_IFDIR, Ino: v.tree.DirIno(t, nil)})
 	}
 	return out

@@ -10,7 +10,7 @@ import (
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
-	"kintfs/replica"
+	"kintfs/replica/vault"
 )
 
 // The trash, as file managers expect it (the freedesktop trash specification): MNT/.Trash-$UID,
@@ -62,7 +62,7 @@ func (d *trashDir) top() bool { return !strings.Contains(d.path, "/") }
 // newTrashDir makes the node of the trash directory path under parent, filling out.
 func newTrashDir(ctx context.Context, parent *fusefs.Inode, f *mountFS, path string, out *fuse.EntryOut) *fusefs.Inode {
 	p := path
-	ino := f.b.DirIno(replica.TrashTier, &p)
+	ino := f.b.DirIno(vault.TrashTier, &p)
 	td := &trashDir{node: node{fs: f}, path: path, ino: ino}
 	var a fuse.AttrOut
 	td.Getattr(ctx, nil, &a)
@@ -70,9 +70,9 @@ func newTrashDir(ctx context.Context, parent *fusefs.Inode, f *mountFS, path str
 	return parent.NewInode(ctx, td, f.stable(syscall.S_IFDIR, ino))
 }
 
-func (d *trashDir) key(name string) replica.Key {
+func (d *trashDir) key(name string) vault.Key {
 	p := d.path
-	return replica.Key{Tier: replica.TrashTier, Category: &p, Key: name, Local: true}
+	return vault.Key{Tier: vault.TrashTier, Category: &p, Key: name, Local: true}
 }
 
 func (d *trashDir) Getattr(ctx context.Context, f fusefs.FileHandle, out *fuse.AttrOut) syscall.Errno {
@@ -114,7 +114,7 @@ func (d *trashDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 }
 
 // child is the file node for name, as rowDir.child makes it.
-func (d *trashDir) child(ctx context.Context, name string, k replica.Key, v *replica.Version, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
+func (d *trashDir) child(ctx context.Context, name string, k vault.Key, v *vault.Version, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
 	if fn := d.childFile(name, k); fn != nil && fn.StableAttr().Ino == v.Ino {
 		if errno := fn.attr(&out.Attr); errno != 0 {
 			return nil, errno
@@ -126,7 +126,7 @@ func (d *trashDir) child(ctx context.Context, name string, k replica.Key, v *rep
 	return d.NewInode(ctx, fn, d.fs.stable(syscall.S_IFREG, v.Ino)), 0
 }
 
-func (d *trashDir) childFile(name string, k replica.Key) *fileNode {
+func (d *trashDir) childFile(name string, k vault.Key) *fileNode {
 	ch := d.GetChild(name)
 	if ch == nil {
 		return nil
@@ -171,7 +171,7 @@ func (f *mountFS) mkTrashDir(ctx context.Context, at *node, path string, mode ui
 	}
 	p := path
 	perm := f.createPerm(mode)
-	if err := f.b.SetDirAttrs(f.b.DirIno(replica.TrashTier, &p), replica.AttrChange{Perm: &perm, Create: true}); err != nil {
+	if err := f.b.SetDirAttrs(f.b.DirIno(vault.TrashTier, &p), vault.AttrChange{Perm: &perm, Create: true}); err != nil {
 		return nil, f.fail("mkdir", at, path, err)
 	}
 	return newTrashDir(ctx, at.EmbeddedInode(), f, path, out), 0
@@ -192,7 +192,7 @@ func (f *mountFS) rmTrashDir(at *node, path string) syscall.Errno {
 		return f.fail("rmdir", at, path, err)
 	}
 	p := path
-	f.retire(f.b.DirIno(replica.TrashTier, &p))
+	f.retire(f.b.DirIno(vault.TrashTier, &p))
 	return 0
 }
 
@@ -212,7 +212,7 @@ func (d *trashDir) Create(ctx context.Context, name string, flags uint32, mode u
 			return nil, nil, 0, syscall.EEXIST
 		}
 		fn = d.childFile(name, k)
-	case errors.Is(err, replica.ErrNotFound):
+	case errors.Is(err, vault.ErrNotFound):
 		if v, err = d.fs.b.Create(k, d.fs.createPerm(mode), time.Now()); err != nil {
 			return nil, nil, 0, d.fs.fail("create", &d.node, name, err)
 		}
@@ -287,7 +287,7 @@ func (d *trashDir) Rename(ctx context.Context, name string, newParent fusefs.Ino
 	switch {
 	case err == nil && flags&renameNoreplace != 0:
 		return syscall.EEXIST
-	case err != nil && !errors.Is(err, replica.ErrNotFound):
+	case err != nil && !errors.Is(err, vault.ErrNotFound):
 		return d.fs.fail("rename", &d.node, name, err)
 	}
 	srcNode := d.childFile(name, from)
@@ -313,28 +313,28 @@ func (d *trashDir) Rename(ctx context.Context, name string, newParent fusefs.Ino
 
 // childFiler is a directory that holds file nodes: a row directory or a trash directory.
 type childFiler interface {
-	childFile(string, replica.Key) *fileNode
+	childFile(string, vault.Key) *fileNode
 }
 
 // renameTarget is the key a rename out of d onto newName in newParent moves to: in the trash,
 // or a row of the live tree (restored).
-func (d *trashDir) renameTarget(newParent fusefs.InodeEmbedder, newName string) (replica.Key, childFiler, syscall.Errno) {
+func (d *trashDir) renameTarget(newParent fusefs.InodeEmbedder, newName string) (vault.Key, childFiler, syscall.Errno) {
 	if t, ok := newParent.(*trashDir); ok {
 		if t.top() {
-			return replica.Key{}, nil, syscall.EPERM
+			return vault.Key{}, nil, syscall.EPERM
 		}
 		return t.key(newName), t, 0
 	}
 	rd := asRowDir(newParent)
 	if rd == nil || rd.v.history {
-		return replica.Key{}, nil, syscall.EXDEV
+		return vault.Key{}, nil, syscall.EXDEV
 	}
 	r, err := rd.resolve(newName, false)
 	if err != nil {
-		return replica.Key{}, nil, d.fs.fail("rename", &rd.node, newName, err)
+		return vault.Key{}, nil, d.fs.fail("rename", &rd.node, newName, err)
 	}
 	if r.isCat {
-		return replica.Key{}, nil, syscall.EISDIR
+		return vault.Key{}, nil, syscall.EISDIR
 	}
 	return r.key, rd, 0
 }
@@ -357,7 +357,7 @@ func (d *rowDir) renameToTrash(name string, td *trashDir, newName string, flags 
 	switch {
 	case err == nil && flags&renameNoreplace != 0:
 		return syscall.EEXIST
-	case err != nil && !errors.Is(err, replica.ErrNotFound):
+	case err != nil && !errors.Is(err, vault.ErrNotFound):
 		return d.fs.fail("rename", &td.node, newName, err)
 	}
 	srcNode, errno := d.flushMoved(name, src.key)

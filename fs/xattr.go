@@ -9,7 +9,7 @@ import (
 
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 
-	"kintfs/replica"
+	"kintfs/replica/vault"
 )
 
 // The extended attributes of a file. status and meta are the row's own and writable (meta
@@ -55,9 +55,9 @@ func (n *fileNode) xattrs() ([]string, map[string]string, syscall.Errno) {
 }
 
 // localReason is user.kint.anchored of a local file: "local: " and why it is kept here.
-func (f *mountFS) localReason(k replica.Key) string {
+func (f *mountFS) localReason(k vault.Key) string {
 	switch {
-	case k.Tier == replica.TrashTier:
+	case k.Tier == vault.TrashTier:
 		return "local: in the trash"
 	case isLocalName(k.Key):
 		return "local: dotfile"
@@ -70,7 +70,7 @@ func (f *mountFS) localReason(k replica.Key) string {
 
 // Attrs are the user.kint.* extended attributes of a version, by name, in listing order. The
 // CLI shows the same ones, for mounts that serve none.
-func Attrs(v *replica.Version) ([]string, map[string]string) {
+func Attrs(v *vault.Version) ([]string, map[string]string) {
 	k := v.Key
 	names := []string{xattrKey}
 	vals := map[string]string{xattrKey: k.Key}
@@ -97,7 +97,7 @@ func Attrs(v *replica.Version) ([]string, map[string]string) {
 }
 
 // rowAttrs adds the status and meta v has to vals and returns their names.
-func rowAttrs(v *replica.Version, vals map[string]string) []string {
+func rowAttrs(v *vault.Version, vals map[string]string) []string {
 	var names []string
 	if v.Row.Status != nil {
 		names = append(names, xattrStatus)
@@ -126,7 +126,7 @@ func listed(names []string) []string {
 
 // anchoredText is user.kint.anchored: where this content was anchored, or "unanchored", and
 // why a staged row is held when it is.
-func anchoredText(v *replica.Version) string {
+func anchoredText(v *vault.Version) string {
 	var s string
 	switch {
 	case v.Anchor != nil && !v.Staged:

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"kintfs/replica/store"
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
 
@@ -156,7 +157,7 @@ func TestPullUnapplicableSnapshotSaysWhy(t *testing.T) {
 		}
 	}
 	// the epochs under the snapshot still applied
-	if body, err := f.Content(Key{Tier: seal.TierState, Key: "b"}); err != nil || string(body) != "2" {
+	if body, err := f.Content(vault.Key{Tier: seal.TierState, Key: "b"}); err != nil || string(body) != "2" {
 		t.Fatalf("b = %q, %v", body, err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"kintfs/chain"
 	"kintfs/replica/store"
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
 
@@ -21,9 +22,9 @@ import (
 
 // BackfillReport says what a backfill did.
 type BackfillReport struct {
-	Recorded int   `json:"recorded"` // epochs whose versions it recorded
-	Missing  int   `json:"missing"`  // epochs still not recorded
-	Skipped  []Gap `json:"skipped,omitempty"`
+	Recorded int         `json:"recorded"` // epochs whose versions it recorded
+	Missing  int         `json:"missing"`  // epochs still not recorded
+	Skipped  []vault.Gap `json:"skipped,omitempty"`
 	RPCCalls uint64
 }
 
@@ -101,7 +102,7 @@ func (r *Replica) backfill(ctx context.Context, holes []store.HistoryHole, o Bac
 
 // stuck reports whether the hole starts at an epoch already found unopenable: nothing under
 // it can be checked, so it stays a hole.
-func stuck(skipped []Gap, h store.HistoryHole) bool {
+func stuck(skipped []vault.Gap, h store.HistoryHole) bool {
 	for _, g := range skipped {
 		if g.Seq == h.Lo {
 			return true
@@ -188,7 +189,7 @@ func (r *Replica) recordBatch(ctx context.Context, h store.HistoryHole, above *c
 		}
 		opened, reason := r.openForHistory(w, state)
 		if reason != "" {
-			return true, r.skipHistory(Gap{Seq: w.ev.Seq, Block: w.ev.Block, Reason: reason, SupersededBy: h.Above.Seq}, rep)
+			return true, r.skipHistory(vault.Gap{Seq: w.ev.Seq, Block: w.ev.Block, Reason: reason, SupersededBy: h.Above.Seq}, rep)
 		}
 		if err := r.recordHistory(w, opened, state); err != nil {
 			return true, err
@@ -214,7 +215,7 @@ func (r *Replica) recordBatch(ctx context.Context, h store.HistoryHole, above *c
 }
 
 // skipHistory records g, an epoch under a snapshot that cannot be recorded: the hole stays.
-func (r *Replica) skipHistory(g Gap, rep *BackfillReport) error {
+func (r *Replica) skipHistory(g vault.Gap, rep *BackfillReport) error {
 	rep.Skipped = append(rep.Skipped, g)
 	r.warnf("history: epoch %d cannot be recorded (%s); superseded by snapshot %d", g.Seq, g.Reason, g.SupersededBy)
 	skipped, err := r.HistorySkipped()
@@ -267,9 +268,9 @@ func (r *Replica) openForHistory(w walked, state *store.ReplayState) (*seal.Open
 }
 
 // epochInfoOf is the record of an epoch opened from its event.
-func epochInfoOf(ev *chain.EpochEvent, o *seal.Opened) EpochInfo {
+func epochInfoOf(ev *chain.EpochEvent, o *seal.Opened) vault.EpochInfo {
 	p := o.Plaintext
-	return EpochInfo{Seq: ev.Seq, Block: ev.Block, Tx: ev.TxHash.Hex(), Digest: ev.Digest, Prev: ev.Prev,
+	return vault.EpochInfo{Seq: ev.Seq, Block: ev.Block, Tx: ev.TxHash.Hex(), Digest: ev.Digest, Prev: ev.Prev,
 		Bucket: int(o.Header.Bucket), RowsRoot: p.RowsRoot, Writer: ev.Writer, CreatedAt: p.CreatedAt,
 		Snapshot: p.Snapshot, NRows: p.NRows, Rows: len(p.Rows), Deleted: len(p.Deleted)}
 }
@@ -323,6 +324,6 @@ func (r *Replica) recordBlockTimes(ctx context.Context) error {
 }
 
 // anchorOf is where ev anchored its epoch.
-func anchorOf(ev *chain.EpochEvent) Anchor {
-	return Anchor{Seq: ev.Seq, Block: ev.Block, Tx: ev.TxHash.Hex()}
+func anchorOf(ev *chain.EpochEvent) vault.Anchor {
+	return vault.Anchor{Seq: ev.Seq, Block: ev.Block, Tx: ev.TxHash.Hex()}
 }

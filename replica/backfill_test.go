@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 	"errors"
+	"kintfs/replica/vault"
 	"strings"
 	"testing"
 )
@@ -72,7 +73,7 @@ func TestBackfillHistoryUnderSnapshot(t *testing.T) {
 		t.Fatalf("the restore applied %d epochs, want the snapshot and the diff after it", rep.Applied)
 	}
 	err = b.CheckHistory(blocks[0])
-	if !errors.Is(err, ErrHistoryIncomplete) || !strings.Contains(err.Error(), "kintfs pull --full") {
+	if !errors.Is(err, vault.ErrHistoryIncomplete) || !strings.Contains(err.Error(), "kintfs pull --full") {
 		t.Fatalf("history at the first epoch before the backfill: %v", err)
 	}
 	if err := b.CheckHistory(blocks[2]); err != nil {
@@ -180,7 +181,7 @@ func TestBackfillSkipsUnopenable(t *testing.T) {
 	if v := viewOf(t, b.At(first), historyPaths); v["state/x"].body != "x1" {
 		t.Fatalf("@%d: %v", first, v)
 	}
-	if err := b.CheckHistory(first + 1); !errors.Is(err, ErrHistoryIncomplete) {
+	if err := b.CheckHistory(first + 1); !errors.Is(err, vault.ErrHistoryIncomplete) {
 		t.Fatalf("history just after the first epoch: %v", err)
 	}
 	st, _ := b.Status()

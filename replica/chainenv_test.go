@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"kintfs/replica/homedir"
+	"kintfs/replica/vault"
 	"math/big"
 	"os"
 	"sync"
@@ -163,7 +164,7 @@ func (e *chainEnv) machineWith(logf func(string, ...any)) *Replica {
 	// The engine's tests change rows in every shape the wire format has (status and meta on
 	// any tier, deletions of any tier): the full model. kint's model has tests of its own
 	// (replica/store's shapes_test.go, integration's shapes_test.go).
-	res.Vault.Model = ModelFull
+	res.Vault.Model = vault.ModelFull
 	r, err := Open(Options{Home: home, Vault: res.Vault, DEK: dek, Client: c, SessionKey: key, Logf: logf})
 	if err != nil {
 		e.t.Fatal(err)

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"errors"
+	"kintfs/replica/vault"
 	"strings"
 	"testing"
 )
@@ -13,7 +14,7 @@ func TestParseCommand(t *testing.T) {
 		}
 	}
 	_, err := ParseCommand("rm -rf /")
-	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `unknown command "rm -rf /" (one of: `+strings.Join(Commands, ", ")+")") ||
+	if !errors.Is(err, vault.ErrInvalid) || !strings.Contains(err.Error(), `unknown command "rm -rf /" (one of: `+strings.Join(Commands, ", ")+")") ||
 		!strings.Contains(err.Error(), "(one of: flush, flush dry-run, pull, pull full, compact, refresh") {
 		t.Fatalf("garbage: %v", err)
 	}

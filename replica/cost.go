@@ -7,6 +7,7 @@ import (
 	"math/big"
 
 	"kintfs/chain"
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
 
@@ -33,7 +34,7 @@ func (r *Replica) BucketPolicy() string {
 // SetBucketPolicy records the bucket policy in vault.json; the next push follows it.
 func (r *Replica) SetBucketPolicy(policy string) error {
 	if policy != PolicyLow && policy != PolicyKint {
-		return fmt.Errorf("%w: bucket policy %q: one of %s, %s", ErrInvalid, policy, PolicyLow, PolicyKint)
+		return fmt.Errorf("%w: bucket policy %q: one of %s, %s", vault.ErrInvalid, policy, PolicyLow, PolicyKint)
 	}
 	r.pushMu.Lock() // vault.json is written by pulls too, under pushMu
 	defer r.pushMu.Unlock()
@@ -134,7 +135,7 @@ func (r *Replica) planDryRun(ctx context.Context, rep *PushReport, chunks []seal
 		calldatas = append(calldatas, data)
 		rep.Plan = append(rep.Plan, PlannedEpoch{Seq: se.p.Seq, Bucket: se.sealed.Bucket, Rows: len(ch.Rows), Deleted: len(ch.Deleted),
 			CalldataBytes: len(data), Gas: chain.CalldataFloor(data)})
-		head = Head{Seq: se.p.Seq, Digest: se.sealed.Digest}
+		head = vault.Head{Seq: se.p.Seq, Digest: se.sealed.Digest}
 		prevBucket = max(prevBucket, se.sealed.Bucket)
 	}
 	for _, pe := range rep.Plan {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
 
@@ -28,7 +29,7 @@ func noiseText(seed uint64, n int) string {
 func pushOf(t *testing.T, r *Replica, rows map[string]string) *PushReport {
 	t.Helper()
 	for k, body := range rows {
-		if _, err := r.Write(Key{Tier: seal.TierState, Key: k}, []byte(body), time.Now()); err != nil {
+		if _, err := r.Write(vault.Key{Tier: seal.TierState, Key: k}, []byte(body), time.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -85,7 +86,7 @@ func TestBucketPolicyLowKeepsEditsCheap(t *testing.T) {
 	} else {
 		dev = newDevChainEnv(t)
 	}
-	vault := func(tenant, policy string) *Replica {
+	newVault := func(tenant, policy string) *Replica {
 		e := *dev
 		e.tenant = prefix + tenant
 		r := e.machine()
@@ -99,9 +100,9 @@ func TestBucketPolicyLowKeepsEditsCheap(t *testing.T) {
 	var fresh, low, kint *Replica
 	var wg sync.WaitGroup
 	wg.Add(3)
-	go func() { defer wg.Done(); fresh = vault("cost-fresh", "") }()
-	go func() { defer wg.Done(); low = vault("cost-low", PolicyLow) }()
-	go func() { defer wg.Done(); kint = vault("cost-kint", PolicyKint) }()
+	go func() { defer wg.Done(); fresh = newVault("cost-fresh", "") }()
+	go func() { defer wg.Done(); low = newVault("cost-low", PolicyLow) }()
+	go func() { defer wg.Done(); kint = newVault("cost-kint", PolicyKint) }()
 	wg.Wait()
 	if t.Failed() {
 		return
@@ -116,7 +117,7 @@ func TestBucketPolicyLowKeepsEditsCheap(t *testing.T) {
 
 	// a dry run says beforehand what the import will take
 	for k, body := range imp {
-		if _, err := low.Write(Key{Tier: seal.TierState, Key: k}, []byte(body), time.Now()); err != nil {
+		if _, err := low.Write(vault.Key{Tier: seal.TierState, Key: k}, []byte(body), time.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/ethereum/go-ethereum/core/types"
 
 	"kintfs/chain"
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
 
@@ -29,7 +30,7 @@ func TestGasPriceOverCapRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range []string{"a", "b"} {
-		if _, err := r.Write(Key{Tier: seal.TierState, Key: k}, []byte("row "+k), time.Now()); err != nil {
+		if _, err := r.Write(vault.Key{Tier: seal.TierState, Key: k}, []byte("row "+k), time.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -10,24 +10,25 @@ import (
 
 	"kintfs/chain"
 	"kintfs/replica/store"
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
 
 // PullReport says what a pull did.
 type PullReport struct {
-	Head      Head       `json:"head"`
-	Mirror    Head       `json:"mirror"`
-	Walked    int        `json:"walked"`
-	Fetched   int        `json:"fetched"`
-	FromCache int        `json:"from_cache"`
-	Applied   int        `json:"applied"`
-	Recorded  int        `json:"recorded"` // epochs under a snapshot whose history pull --full recorded
-	Changed   int        `json:"changed"`
-	Skipped   []Gap      `json:"skipped,omitempty"`
-	Gap       *Gap       `json:"gap,omitempty"`
-	Conflicts []Conflict `json:"conflicts,omitempty"`
-	RPCCalls  uint64     `json:"rpc_calls"`   // round trips to the RPC (a batch is one)
-	Retries   uint64     `json:"rpc_retries"` // attempts repeated after a transport failure
+	Head      vault.Head       `json:"head"`
+	Mirror    vault.Head       `json:"mirror"`
+	Walked    int              `json:"walked"`
+	Fetched   int              `json:"fetched"`
+	FromCache int              `json:"from_cache"`
+	Applied   int              `json:"applied"`
+	Recorded  int              `json:"recorded"` // epochs under a snapshot whose history pull --full recorded
+	Changed   int              `json:"changed"`
+	Skipped   []vault.Gap      `json:"skipped,omitempty"`
+	Gap       *vault.Gap       `json:"gap,omitempty"`
+	Conflicts []vault.Conflict `json:"conflicts,omitempty"`
+	RPCCalls  uint64           `json:"rpc_calls"`   // round trips to the RPC (a batch is one)
+	Retries   uint64           `json:"rpc_retries"` // attempts repeated after a transport failure
 	// FromSecondRPC counts the epochs whose calldata the RPC answered null for (a pruned
 	// node) and the second RPC served
 	FromSecondRPC uint64 `json:"from_second_rpc"`
@@ -124,7 +125,7 @@ func (r *Replica) pullMirror(ctx context.Context, c Chain, full bool) (*PullRepo
 	if err != nil {
 		return nil, fmt.Errorf("read head: %w", err)
 	}
-	head := Head{Seq: ch.Seq, Digest: ch.Digest, Block: ch.Block}
+	head := vault.Head{Seq: ch.Seq, Digest: ch.Digest, Block: ch.Block}
 	rep := &PullReport{Head: head}
 	if err := r.checkFresh(ctx, head); err != nil {
 		return rep, err
@@ -172,7 +173,7 @@ func (r *Replica) pullMirror(ctx context.Context, c Chain, full bool) (*PullRepo
 
 // checkFresh refuses a head older than the watermark, or the same seq with another digest.
 // With no watermark yet (a cold start) a second opinion on the head is asked for first.
-func (r *Replica) checkFresh(ctx context.Context, head Head) error {
+func (r *Replica) checkFresh(ctx context.Context, head vault.Head) error {
 	seen, err := r.Seen()
 	if err != nil {
 		return err
@@ -198,7 +199,7 @@ func (r *Replica) checkFresh(ctx context.Context, head Head) error {
 // checked as it is used, with the exact block asked where a range does not answer for it), and
 // fetches their blobs in batches. It stops at the mirror (unless full), at the first epoch, or
 // (unless pastSnapshots) at the newest snapshot. The result is newest first.
-func (r *Replica) walk(ctx context.Context, head, mirror Head, full, pastSnapshots bool, rep *PullReport) ([]walked, error) {
+func (r *Replica) walk(ctx context.Context, head, mirror vault.Head, full, pastSnapshots bool, rep *PullReport) ([]walked, error) {
 	var floor uint64
 	if !full && mirror.Seq > 0 {
 		floor = mirror.Block
@@ -252,7 +253,7 @@ type walkState struct {
 
 // walkEvent reads the event of seq and checks it against the event after it (the last of
 // list) and against the mirror.
-func (r *Replica) walkEvent(ctx context.Context, d chain.EventFinder, list []walked, block, seq uint64, want common.Hash, mirror Head) (*chain.EpochEvent, error) {
+func (r *Replica) walkEvent(ctx context.Context, d chain.EventFinder, list []walked, block, seq uint64, want common.Hash, mirror vault.Head) (*chain.EpochEvent, error) {
 	ev, err := d.Next(ctx, block, seq, want)
 	if err != nil {
 		return nil, err
@@ -306,7 +307,7 @@ func (r *Replica) fetchBatch(ctx context.Context, w *walkState) (done []walked, 
 
 // endWalk fetches what the walk has not, cuts the list after the newest snapshot (unless
 // pastSnapshots) and checks that its oldest epoch follows the mirror.
-func (r *Replica) endWalk(w *walkState, mirror Head, full bool) ([]walked, error) {
+func (r *Replica) endWalk(w *walkState, mirror vault.Head, full bool) ([]walked, error) {
 	list := w.list
 	w.fa.submit(list, w.fetched, len(list))
 	stop, err := w.fa.finish(list, w.rep)
@@ -371,7 +372,7 @@ func contradiction(err error) bool {
 // applyWalk opens and applies the walked epochs oldest first. An epoch that cannot be opened
 // is skipped when a later snapshot in the walk opens; otherwise the pull stops there. The
 // opened epochs are written to the epoch cache beside the apply.
-func (r *Replica) applyWalk(list []walked, mirror Head, rep *PullReport, t *tracker) error {
+func (r *Replica) applyWalk(list []walked, mirror vault.Head, rep *PullReport, t *tracker) error {
 	cw := newCacheWriter()
 	err := r.applyWalkCaching(list, mirror, rep, cw, t)
 	if werr := cw.wait(); err == nil && werr != nil {
@@ -381,7 +382,7 @@ func (r *Replica) applyWalk(list []walked, mirror Head, rep *PullReport, t *trac
 }
 
 // toApply is the number of walked epochs above the mirror.
-func toApply(list []walked, mirror Head) int {
+func toApply(list []walked, mirror vault.Head) int {
 	n := 0
 	for _, w := range list {
 		if w.ev.Seq > mirror.Seq {
@@ -391,7 +392,7 @@ func toApply(list []walked, mirror Head) int {
 	return n
 }
 
-func (r *Replica) applyWalkCaching(list []walked, mirror Head, rep *PullReport, cw *cacheWriter, t *tracker) error {
+func (r *Replica) applyWalkCaching(list []walked, mirror vault.Head, rep *PullReport, cw *cacheWriter, t *tracker) error {
 	gaps, err := r.Gaps()
 	if err != nil {
 		return err
@@ -407,7 +408,7 @@ func (r *Replica) applyWalkCaching(list []walked, mirror Head, rep *PullReport, 
 			mirror.Seq = w.ev.Seq
 			continue
 		}
-		gap := Gap{Seq: w.ev.Seq, Block: w.ev.Block, Reason: err.Error()}
+		gap := vault.Gap{Seq: w.ev.Seq, Block: w.ev.Block, Reason: err.Error()}
 		if !contradiction(err) {
 			for j := i - 1; j >= 0; j-- {
 				h, _, perr := seal.ParseHeader(list[j].blob)
@@ -440,8 +441,8 @@ func (r *Replica) applyWalkCaching(list []walked, mirror Head, rep *PullReport, 
 
 // openGaps keeps the gaps a later applied epoch has not stepped over, less the one at seq
 // replacing (which is about to be recorded again).
-func openGaps(gaps []Gap, applied, replacing uint64) []Gap {
-	var out []Gap
+func openGaps(gaps []vault.Gap, applied, replacing uint64) []vault.Gap {
+	var out []vault.Gap
 	for _, g := range gaps {
 		if g.Seq > applied && g.SupersededBy == 0 && g.Seq != replacing {
 			out = append(out, g)
@@ -522,7 +523,7 @@ func (r *Replica) applyOneCaching(w walked, rep *PullReport, cw *cacheWriter) er
 
 // warnConflict logs a row both this machine and the chain changed, naming both files and
 // how to resolve it.
-func (r *Replica) warnConflict(c *Conflict) {
+func (r *Replica) warnConflict(c *vault.Conflict) {
 	row, cp := ConflictPaths(c)
 	if c.Copy == "" {
 		r.warnf("conflict: %s was deleted here and changed by another machine in epoch %d: the chain's version stays", row, c.Seq)
@@ -535,7 +536,7 @@ func (r *Replica) warnConflict(c *Conflict) {
 // ConflictPaths are the paths, under the mountpoint, of a conflicting row and of the copy of
 // this machine's version ("" for a deletion). Names are written as the mount lists them for
 // the usual keys ('/' as %2F, '%' as %25).
-func ConflictPaths(c *Conflict) (row, copyPath string) {
+func ConflictPaths(c *vault.Conflict) (row, copyPath string) {
 	esc := strings.NewReplacer("%", "%25", "/", "%2F", "\x00", "%00")
 	dir := c.Tier + "/"
 	if c.Category != nil && c.Tier == seal.TierEntity {

@@ -16,6 +16,7 @@ import (
 
 	"kintfs/chain"
 	"kintfs/replica/store"
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
 
@@ -57,12 +58,12 @@ type EpochReceipt struct {
 
 // PushReport says what a push did or, on a dry run, would do.
 type PushReport struct {
-	DryRun  bool           `json:"dry_run"`
-	Rows    int            `json:"rows"`
-	Deleted int            `json:"deleted"`
-	Chunks  int            `json:"epochs"`
-	Epochs  []EpochReceipt `json:"anchored"`
-	Held    []HeldRow      `json:"held,omitempty"`
+	DryRun  bool            `json:"dry_run"`
+	Rows    int             `json:"rows"`
+	Deleted int             `json:"deleted"`
+	Chunks  int             `json:"epochs"`
+	Epochs  []EpochReceipt  `json:"anchored"`
+	Held    []vault.HeldRow `json:"held,omitempty"`
 	// Policy is the bucket policy the push followed; Raised the epochs that raised the vault's
 	// bucket, and why.
 	Policy string        `json:"bucket_policy"`
@@ -230,7 +231,7 @@ func (r *Replica) push(ctx context.Context, opt PushOptions) (*PushReport, error
 		r.noteRaise(rep, cur, prevBucket, rep.Policy)
 		sent = seal.Chunk{Rows: append(sent.Rows, cur.p.Rows...), Deleted: append(sent.Deleted, cur.p.Deleted...)}
 		ahead := make(chan nextEpoch, 1)
-		go func(prior seal.Chunk, after Head, bucket int) {
+		go func(prior seal.Chunk, after vault.Head, bucket int) {
 			c, ok, err := feed.next()
 			if !ok {
 				ahead <- nextEpoch{end: true, err: err}
@@ -238,7 +239,7 @@ func (r *Replica) push(ctx context.Context, opt PushOptions) (*PushReport, error
 			}
 			ahead <- nextEpoch{sealedEpoch: r.sealChunk(c, prior, after, bucket, false)}
 		}(seal.Chunk{Rows: sent.Rows[:len(sent.Rows):len(sent.Rows)], Deleted: sent.Deleted[:len(sent.Deleted):len(sent.Deleted)]},
-			Head{Seq: cur.p.Seq, Digest: cur.sealed.Digest}, max(prevBucket, cur.sealed.Bucket))
+			vault.Head{Seq: cur.p.Seq, Digest: cur.sealed.Digest}, max(prevBucket, cur.sealed.Bucket))
 		f, err := r.sendOnly(ctx, c, cur, last, window)
 		if err == nil {
 			queue, last = append(queue, f), f.prep
@@ -452,13 +453,13 @@ func (r *Replica) awaitSettled(ctx context.Context) {
 
 // holdUnapplicable holds the staged rows this code could not apply once anchored, so that
 // they block nothing else, and returns the rest.
-func (r *Replica) holdUnapplicable(rows []seal.Row, held []HeldRow) ([]seal.Row, []HeldRow, error) {
+func (r *Replica) holdUnapplicable(rows []seal.Row, held []vault.HeldRow) ([]seal.Row, []vault.HeldRow, error) {
 	return r.holdWhere(rows, held, store.UnapplicableReason)
 }
 
 // holdTooLarge holds each row no epoch can carry even alone, before the rest is split, so
 // that splitting never stops halfway through a push.
-func (r *Replica) holdTooLarge(rows []seal.Row, held []HeldRow) ([]seal.Row, []HeldRow, error) {
+func (r *Replica) holdTooLarge(rows []seal.Row, held []vault.HeldRow) ([]seal.Row, []vault.HeldRow, error) {
 	return r.holdWhere(rows, held, func(row *seal.Row) string {
 		if err := seal.FitsAlone(row); err != nil {
 			return err.Error() // a *seal.RowTooLargeError, naming the row and the limit
@@ -469,7 +470,7 @@ func (r *Replica) holdTooLarge(rows []seal.Row, held []HeldRow) ([]seal.Row, []H
 
 // holdWhere holds each row that reason gives a reason for, adding it to held, and returns the
 // rest.
-func (r *Replica) holdWhere(rows []seal.Row, held []HeldRow, reason func(*seal.Row) string) ([]seal.Row, []HeldRow, error) {
+func (r *Replica) holdWhere(rows []seal.Row, held []vault.HeldRow, reason func(*seal.Row) string) ([]seal.Row, []vault.HeldRow, error) {
 	out := rows[:0]
 	for i := range rows {
 		row := rows[i]
@@ -481,7 +482,7 @@ func (r *Replica) holdWhere(rows []seal.Row, held []HeldRow, reason func(*seal.R
 		if err := r.Hold(row, why); err != nil {
 			return nil, nil, err
 		}
-		held = append(held, HeldRow{Tier: row.Tier, Category: row.Category, Key: row.Key, Reason: why})
+		held = append(held, vault.HeldRow{Tier: row.Tier, Category: row.Category, Key: row.Key, Reason: why})
 	}
 	return out, held, nil
 }
@@ -490,7 +491,7 @@ func (r *Replica) holdWhere(rows []seal.Row, held []HeldRow, reason func(*seal.R
 // there. The owner's snapshot: on a machine whose pull stopped at an epoch it cannot apply, a
 // snapshot of this store goes on top of the chain head (with OverSkipped), whatever sits
 // between. Otherwise a chain that moved is ErrChainMoved.
-func (r *Replica) pushBase(ctx context.Context, c Chain, opt PushOptions, gaps []Gap) (Head, error) {
+func (r *Replica) pushBase(ctx context.Context, c Chain, opt PushOptions, gaps []vault.Gap) (vault.Head, error) {
 	mirror, err := r.MirrorHead()
 	if err != nil {
 		return mirror, err
@@ -518,7 +519,7 @@ func (r *Replica) pushBase(ctx context.Context, c Chain, opt PushOptions, gaps [
 	}
 	r.warnf("push: OVERRIDE, anchoring a snapshot on top of chain head seq %d (%s) although this machine stopped at seq %d and could not apply epoch(s) %v",
 		ch.Seq, ch.Digest.Hex()[2:14], mirror.Seq, seqs)
-	return Head{Seq: ch.Seq, Digest: ch.Digest, Block: ch.Block}, nil
+	return vault.Head{Seq: ch.Seq, Digest: ch.Digest, Block: ch.Block}, nil
 }
 
 // snapshotRows is the whole state after the staged changes: the mirror with staged rows
@@ -571,7 +572,7 @@ type nextEpoch struct {
 // changes are counted into the root as well, which changes nothing once it has been, since
 // the chunks of one push touch distinct rows. It writes nothing, so it may run while the
 // epoch before it is being applied.
-func (r *Replica) sealChunk(chunk, prior seal.Chunk, head Head, prevBucket int, snapshot bool) sealedEpoch {
+func (r *Replica) sealChunk(chunk, prior seal.Chunk, head vault.Head, prevBucket int, snapshot bool) sealedEpoch {
 	both := chunk
 	if len(prior.Rows)+len(prior.Deleted) > 0 {
 		both = seal.Chunk{Rows: append(append([]seal.Row(nil), prior.Rows...), chunk.Rows...),
@@ -657,7 +658,7 @@ func (r *Replica) landEpoch(ctx context.Context, c Chain, f *inFlight, confirmat
 	if err := r.atStage(StageReceipt, p.Seq); err != nil {
 		return nil, err
 	}
-	info := EpochInfo{Seq: p.Seq, Block: rc.Block, Tx: rc.TxHash.Hex(), Digest: sealed.Digest, Prev: p.Prev,
+	info := vault.EpochInfo{Seq: p.Seq, Block: rc.Block, Tx: rc.TxHash.Hex(), Digest: sealed.Digest, Prev: p.Prev,
 		Bucket: sealed.Bucket, RowsRoot: p.RowsRoot, Writer: rc.Event.Writer, CreatedAt: p.CreatedAt,
 		Snapshot: p.Snapshot, NRows: p.NRows, Rows: len(p.Rows), Deleted: len(p.Deleted)}
 	if err := r.adopt(&info, rc.Event.PrevBlock, p, sealed.Plaintext); err != nil {
@@ -690,7 +691,7 @@ func epochReceipt(p *seal.Plaintext, sealed *seal.Sealed, prep *chain.PreparedPu
 }
 
 // adopt applies an epoch this machine sealed and clears its journal entry.
-func (r *Replica) adopt(info *EpochInfo, prevBlock uint64, p *seal.Plaintext, plaintext []byte) error {
+func (r *Replica) adopt(info *vault.EpochInfo, prevBlock uint64, p *seal.Plaintext, plaintext []byte) error {
 	// the epoch landed: cache it and raise the bucket first, so a crash during the apply
 	// (which the next open finishes) leaves nothing of it undone
 	if err := r.cache.PutOpened(cacheMeta(info, prevBlock), plaintext); err != nil {
@@ -712,7 +713,7 @@ func (r *Replica) adopt(info *EpochInfo, prevBlock uint64, p *seal.Plaintext, pl
 			return err
 		}
 	}
-	seen := Head{Seq: info.Seq, Digest: info.Digest, Block: info.Block}
+	seen := vault.Head{Seq: info.Seq, Digest: info.Digest, Block: info.Block}
 	old, err := r.Seen()
 	if err != nil {
 		return err
@@ -861,7 +862,7 @@ func (r *Replica) adoptPending(ctx context.Context, c Chain, p *store.PendingPus
 	if err != nil {
 		return err
 	}
-	info := EpochInfo{Seq: p.Seq, Block: block, Tx: p.Tx.Hex(), Digest: p.Digest, Prev: p.Prev, Bucket: p.Bucket,
+	info := vault.EpochInfo{Seq: p.Seq, Block: block, Tx: p.Tx.Hex(), Digest: p.Digest, Prev: p.Prev, Bucket: p.Bucket,
 		RowsRoot: pt.RowsRoot, Writer: ev.Writer, CreatedAt: pt.CreatedAt, Snapshot: pt.Snapshot, NRows: pt.NRows,
 		Rows: len(pt.Rows), Deleted: len(pt.Deleted)}
 	if err := r.adopt(&info, ev.PrevBlock, pt, p.Plaintext); err != nil {

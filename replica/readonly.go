@@ -2,6 +2,7 @@ package replica
 
 import (
 	"fmt"
+	"kintfs/replica/vault"
 	"time"
 )
 
@@ -11,7 +12,7 @@ import (
 // never the vault.
 
 // errReadOnlyMount is what every refused change says.
-var errReadOnlyMount = fmt.Errorf("%w: the vault is mounted with --read-only; mount it without --read-only to change it", ErrReadOnly)
+var errReadOnlyMount = fmt.Errorf("%w: the vault is mounted with --read-only; mount it without --read-only to change it", vault.ErrReadOnly)
 
 // ReadOnly reports whether the replica refuses changes.
 func (r *Replica) ReadOnly() bool { return r.opt.ReadOnly }
@@ -25,7 +26,7 @@ func (r *Replica) refuseChange() error {
 }
 
 // Write is Store.Write, refused on a read-only replica.
-func (r *Replica) Write(k Key, content []byte, mtime time.Time) (*Version, error) {
+func (r *Replica) Write(k vault.Key, content []byte, mtime time.Time) (*vault.Version, error) {
 	if err := r.refuseChange(); err != nil {
 		return nil, err
 	}
@@ -33,7 +34,7 @@ func (r *Replica) Write(k Key, content []byte, mtime time.Time) (*Version, error
 }
 
 // Remove is Store.Remove, refused on a read-only replica.
-func (r *Replica) Remove(k Key) error {
+func (r *Replica) Remove(k vault.Key) error {
 	if err := r.refuseChange(); err != nil {
 		return err
 	}
@@ -41,7 +42,7 @@ func (r *Replica) Remove(k Key) error {
 }
 
 // Rename is Store.Rename, refused on a read-only replica.
-func (r *Replica) Rename(from, to Key) error {
+func (r *Replica) Rename(from, to vault.Key) error {
 	if err := r.refuseChange(); err != nil {
 		return err
 	}
@@ -65,7 +66,7 @@ func (r *Replica) Rmdir(category string) error {
 }
 
 // SetAttr is Store.SetAttr, refused on a read-only replica.
-func (r *Replica) SetAttr(k Key, name string, value *string) error {
+func (r *Replica) SetAttr(k vault.Key, name string, value *string) error {
 	if err := r.refuseChange(); err != nil {
 		return err
 	}
@@ -73,7 +74,7 @@ func (r *Replica) SetAttr(k Key, name string, value *string) error {
 }
 
 // Create is Store.Create, refused on a read-only replica.
-func (r *Replica) Create(k Key, perm uint32, mtime time.Time) (*Version, error) {
+func (r *Replica) Create(k vault.Key, perm uint32, mtime time.Time) (*vault.Version, error) {
 	if err := r.refuseChange(); err != nil {
 		return nil, err
 	}
@@ -81,7 +82,7 @@ func (r *Replica) Create(k Key, perm uint32, mtime time.Time) (*Version, error) 
 }
 
 // SetLocalAttrs is Store.SetLocalAttrs, refused on a read-only replica.
-func (r *Replica) SetLocalAttrs(k Key, ch AttrChange) (*Version, error) {
+func (r *Replica) SetLocalAttrs(k vault.Key, ch vault.AttrChange) (*vault.Version, error) {
 	if err := r.refuseChange(); err != nil {
 		return nil, err
 	}
@@ -89,7 +90,7 @@ func (r *Replica) SetLocalAttrs(k Key, ch AttrChange) (*Version, error) {
 }
 
 // SetDirAttrs is Store.SetDirAttrs, refused on a read-only replica.
-func (r *Replica) SetDirAttrs(ino uint64, ch AttrChange) error {
+func (r *Replica) SetDirAttrs(ino uint64, ch vault.AttrChange) error {
 	if err := r.refuseChange(); err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"kintfs/replica/homedir"
+	"kintfs/replica/vault"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +28,7 @@ func TestReadOnlyRefusesEveryChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	x := Key{Tier: seal.TierState, Key: "x"}
+	x := vault.Key{Tier: seal.TierState, Key: "x"}
 	if _, err := rw.Write(x, []byte("staged"), time.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -42,24 +43,24 @@ func TestReadOnlyRefusesEveryChange(t *testing.T) {
 	ctx := context.Background()
 	for name, op := range map[string]func() error{
 		"write": func() error {
-			_, err := r.Write(Key{Tier: seal.TierState, Key: "y"}, []byte("y"), time.Now())
+			_, err := r.Write(vault.Key{Tier: seal.TierState, Key: "y"}, []byte("y"), time.Now())
 			return err
 		},
 		"remove":  func() error { return r.Remove(x) },
-		"rename":  func() error { return r.Rename(x, Key{Tier: seal.TierState, Key: "z"}) },
+		"rename":  func() error { return r.Rename(x, vault.Key{Tier: seal.TierState, Key: "z"}) },
 		"mkdir":   func() error { return r.Mkdir("c") },
 		"rmdir":   func() error { return r.Rmdir("c") },
 		"setattr": func() error { return r.SetAttr(x, "meta", &null) },
 		"create": func() error {
-			_, err := r.Create(Key{Tier: seal.TierState, Key: "new"}, 0o644, time.Now())
+			_, err := r.Create(vault.Key{Tier: seal.TierState, Key: "new"}, 0o644, time.Now())
 			return err
 		},
 		"set local attrs": func() error {
 			mode := uint32(0o600)
-			_, err := r.SetLocalAttrs(x, AttrChange{Perm: &mode})
+			_, err := r.SetLocalAttrs(x, vault.AttrChange{Perm: &mode})
 			return err
 		},
-		"set dir attrs": func() error { return r.SetDirAttrs(1, AttrChange{}) },
+		"set dir attrs": func() error { return r.SetDirAttrs(1, vault.AttrChange{}) },
 		"trash mkdir":   func() error { return r.TrashMkdir("d") },
 		"trash rmdir":   func() error { return r.TrashRmdir("d") },
 		"push":          func() error { _, err := r.Push(ctx, PushOptions{}); return err },
@@ -68,11 +69,11 @@ func TestReadOnlyRefusesEveryChange(t *testing.T) {
 		"rekey":         func() error { _, _, err := r.Rekey(ctx, [32]byte{1}, seal.KindPassphrase, PushOptions{}); return err },
 	} {
 		err := op()
-		if !errors.Is(err, ErrReadOnly) || !strings.Contains(err.Error(), "--read-only") {
+		if !errors.Is(err, vault.ErrReadOnly) || !strings.Contains(err.Error(), "--read-only") {
 			t.Errorf("%s on a read-only replica: %v", name, err)
 		}
 	}
-	if _, err := r.Push(ctx, PushOptions{DryRun: true}); errors.Is(err, ErrReadOnly) {
+	if _, err := r.Push(ctx, PushOptions{DryRun: true}); errors.Is(err, vault.ErrReadOnly) {
 		t.Errorf("a dry run changes nothing and is not refused: %v", err)
 	}
 	st, err := r.Status()

@@ -3,6 +3,7 @@ package replica
 import (
 	"fmt"
 	"kintfs/replica/homedir"
+	"kintfs/replica/vault"
 
 	"github.com/ethereum/go-ethereum/common"
 
@@ -62,7 +63,7 @@ func (r *Replica) RebuildFromCache() (int, error) {
 		applied++
 	}
 	last := run[0].meta
-	h := Head{Seq: last.Seq, Digest: common.HexToHash(last.Digest), Block: last.Block}
+	h := vault.Head{Seq: last.Seq, Digest: common.HexToHash(last.Digest), Block: last.Block}
 	if err := r.SetSeen(h); err != nil {
 		return applied, err
 	}
@@ -83,7 +84,7 @@ func eventFromMeta(m *homedir.CacheMeta) *chain.EpochEvent {
 
 // cacheMeta is the epoch cache's record of an applied epoch, in kint's form; prevBlock is the
 // block of the epoch before it (the event's prevBlock).
-func cacheMeta(info *EpochInfo, prevBlock uint64) *homedir.CacheMeta {
+func cacheMeta(info *vault.EpochInfo, prevBlock uint64) *homedir.CacheMeta {
 	return &homedir.CacheMeta{Seq: info.Seq, Digest: info.Digest.Hex(), Prev: info.Prev.Hex(), PrevBlock: prevBlock,
 		Block: info.Block, Tx: info.Tx, Bucket: info.Bucket, RowsRoot: info.RowsRoot.Hex(), Writer: info.Writer.Hex(),
 		Snapshot: info.Snapshot}

@@ -14,6 +14,7 @@ import (
 	"kintfs/replica/homedir"
 	"kintfs/replica/ignore"
 	"kintfs/replica/store"
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
 
@@ -70,11 +71,11 @@ type Options struct {
 	Logf      func(format string, args ...any)
 	// ColdStart checks the head the RPC gave on a machine with no watermark yet against a
 	// second, independent RPC; nil: no check (the dev chain).
-	ColdStart func(ctx context.Context, head Head) error
+	ColdStart func(ctx context.Context, head vault.Head) error
 	// ReadOnly refuses every change and every push with ErrReadOnly (a --read-only mount).
 	ReadOnly bool
 	// RowPath names a row by its path under the mount, for the status; nil: tier/key.
-	RowPath func(Key) string
+	RowPath func(vault.Key) string
 	// MaxGasPrice refuses a push (ErrGasPriceCap) whose transaction is priced above it, in wei
 	// per gas, before anything is sent; nil: no cap.
 	MaxGasPrice *big.Int
@@ -168,7 +169,7 @@ func (r *Replica) SetVaultModel(m string) error {
 // SaveVaultModel records the vault model in home's vault.json, as it is on disk otherwise.
 func SaveVaultModel(home homedir.Home, m string) error {
 	if !store.ValidModel(m) || m == "" {
-		return fmt.Errorf("%w: vault model %q: it is kint or full", ErrInvalid, m)
+		return fmt.Errorf("%w: vault model %q: it is kint or full", vault.ErrInvalid, m)
 	}
 	v, err := home.LoadVault()
 	if err != nil {
@@ -258,4 +259,8 @@ func (r *Replica) debugf(format string, args ...any) { r.opt.Logf("debug: "+form
 func (r *Replica) warnf(format string, args ...any) { r.opt.Logf("warn: "+format, args...) }
 
 // At is the read-only tree as anchored at or before block.
-func (r *Replica) At(block uint64) TreeReader { return r.Store.At(block) }
+func (r *Replica) At(block uint64) vault.TreeReader { return r.Store.At(block) }
+
+// RenderContent is the file content of a row: its body, or for a journal event the JSON
+// object of its five fields.
+func RenderContent(r *seal.Row) []byte { return store.RenderContent(r) }

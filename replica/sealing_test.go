@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
 
@@ -37,22 +38,22 @@ func strpOr(p *string) string {
 // model maps a path ("state/a", "entity/person/x", "entity/x") to its row.
 type model map[string]modelRow
 
-func pathKey(path string) Key {
+func pathKey(path string) vault.Key {
 	parts := strings.Split(path, "/")
 	if len(parts) == 3 {
-		return Key{Tier: parts[0], Category: strp(parts[1]), Key: parts[2]}
+		return vault.Key{Tier: parts[0], Category: strp(parts[1]), Key: parts[2]}
 	}
-	return Key{Tier: parts[0], Key: parts[1]}
+	return vault.Key{Tier: parts[0], Key: parts[1]}
 }
 
 // viewOf reads paths from a tree as a model.
-func viewOf(t testing.TB, tr TreeReader, paths []string) model {
+func viewOf(t testing.TB, tr vault.TreeReader, paths []string) model {
 	t.Helper()
 	out := model{}
 	for _, p := range paths {
 		k := pathKey(p)
 		v, err := tr.Get(k)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, vault.ErrNotFound) {
 			continue
 		}
 		if err != nil {
@@ -236,7 +237,7 @@ func (w *writer) attr(path, name string, value *string) {
 	w.m[path] = row
 }
 
-func (w *writer) check(what string, tr TreeReader, paths []string) {
+func (w *writer) check(what string, tr vault.TreeReader, paths []string) {
 	w.t.Helper()
 	if d := diffModels(w.m, viewOf(w.t, tr, paths)); d != "" {
 		w.t.Fatalf("%s: %s", what, d)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"kintfs/chain"
+	"kintfs/replica/vault"
 	"sync"
 	"time"
 )
@@ -128,35 +129,35 @@ func (s *statusState) notePoll(err error) (wentOffline, backOnline bool) {
 // RFC 3339 strings or "" when they have not happened, last_push and last_pull are an object
 // or null. The README has the schema; a test checks it in every state.
 type Status struct {
-	Owner        string     `json:"owner"`
-	Tenant       string     `json:"tenant"`
-	Space        string     `json:"space"`
-	Chain        ChainInfo  `json:"chain"`
-	Head         Head       `json:"head"`
-	Mirror       Head       `json:"mirror"`
-	ReadOnly     bool       `json:"read_only"`
-	Pushing      bool       `json:"pushing"`
-	LastPoll     string     `json:"last_poll"`
-	Offline      string     `json:"offline"`
-	StagedRows   int        `json:"staged_rows"`
-	StagedDels   int        `json:"staged_deletions"`
-	StagedBytes  int64      `json:"staged_bytes"`
-	OldestStaged int64      `json:"oldest_staged_age_seconds"`
-	Held         []HeldRow  `json:"held"`
-	LocalFiles   int        `json:"local_files"` // kept on this machine, never anchored (dotfiles, local-only rules)
-	Conflicts    []Conflict `json:"conflicts"`
-	Gaps         []Gap      `json:"gaps"`
-	PendingPush  []uint64   `json:"pending_push"`
-	LastPush     *opStatus  `json:"last_push"`
-	LastPull     *opStatus  `json:"last_pull"`
+	Owner        string           `json:"owner"`
+	Tenant       string           `json:"tenant"`
+	Space        string           `json:"space"`
+	Chain        ChainInfo        `json:"chain"`
+	Head         vault.Head       `json:"head"`
+	Mirror       vault.Head       `json:"mirror"`
+	ReadOnly     bool             `json:"read_only"`
+	Pushing      bool             `json:"pushing"`
+	LastPoll     string           `json:"last_poll"`
+	Offline      string           `json:"offline"`
+	StagedRows   int              `json:"staged_rows"`
+	StagedDels   int              `json:"staged_deletions"`
+	StagedBytes  int64            `json:"staged_bytes"`
+	OldestStaged int64            `json:"oldest_staged_age_seconds"`
+	Held         []vault.HeldRow  `json:"held"`
+	LocalFiles   int              `json:"local_files"` // kept on this machine, never anchored (dotfiles, local-only rules)
+	Conflicts    []vault.Conflict `json:"conflicts"`
+	Gaps         []vault.Gap      `json:"gaps"`
+	PendingPush  []uint64         `json:"pending_push"`
+	LastPush     *opStatus        `json:"last_push"`
+	LastPull     *opStatus        `json:"last_pull"`
 	// LastDryRun is the last dry run's report (push --dry-run, ctl flush dry-run): what the
 	// next flush would anchor and cost. BucketPolicy is how pushes choose the bucket.
 	LastDryRun   *opStatus `json:"last_dry_run"`
 	BucketPolicy string    `json:"bucket_policy"`
 	// HistoryFrom is the oldest epoch from which this machine holds every version (@<block>
 	// before its block answers ENODATA); Backfill says how filling in the rest goes.
-	HistoryFrom Head   `json:"history_from"`
-	Backfill    string `json:"backfill"`
+	HistoryFrom vault.Head `json:"history_from"`
+	Backfill    string     `json:"backfill"`
 	// Live says how other machines' epochs are heard of: a websocket subscription, or the
 	// poll and why.
 	Live string `json:"live"`
@@ -180,14 +181,14 @@ type Incompatible struct {
 func (r *Replica) KintIncompatible() []Incompatible {
 	out := []Incompatible{}
 	for _, x := range r.Store.KintIncompatible() {
-		k := Key{Tier: x.Tier, Category: x.Category, Key: x.Key}
+		k := vault.Key{Tier: x.Tier, Category: x.Category, Key: x.Key}
 		out = append(out, Incompatible{Path: r.rowPath(k), Reason: x.Reason})
 	}
 	return out
 }
 
 // rowPath is the path of k under the mount (Options.RowPath), or its tier and key.
-func (r *Replica) rowPath(k Key) string {
+func (r *Replica) rowPath(k vault.Key) string {
 	if r.opt.RowPath != nil {
 		return r.opt.RowPath(k)
 	}
@@ -221,10 +222,10 @@ func (r *Replica) Status() (*Status, error) {
 	}
 	// a record stored as JSON null (an emptied list) decodes to nil: still a list
 	if st.Conflicts == nil {
-		st.Conflicts = []Conflict{}
+		st.Conflicts = []vault.Conflict{}
 	}
 	if st.Gaps == nil {
-		st.Gaps = []Gap{}
+		st.Gaps = []vault.Gap{}
 	}
 	if st.PendingPush == nil {
 		st.PendingPush = []uint64{}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"kintfs/chain"
+	"kintfs/replica/vault"
 )
 
 // WorkerOptions configure the background write-back and poll.
@@ -66,7 +67,7 @@ func ParseCommand(s string) (string, error) {
 	if len(cmd) > 24 { // the error echoes what was written: keep it short
 		cmd = cmd[:24] + "..."
 	}
-	return "", fmt.Errorf("%w: unknown command %q (one of: %s)", ErrInvalid, cmd, strings.Join(Commands, ", "))
+	return "", fmt.Errorf("%w: unknown command %q (one of: %s)", vault.ErrInvalid, cmd, strings.Join(Commands, ", "))
 }
 
 // NoExitFlush reports whether StopWorker will anchor nothing (ctl no-flush).

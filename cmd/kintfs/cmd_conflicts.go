@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"kintfs/replica"
+	"kintfs/replica/vault"
 )
 
 func init() {
@@ -55,7 +56,7 @@ func runConflicts(ctx context.Context, o *infoOptions, args []string) error {
 
 // conflictLine is one conflict for a person: the row and the chain's epoch, the copy and the
 // epoch this machine's change was made on.
-func conflictLine(c *replica.Conflict) string {
+func conflictLine(c *vault.Conflict) string {
 	row, cp := replica.ConflictPaths(c)
 	base := "a row new here"
 	if c.BaseSeq > 0 {

@@ -22,6 +22,7 @@ import (
 	"kintfs/fs"
 	"kintfs/replica"
 	"kintfs/replica/homedir"
+	"kintfs/replica/vault"
 )
 
 type doctorOptions struct {
@@ -404,7 +405,7 @@ func (d *doctorRun) checkMirror(ctx context.Context, home homedir.Home, v *homed
 // checkShapes reports the vault model and the rows anchored in shapes kint's store cannot hold.
 func (d *doctorRun) checkShapes(st *replica.Status) {
 	switch {
-	case st.VaultModel == replica.ModelFull:
+	case st.VaultModel == vault.ModelFull:
 		d.ok("vault model", "full: status and meta on every tier and deleting any row but the journal's are allowed; kint cannot hold such rows, so kint must never open this vault")
 	default:
 		d.ok("vault model", "kint: only what kint's store can hold is anchored (kintfs vault-model full for a vault kint never opens)")
@@ -419,7 +420,7 @@ func (d *doctorRun) checkShapes(st *replica.Status) {
 			more = fmt.Sprintf(" and %d more (kintfs status)", n-5)
 		}
 		say := d.warn
-		if st.VaultModel == replica.ModelFull {
+		if st.VaultModel == vault.ModelFull {
 			say = d.ok
 		}
 		say("kint shapes", "%d anchored row(s) kint's store cannot hold: %s%s; clear them (setfattr -x user.kint.status or user.kint.meta) before kint opens the vault",

@@ -16,6 +16,7 @@ import (
 	"kintfs/chain"
 	"kintfs/fs"
 	"kintfs/replica"
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
 
@@ -135,7 +136,7 @@ func runStatus(ctx context.Context, o *infoOptions, args []string) error {
 
 // logEntry is one epoch as log --json prints it.
 type logEntry struct {
-	replica.EpochInfo
+	vault.EpochInfo
 	BlockTime string `json:"block_time"` // RFC 3339 UTC; "" while not recorded
 }
 
@@ -171,8 +172,8 @@ func runLog(ctx context.Context, o *infoOptions, args []string) error {
 	return nil
 }
 
-func rowKeyArgs(o *infoOptions, tier, key string) (replica.Key, error) {
-	k := replica.Key{Tier: tier, Key: key}
+func rowKeyArgs(o *infoOptions, tier, key string) (vault.Key, error) {
+	k := vault.Key{Tier: tier, Key: key}
 	if o.category != "" {
 		if tier != seal.TierEntity {
 			return k, usagef("only entities have a category")
@@ -180,7 +181,7 @@ func rowKeyArgs(o *infoOptions, tier, key string) (replica.Key, error) {
 		c := o.category
 		k.Category = &c
 	}
-	for _, t := range replica.Tiers {
+	for _, t := range vault.Tiers {
 		if t == tier {
 			return k, nil
 		}
@@ -190,14 +191,14 @@ func rowKeyArgs(o *infoOptions, tier, key string) (replica.Key, error) {
 
 // historyKey is the row history names: TIER KEY, or one PATH (a file in a mount, or
 // tier/key as the live tree spells it), and the tier and key to name it by.
-func historyKey(ctx context.Context, o *infoOptions, args []string) (replica.Key, []string, error) {
+func historyKey(ctx context.Context, o *infoOptions, args []string) (vault.Key, []string, error) {
 	switch len(args) {
 	case 2:
 		k, err := rowKeyArgs(o, args[0], args[1])
 		return k, args, err
 	case 1:
 	default:
-		return replica.Key{}, nil, usagef("history TIER KEY, or history PATH [--category C] [--block N] [--json]")
+		return vault.Key{}, nil, usagef("history TIER KEY, or history PATH [--category C] [--block N] [--json]")
 	}
 	k, err := keyOfPath(ctx, args[0])
 	var ue usageError
@@ -213,7 +214,7 @@ func historyKey(ctx context.Context, o *infoOptions, args []string) (replica.Key
 		case short:
 			return k, nil, usagef("%s is a shortened name: give the path in the mount, or TIER KEY", args[0])
 		}
-		if !slices.Contains(replica.Tiers, k.Tier) {
+		if !slices.Contains(vault.Tiers, k.Tier) {
 			return k, nil, usagef("%s is neither a file in a kintfs mount nor TIER/KEY (or entity/CATEGORY/KEY): unknown tier %q", args[0], k.Tier)
 		}
 	}
@@ -269,12 +270,12 @@ func runHistory(ctx context.Context, o *infoOptions, args []string) error {
 	if from.Seq > 1 {
 		if len(vs) == 0 {
 			return fmt.Errorf("%w: no anchored version of %s %s on this machine since seq %d (block %d); the epochs before it were never fetched here (kintfs pull --full fetches them)",
-				replica.ErrNotFound, args[0], args[1], from.Seq, from.Block)
+				vault.ErrNotFound, args[0], args[1], from.Seq, from.Block)
 		}
 		fmt.Fprintf(os.Stderr, "kintfs: history before seq %d (block %d) is not on this machine; kintfs pull --full fetches it\n", from.Seq, from.Block)
 	}
 	if len(vs) == 0 {
-		return fmt.Errorf("%w: no anchored version of %s %s on this machine (kintfs pull --full fetches all history)", replica.ErrNotFound, args[0], args[1])
+		return fmt.Errorf("%w: no anchored version of %s %s on this machine (kintfs pull --full fetches all history)", vault.ErrNotFound, args[0], args[1])
 	}
 	eps, err := e.rep.Epochs()
 	if err != nil {
@@ -317,10 +318,10 @@ func blockTime(unix uint64) string {
 }
 
 // keyOfPath finds the mount a path lives in and the row key it names.
-func keyOfPath(ctx context.Context, path string) (replica.Key, error) {
+func keyOfPath(ctx context.Context, path string) (vault.Key, error) {
 	abs, err := absPath(ctx, path)
 	if err != nil {
-		return replica.Key{}, err
+		return vault.Key{}, err
 	}
 	dir := filepath.Dir(abs)
 	for {
@@ -328,7 +329,7 @@ func keyOfPath(ctx context.Context, path string) (replica.Key, error) {
 			break
 		}
 		if dir == filepath.Dir(dir) {
-			return replica.Key{}, usagef("%s is not inside a kintfs mount", path)
+			return vault.Key{}, usagef("%s is not inside a kintfs mount", path)
 		}
 		dir = filepath.Dir(dir)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"kintfs/chain/devchain"
 	"kintfs/replica"
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
 
@@ -158,7 +159,7 @@ func initOnline(ctx context.Context, o *initOptions, io replica.InitOptions) err
 			return fmt.Errorf("read head: %w", err)
 		}
 		if h.Seq > 0 {
-			if err := checkSecondRPC(ctx, o.rpc, io.Contract, c.ChainID(), owner, space, replica.Head{Seq: h.Seq, Digest: h.Digest, Block: h.Block}); err != nil {
+			if err := checkSecondRPC(ctx, o.rpc, io.Contract, c.ChainID(), owner, space, vault.Head{Seq: h.Seq, Digest: h.Digest, Block: h.Block}); err != nil {
 				return err
 			}
 		}

@@ -23,6 +23,7 @@ import (
 	"kintfs/fs"
 	"kintfs/replica"
 	"kintfs/replica/homedir"
+	"kintfs/replica/vault"
 )
 
 // mountOptions are one mount invocation's flags.
@@ -132,7 +133,7 @@ func checkMountFlags(o *mountOptions, args []string) (r *mountRun, err error) {
 	if o.devChainID != 0 && !o.dev {
 		return nil, usagef("--chain-id is for the development chain: use it with --dev")
 	}
-	if o.vaultModel != "" && o.vaultModel != replica.ModelKint && o.vaultModel != replica.ModelFull {
+	if o.vaultModel != "" && o.vaultModel != vault.ModelKint && o.vaultModel != vault.ModelFull {
 		return nil, usagef("--vault-model is kint or full, not %q", o.vaultModel)
 	}
 	r = &mountRun{o: o, dir: args[0]}

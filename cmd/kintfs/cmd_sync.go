@@ -12,6 +12,7 @@ import (
 
 	"kintfs/chain"
 	"kintfs/replica"
+	"kintfs/replica/vault"
 )
 
 type syncOptions struct {
@@ -173,7 +174,7 @@ func weiETH(wei string) string {
 	return chain.FormatETH(b)
 }
 
-func heldName(h replica.HeldRow) string {
+func heldName(h vault.HeldRow) string {
 	if h.Category != nil {
 		return h.Tier + " " + *h.Category + "/" + h.Key
 	}

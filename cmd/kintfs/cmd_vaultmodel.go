@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"kintfs/replica"
+	"kintfs/replica/vault"
 )
 
 // vault-model shows or sets what the vault may anchor: kint (the default: only what kint's
@@ -20,7 +21,7 @@ func init() {
 }
 
 func runVaultModel(ctx context.Context, args []string) error {
-	if len(args) > 1 || len(args) == 1 && args[0] != replica.ModelKint && args[0] != replica.ModelFull {
+	if len(args) > 1 || len(args) == 1 && args[0] != vault.ModelKint && args[0] != vault.ModelFull {
 		return usagef("vault-model [kint | full]")
 	}
 	if e := ioOf(ctx).env; e != nil {
@@ -53,7 +54,7 @@ func runVaultModel(ctx context.Context, args []string) error {
 // modelName is the vault model vault.json names ("" is kint).
 func modelName(m string) string {
 	if m == "" {
-		return replica.ModelKint
+		return vault.ModelKint
 	}
 	return m
 }

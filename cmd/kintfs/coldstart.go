@@ -13,6 +13,7 @@ import (
 	"kintfs/chain/devchain"
 	"kintfs/replica"
 	"kintfs/replica/homedir"
+	"kintfs/replica/vault"
 )
 
 // A cold start (no watermark yet) trusts no single RPC: a second, independent one must give
@@ -61,18 +62,18 @@ func redactURL(u string) string {
 }
 
 // coldStartCheck is the check for a vault on chainID, nil on the dev chain.
-func coldStartCheck(v *homedir.VaultConfig) func(ctx context.Context, head replica.Head) error {
+func coldStartCheck(v *homedir.VaultConfig) func(ctx context.Context, head vault.Head) error {
 	if v.ChainID == devchain.ChainID {
 		return nil
 	}
-	return func(ctx context.Context, head replica.Head) error {
+	return func(ctx context.Context, head vault.Head) error {
 		return checkSecondRPC(ctx, v.RPC, v.Contract, v.ChainID, v.Owner, v.Space, head)
 	}
 }
 
 // checkSecondRPC asks the second RPC for the head and compares it with the primary's.
 // KINT_ALLOW_SINGLE_RPC=1 goes ahead when there is no second one to ask.
-func checkSecondRPC(ctx context.Context, primary string, contract common.Address, chainID uint64, owner common.Address, space common.Hash, head replica.Head) error {
+func checkSecondRPC(ctx context.Context, primary string, contract common.Address, chainID uint64, owner common.Address, space common.Hash, head vault.Head) error {
 	allowSingle := os.Getenv("KINT_ALLOW_SINGLE_RPC") == "1"
 	second := secondRPC(primary)
 	if sameEndpoint(primary, second) {

@@ -15,6 +15,7 @@ import (
 
 	"kintfs/replica"
 	"kintfs/replica/homedir"
+	"kintfs/replica/vault"
 )
 
 // While a vault is mounted, its badger database belongs to the mount process. Commands that
@@ -241,7 +242,7 @@ func (s *controlServer) handle(conn net.Conn) error {
 		s.settle()
 		if err != nil {
 			reply.Err, reply.Code = err.Error(), exitCode(err)
-			if errors.Is(err, replica.ErrReadOnly) {
+			if errors.Is(err, vault.ErrReadOnly) {
 				reply.Err, reply.Code = "", exitOK // a read-only mount has nothing to anchor
 			}
 		}

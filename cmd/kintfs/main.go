@@ -16,6 +16,7 @@ import (
 	"kintfs/chain"
 	"kintfs/replica"
 	"kintfs/replica/homedir"
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
 
@@ -163,7 +164,7 @@ func exitCode(err error) int {
 		return ce.code
 	}
 	switch {
-	case errors.As(err, &ue), errors.As(err, new(mountedError)), errors.Is(err, replica.ErrInUse):
+	case errors.As(err, &ue), errors.As(err, new(mountedError)), errors.Is(err, vault.ErrInUse):
 		return exitUsage
 	case errors.Is(err, homedir.ErrKeyMissing), errors.Is(err, homedir.ErrKeyExpired), errors.Is(err, replica.ErrNotAuthorized),
 		errors.Is(err, chain.ErrNotAuthorized), errors.Is(err, chain.ErrAuthorizationExpired), errors.Is(err, chain.ErrInsufficientFunds):
@@ -174,13 +175,13 @@ func exitCode(err error) int {
 		return exitStaleRPC
 	case errors.Is(err, replica.ErrNothingToPush), errors.Is(err, homedir.ErrNoVault), errors.Is(err, seal.ErrEmptyPassphrase),
 		errors.Is(err, seal.ErrRecoveryChecksum), errors.Is(err, seal.ErrSignatureOwner), errors.Is(err, seal.ErrDekIDMismatch),
-		errors.Is(err, replica.ErrInvalid), errors.Is(err, replica.ErrReadOnly), errors.Is(err, replica.ErrWrongSecret),
-		errors.Is(err, replica.ErrNotPermitted),
+		errors.Is(err, vault.ErrInvalid), errors.Is(err, vault.ErrReadOnly), errors.Is(err, replica.ErrWrongSecret),
+		errors.Is(err, vault.ErrNotPermitted),
 		errors.Is(err, seal.ErrSnapshotTooLarge), errors.Is(err, replica.ErrNoSuchVault):
 		return exitUsage
 	case errors.Is(err, replica.ErrGapOpen), replica.Offline(err), errors.Is(err, chain.ErrWouldRevert),
 		errors.Is(err, replica.ErrReverted), errors.Is(err, chain.ErrTxFailed), errors.Is(err, replica.ErrGasPriceCap),
-		errors.Is(err, replica.ErrHistoryIncomplete), errors.Is(err, errSingleRPC),
+		errors.Is(err, vault.ErrHistoryIncomplete), errors.Is(err, errSingleRPC),
 		errors.As(err, new(*seal.RowTooLargeError)):
 		return exitRefused
 	case errors.Is(err, errMountBusy):

@@ -21,6 +21,7 @@ import (
 	"kintfs/fs"
 	"kintfs/replica"
 	"kintfs/replica/homedir"
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
 
@@ -55,7 +56,7 @@ func TestLostRaceTwoMachines(t *testing.T) {
 	}
 	write := func(r *replica.Replica, k, body string) {
 		t.Helper()
-		if _, err := r.Write(replica.Key{Tier: seal.TierState, Key: k}, []byte(body), time.Now()); err != nil {
+		if _, err := r.Write(vault.Key{Tier: seal.TierState, Key: k}, []byte(body), time.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -165,7 +166,7 @@ func TestLostRaceTwoMachines(t *testing.T) {
 		t.Fatal(err)
 	}
 	for k, body := range rows {
-		got, err := b.Content(replica.Key{Tier: seal.TierState, Key: k})
+		got, err := b.Content(vault.Key{Tier: seal.TierState, Key: k})
 		if err != nil || string(got) != body {
 			t.Errorf("B reads %s: %d bytes, %v", k, len(got), err)
 		}
@@ -235,7 +236,7 @@ func noiseRows(t *testing.T, r *replica.Replica, prefix string, n int) map[strin
 		}
 		k := fmt.Sprintf("%s-%02d", prefix, i)
 		rows[k] = base64.StdEncoding.EncodeToString(buf)
-		if _, err := r.Write(replica.Key{Tier: seal.TierState, Key: k}, []byte(rows[k]), time.Now()); err != nil {
+		if _, err := r.Write(vault.Key{Tier: seal.TierState, Key: k}, []byte(rows[k]), time.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}

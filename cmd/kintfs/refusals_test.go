@@ -15,6 +15,7 @@ import (
 	"kintfs/fs"
 	"kintfs/replica"
 	"kintfs/replica/homedir"
+	"kintfs/replica/vault"
 )
 
 // TestRefusalTable maps each cause a push, pull or ctl command can be refused for to the
@@ -54,7 +55,7 @@ func TestRefusalTable(t *testing.T) {
 		{"a fork", replica.ErrFork, syscall.ESTALE, exitMoved, []string{"kintfs pull --discard-local"}},
 		{"a lying RPC", replica.ErrStaleRPC, syscall.EPROTO, exitStaleRPC, nil},
 		{"no data key", homedir.ErrKeyMissing, fs.ErrnoOf(homedir.ErrKeyMissing), exitKey, nil},
-		{"read-only mount", replica.ErrReadOnly, syscall.EROFS, exitUsage, nil},
+		{"read-only mount", vault.ErrReadOnly, syscall.EROFS, exitUsage, nil},
 		{"unforeseen", errors.New("badger: disk on fire"), syscall.EIO, exitFailure, nil},
 	} {
 		if got := fs.ErrnoOf(c.err); got != c.errno {

@@ -8,42 +8,9 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/ethereum/go-ethereum/common"
 
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
-
-// Conflict is a row both this machine and the chain changed: the chain's version stands in
-// place and the local one is kept beside it as a local-only file.
-type Conflict struct {
-	Tier     string  `json:"tier"`
-	Category *string `json:"category"`
-	Key      string  `json:"key"`
-	Seq      uint64  `json:"seq"`
-	Copy     string  `json:"copy"` // the local file holding this machine's version ("" for a deletion)
-	At       string  `json:"at"`
-	// BaseSeq is the epoch of the version this machine's change was made on (0: the row was
-	// new here): the chain's version is the one of Seq.
-	BaseSeq uint64 `json:"base_seq"`
-}
-
-// RowKey is the conflicting row.
-func (c *Conflict) RowKey() Key {
-	k := Key{Tier: c.Tier, Key: c.Key}
-	if c.Tier == seal.TierEntity && c.Category != nil {
-		cat := *c.Category
-		k.Category = &cat
-	}
-	return k
-}
-
-// CopyKey is the local file holding this machine's version of the conflicting row.
-func (c *Conflict) CopyKey() Key {
-	k := Key{Tier: c.Tier, Key: c.Copy, Local: true}
-	if c.Tier == seal.TierEntity && c.Category != nil {
-		cat := *c.Category
-		k.Category = &cat
-	}
-	return k
-}
 
 // ErrRootMismatch stops an apply whose running state does not hash to the anchored root.
 var ErrRootMismatch = fmt.Errorf("rows_root mismatch: the state after the epoch does not hash to its anchored root")
@@ -82,7 +49,7 @@ type ApplyOptions struct {
 // batches, then one small transaction moves the head and deletes the marker. The tree's write
 // lock is held throughout and the in-memory tree changes only after that last commit, so a
 // reader sees the epoch whole or not at all; a crash in between is finished by OpenStore.
-func (s *Store) ApplyEpoch(info EpochInfo, p *seal.Plaintext, opt ApplyOptions) ([]Key, []Conflict, error) {
+func (s *Store) ApplyEpoch(info vault.EpochInfo, p *seal.Plaintext, opt ApplyOptions) ([]vault.Key, []vault.Conflict, error) {
 	s.t.mu.Lock()
 	changed, conflicts, err := s.applyLocked(info, p, opt, false)
 	s.t.mu.Unlock()
@@ -95,10 +62,10 @@ func (s *Store) ApplyEpoch(info EpochInfo, p *seal.Plaintext, opt ApplyOptions) 
 
 // epochApply is one epoch on its way into the store.
 type epochApply struct {
-	info    EpochInfo
+	info    vault.EpochInfo
 	p       *seal.Plaintext
 	opt     ApplyOptions
-	anchor  Anchor
+	anchor  vault.Anchor
 	mtime   time.Time
 	puts    map[string]*seal.Row
 	next    map[string]common.Hash
@@ -108,7 +75,7 @@ type epochApply struct {
 // applyLocked applies an epoch; callers hold t.mu for writing. redo finishes an apply a
 // marker names: its root was checked before the marker was written, and the mirror may
 // already hold part of it, so the root is not checked again and the tree is reloaded after.
-func (s *Store) applyLocked(info EpochInfo, p *seal.Plaintext, opt ApplyOptions, redo bool) ([]Key, []Conflict, error) {
+func (s *Store) applyLocked(info vault.EpochInfo, p *seal.Plaintext, opt ApplyOptions, redo bool) ([]vault.Key, []vault.Conflict, error) {
 	if s.applyErr != nil {
 		return nil, nil, s.applyErr
 	}
@@ -151,10 +118,10 @@ func (s *Store) checkRoot(e *epochApply) error {
 
 // applyWhole is the common case: the whole epoch (at most one batch) in one transaction, no
 // marker needed.
-func (s *Store) applyWhole(e *epochApply, batches [][]leafChange) ([]Key, []Conflict, error) {
+func (s *Store) applyWhole(e *epochApply, batches [][]leafChange) ([]vault.Key, []vault.Conflict, error) {
 	var apply []func()
-	var changed []Key
-	var conflicts []Conflict
+	var changed []vault.Key
+	var conflicts []vault.Conflict
 	saved := s.t.inoNext
 	err := s.db.Update(func(txn *badger.Txn) error {
 		var b []leafChange
@@ -177,7 +144,7 @@ func (s *Store) applyWhole(e *epochApply, batches [][]leafChange) ([]Key, []Conf
 
 // applyMarked writes the epoch in batches under a durable marker (written here unless redo
 // finishes the apply it names), then moves the head and deletes the marker.
-func (s *Store) applyMarked(e *epochApply, batches [][]leafChange, redo bool) ([]Key, []Conflict, error) {
+func (s *Store) applyMarked(e *epochApply, batches [][]leafChange, redo bool) ([]vault.Key, []vault.Conflict, error) {
 	info := e.info
 	if !redo {
 		if err := s.writeMarker(e, len(batches)); err != nil {
@@ -185,8 +152,8 @@ func (s *Store) applyMarked(e *epochApply, batches [][]leafChange, redo bool) ([
 		}
 	}
 	var apply []func()
-	var changed []Key
-	var conflicts []Conflict
+	var changed []vault.Key
+	var conflicts []vault.Conflict
 	for i, b := range batches {
 		saved := s.t.inoNext
 		var batchApply []func()
@@ -226,7 +193,7 @@ func (s *Store) applyMarked(e *epochApply, batches [][]leafChange, redo bool) ([
 // holds part of the epoch. It tries once to finish the apply from the marker; when that fails
 // too, the store refuses reads and writes until it is reopened (which finishes it), rather
 // than serve half an epoch.
-func (s *Store) applyFailed(info EpochInfo, redo bool, err error) error {
+func (s *Store) applyFailed(info vault.EpochInfo, redo bool, err error) error {
 	if !redo {
 		if _, _, rerr := s.finishMarkedLocked(); rerr == nil {
 			return fmt.Errorf("epoch %d: %w (the apply was finished on a second attempt)", info.Seq, err)
@@ -248,8 +215,8 @@ func (s *Store) forgetInos(saved uint64) {
 }
 
 // prepareApply works out what the epoch does to each id.
-func (s *Store) prepareApply(info EpochInfo, p *seal.Plaintext, opt ApplyOptions) *epochApply {
-	e := &epochApply{info: info, p: p, opt: opt, anchor: Anchor{Seq: info.Seq, Block: info.Block, Tx: info.Tx}, mtime: opt.Mtime}
+func (s *Store) prepareApply(info vault.EpochInfo, p *seal.Plaintext, opt ApplyOptions) *epochApply {
+	e := &epochApply{info: info, p: p, opt: opt, anchor: vault.Anchor{Seq: info.Seq, Block: info.Block, Tx: info.Tx}, mtime: opt.Mtime}
 	if e.mtime.IsZero() {
 		e.mtime = seal.ParseCreatedAt(p.CreatedAt) // zero when it does not parse
 	}
@@ -281,12 +248,12 @@ func (s *Store) prepareApply(info EpochInfo, p *seal.Plaintext, opt ApplyOptions
 // this one transaction. The writes depend only on the database as it stands, so a batch
 // applied again (a crash before the epoch was finished) finds its ids done and skips them:
 // no second history entry, no second conflict copy.
-func (s *Store) applyBatch(txn *badger.Txn, apply *[]func(), e *epochApply, batch []leafChange) ([]Key, []Conflict, error) {
-	var changed []Key
-	var conflicts []Conflict
+func (s *Store) applyBatch(txn *badger.Txn, apply *[]func(), e *epochApply, batch []leafChange) ([]vault.Key, []vault.Conflict, error) {
+	var changed []vault.Key
+	var conflicts []vault.Conflict
 	for _, ch := range batch {
-		var k []Key
-		var c []Conflict
+		var k []vault.Key
+		var c []vault.Conflict
 		var err error
 		if ch.del {
 			k, c, err = s.applyDelete(txn, apply, e, ch.id)
@@ -301,7 +268,7 @@ func (s *Store) applyBatch(txn *badger.Txn, apply *[]func(), e *epochApply, batc
 	}
 	if len(conflicts) > 0 {
 		// recorded with the batch that made them, so a crash loses none
-		var all []Conflict
+		var all []vault.Conflict
 		if _, err := getJSON(txn, kConflict, &all); err != nil {
 			return nil, nil, err
 		}
@@ -315,7 +282,7 @@ func (s *Store) applyBatch(txn *badger.Txn, apply *[]func(), e *epochApply, batc
 // applyDelete removes id from the mirror, records its deletion in the history index and
 // settles the live tree; an id not in the mirror (never there, or a batch already applied)
 // is skipped.
-func (s *Store) applyDelete(txn *badger.Txn, apply *[]func(), e *epochApply, id string) ([]Key, []Conflict, error) {
+func (s *Store) applyDelete(txn *badger.Txn, apply *[]func(), e *epochApply, id string) ([]vault.Key, []vault.Conflict, error) {
 	info := e.info
 	m, found, err := getMirror(txn, id, false)
 	if err != nil || !found {
@@ -336,7 +303,7 @@ func (s *Store) applyDelete(txn *badger.Txn, apply *[]func(), e *epochApply, id 
 
 // applyPut writes the epoch's row id to the mirror and the history index and settles the
 // live tree; a row the mirror already holds as it is is skipped.
-func (s *Store) applyPut(txn *badger.Txn, apply *[]func(), e *epochApply, id string) ([]Key, []Conflict, error) {
+func (s *Store) applyPut(txn *badger.Txn, apply *[]func(), e *epochApply, id string) ([]vault.Key, []vault.Conflict, error) {
 	info, opt := e.info, e.opt
 	r := e.puts[id]
 	m, found, err := getMirror(txn, id, false)
@@ -381,7 +348,7 @@ func (s *Store) finishEpoch(txn *badger.Txn, e *epochApply, marked bool) error {
 	if err := setJSON(txn, string(pEpoch)+string(be64(info.Seq)), &info); err != nil {
 		return err
 	}
-	if err := setJSON(txn, kHead, &Head{Seq: info.Seq, Digest: info.Digest, Block: info.Block}); err != nil {
+	if err := setJSON(txn, kHead, &vault.Head{Seq: info.Seq, Digest: info.Digest, Block: info.Block}); err != nil {
 		return err
 	}
 	if marked {
@@ -404,13 +371,13 @@ func (s *Store) runApply(apply []func(), e *epochApply) {
 
 // settle brings the live tree in line after the mirror row id changed to m (nil: deleted),
 // reconciling the staged change st to the same row (when found), as read in this txn.
-func (s *Store) settle(txn *badger.Txn, apply *[]func(), id string, k Key, m *mirrorRec, st stagedRec, found bool, info EpochInfo, opt ApplyOptions) ([]Key, []Conflict, error) {
+func (s *Store) settle(txn *badger.Txn, apply *[]func(), id string, k vault.Key, m *mirrorRec, st stagedRec, found bool, info vault.EpochInfo, opt ApplyOptions) ([]vault.Key, []vault.Conflict, error) {
 	var err error
-	changed := []Key{k}
-	var conflicts []Conflict
+	changed := []vault.Key{k}
+	var conflicts []vault.Conflict
 	if found {
-		var c *Conflict
-		var copyKey *Key
+		var c *vault.Conflict
+		var copyKey *vault.Key
 		if found, c, copyKey, err = s.reconcile(txn, apply, id, k, &st, m, info, opt); err != nil {
 			return nil, nil, err
 		}
@@ -448,7 +415,7 @@ func (s *Store) settle(txn *badger.Txn, apply *[]func(), id string, k Key, m *mi
 // deleted): dropped when it matches, rebased when this machine sealed it or the chain did not
 // touch its base, else turned into a conflict (with a local copy of what was staged, unless
 // a deletion). staged says whether the change stays staged.
-func (s *Store) reconcile(txn *badger.Txn, apply *[]func(), id string, k Key, st *stagedRec, m *mirrorRec, info EpochInfo, opt ApplyOptions) (staged bool, c *Conflict, copyKey *Key, err error) {
+func (s *Store) reconcile(txn *badger.Txn, apply *[]func(), id string, k vault.Key, st *stagedRec, m *mirrorRec, info vault.EpochInfo, opt ApplyOptions) (staged bool, c *vault.Conflict, copyKey *vault.Key, err error) {
 	var chainLeaf common.Hash
 	if m != nil {
 		chainLeaf = m.Leaf
@@ -463,10 +430,10 @@ func (s *Store) reconcile(txn *badger.Txn, apply *[]func(), id string, k Key, st
 		st.Base = chainLeaf
 		return true, nil, nil, putStaged(txn, id, st)
 	}
-	c = &Conflict{Tier: st.Row.Tier, Category: st.Row.Category, Key: st.Row.Key, Seq: info.Seq,
+	c = &vault.Conflict{Tier: st.Row.Tier, Category: st.Row.Category, Key: st.Row.Key, Seq: info.Seq,
 		At: time.Now().UTC().Format(time.RFC3339)}
 	if !st.Del {
-		local := Key{Tier: k.Tier, Category: rowKey(&st.Row).Category, Local: true,
+		local := vault.Key{Tier: k.Tier, Category: rowKey(&st.Row).Category, Local: true,
 			Key: "." + conflictName(st.Row.Key) + fmt.Sprintf(".conflict-%d", info.Seq)}
 		body := RenderContent(&st.Row)
 		if _, err := s.putLocal(txn, apply, local, body, fromNanos(st.Mtime)); err != nil {
@@ -487,7 +454,7 @@ func (s *Store) settledNode(txn *badger.Txn, st *stagedRec, staged bool, m *mirr
 	var n *node
 	switch {
 	case staged && !st.Del:
-		var a *Anchor
+		var a *vault.Anchor
 		if m != nil {
 			a = s.sharedAnchor(m.Anchor)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/ethereum/go-ethereum/common"
 
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
 
@@ -125,7 +126,7 @@ func TestApplyLargestEpoch(t *testing.T) {
 				}
 				seal.SortByID(old)
 				p := plaintextFor(state, 1, old, nil)
-				if _, _, err := r.ApplyEpoch(EpochInfo{Seq: 1, Block: 10, Digest: common.Hash{1}}, p, ApplyOptions{}); err != nil {
+				if _, _, err := r.ApplyEpoch(vault.EpochInfo{Seq: 1, Block: 10, Digest: common.Hash{1}}, p, ApplyOptions{}); err != nil {
 					t.Fatal(err)
 				}
 				seq = 2
@@ -139,7 +140,7 @@ func TestApplyLargestEpoch(t *testing.T) {
 			}
 			batches := countBatches(r.Store)
 			start := time.Now()
-			changed, _, err := r.ApplyEpoch(EpochInfo{Seq: seq, Block: 20, Digest: common.Hash{2}}, p, ApplyOptions{})
+			changed, _, err := r.ApplyEpoch(vault.EpochInfo{Seq: seq, Block: 20, Digest: common.Hash{2}}, p, ApplyOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -164,7 +165,7 @@ func TestApplyLargestEpoch(t *testing.T) {
 					if row.Tier != seal.TierReference {
 						continue
 					}
-					if _, err := r.Get(rowKey(&row)); !errors.Is(err, ErrNotFound) {
+					if _, err := r.Get(rowKey(&row)); !errors.Is(err, vault.ErrNotFound) {
 						t.Fatalf("%s survived the snapshot: %v", row.Key, err)
 					}
 				}
@@ -220,7 +221,7 @@ func TestApplyCrashMidEpoch(t *testing.T) {
 			r := newTestStore(t)
 			state := map[string]seal.Row{}
 			p1 := plaintextFor(state, 1, TinyRows(400, "o"), nil)
-			if _, _, err := r.ApplyEpoch(EpochInfo{Seq: 1, Block: 10, Digest: common.Hash{1}}, p1, ApplyOptions{}); err != nil {
+			if _, _, err := r.ApplyEpoch(vault.EpochInfo{Seq: 1, Block: 10, Digest: common.Hash{1}}, p1, ApplyOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			// local edits of a row in the first batch and of one in the last: each becomes
@@ -231,7 +232,7 @@ func TestApplyCrashMidEpoch(t *testing.T) {
 			mustWrite(t, r.Store, rowKey(&last), "mine-last")
 			p2 := plaintextFor(state, 2, rows[:390], []seal.Deleted{{Tier: seal.TierState, Key: rows[395].Key}})
 			r.batchLimits = idsPerBatch(50)
-			total := len(r.applyBatches(r.prepareApply(EpochInfo{Seq: 2}, p2, ApplyOptions{})))
+			total := len(r.applyBatches(r.prepareApply(vault.EpochInfo{Seq: 2}, p2, ApplyOptions{})))
 			if total < 5 || total > 12 {
 				t.Fatalf("%d batches, want about 8", total)
 			}
@@ -245,7 +246,7 @@ func TestApplyCrashMidEpoch(t *testing.T) {
 				}
 				return nil
 			}
-			_, _, err := r.ApplyEpoch(EpochInfo{Seq: 2, Block: 20, Digest: common.Hash{2}}, p2, ApplyOptions{})
+			_, _, err := r.ApplyEpoch(vault.EpochInfo{Seq: 2, Block: 20, Digest: common.Hash{2}}, p2, ApplyOptions{})
 			if err == nil || !strings.Contains(err.Error(), "simulated crash") || !strings.Contains(err.Error(), "reopen the store") {
 				t.Fatalf("apply: %v", err)
 			}
@@ -253,7 +254,7 @@ func TestApplyCrashMidEpoch(t *testing.T) {
 			if _, err := r.Content(rowKey(&rows[1])); err == nil {
 				t.Fatal("a read after a stopped apply must fail")
 			}
-			if _, err := r.Write(Key{Tier: seal.TierState, Key: "new"}, []byte("x"), time.Now()); err == nil {
+			if _, err := r.Write(vault.Key{Tier: seal.TierState, Key: "new"}, []byte("x"), time.Now()); err == nil {
 				t.Fatal("a write after a stopped apply must fail")
 			}
 			r = reopen(t, r)
@@ -261,7 +262,7 @@ func TestApplyCrashMidEpoch(t *testing.T) {
 				t.Fatalf("head after the reopen: %+v", h)
 			}
 			CheckRows(t, r.Store, rows[1:390])
-			if _, err := r.Get(rowKey(&rows[395])); !errors.Is(err, ErrNotFound) {
+			if _, err := r.Get(rowKey(&rows[395])); !errors.Is(err, vault.ErrNotFound) {
 				t.Fatalf("the deleted row: %v", err)
 			}
 			if body, _ := r.Content(rowKey(&rows[394])); string(body) != "o" {
@@ -277,7 +278,7 @@ func TestApplyCrashMidEpoch(t *testing.T) {
 			if got := localNames(t, r.Store); len(got) != 1 || got[0] != "."+first.Key+".conflict-2" {
 				t.Fatalf("conflict copies: %v", got)
 			}
-			var conflicts []Conflict
+			var conflicts []vault.Conflict
 			if err := r.getState(kConflict, &conflicts); err != nil || len(conflicts) != 1 {
 				t.Fatalf("conflicts %+v, %v", conflicts, err)
 			}
@@ -303,7 +304,7 @@ func TestApplyCrashMidEpoch(t *testing.T) {
 			}
 			// the next epoch follows as usual
 			p3 := plaintextFor(state, 3, []seal.Row{{Tier: seal.TierState, Key: "after", Body: cat("z")}}, nil)
-			if _, _, err := r.ApplyEpoch(EpochInfo{Seq: 3, Block: 30, Digest: common.Hash{3}}, p3, ApplyOptions{}); err != nil {
+			if _, _, err := r.ApplyEpoch(vault.EpochInfo{Seq: 3, Block: 30, Digest: common.Hash{3}}, p3, ApplyOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -351,7 +352,7 @@ func TestApplyBatchBudget(t *testing.T) {
 	} {
 		r.batchLimits = func() (int64, int64) { return tc.size, tc.count }
 		p := plaintextFor(map[string]seal.Row{}, 1, rows, nil)
-		b := r.applyBatches(r.prepareApply(EpochInfo{Seq: 1}, p, ApplyOptions{}))
+		b := r.applyBatches(r.prepareApply(vault.EpochInfo{Seq: 1}, p, ApplyOptions{}))
 		if len(b) != tc.want {
 			t.Fatalf("budget %d/%d: %d batches, want %d", tc.size, tc.count, len(b), tc.want)
 		}
@@ -398,24 +399,24 @@ func TestApplyKeyLimit(t *testing.T) {
 	// a row at the limit really applies, conflict copy and all
 	r := newTestStore(t)
 	state := map[string]seal.Row{}
-	key := Key{Tier: seal.TierState, Key: strings.Repeat("k", at)}
+	key := vault.Key{Tier: seal.TierState, Key: strings.Repeat("k", at)}
 	p1 := plaintextFor(state, 1, []seal.Row{{Tier: seal.TierState, Key: key.Key, Body: cat("v1")}}, nil)
-	if _, _, err := r.ApplyEpoch(EpochInfo{Seq: 1, Block: 10}, p1, ApplyOptions{}); err != nil {
+	if _, _, err := r.ApplyEpoch(vault.EpochInfo{Seq: 1, Block: 10}, p1, ApplyOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	mustWrite(t, r.Store, key, "mine")
 	p2 := plaintextFor(state, 2, []seal.Row{{Tier: seal.TierState, Key: key.Key, Body: cat("v2")}}, nil)
-	if _, conflicts, err := r.ApplyEpoch(EpochInfo{Seq: 2, Block: 20}, p2, ApplyOptions{}); err != nil || len(conflicts) != 1 {
+	if _, conflicts, err := r.ApplyEpoch(vault.EpochInfo{Seq: 2, Block: 20}, p2, ApplyOptions{}); err != nil || len(conflicts) != 1 {
 		t.Fatalf("conflicts %d, %v", len(conflicts), err)
 	}
 	// one past it is refused whole, before anything is written
 	long := seal.Row{Tier: seal.TierState, Key: strings.Repeat("k", at+1), Body: cat("x")}
 	p3 := plaintextFor(state, 3, []seal.Row{{Tier: seal.TierState, Key: "fine", Body: cat("x")}, long}, nil)
-	if _, _, err := r.ApplyEpoch(EpochInfo{Seq: 3, Block: 30}, p3, ApplyOptions{}); !errors.Is(err, ErrApplyLimit) ||
+	if _, _, err := r.ApplyEpoch(vault.EpochInfo{Seq: 3, Block: 30}, p3, ApplyOptions{}); !errors.Is(err, ErrApplyLimit) ||
 		!strings.HasPrefix(err.Error(), "epoch 3: row 1 (state tier) cannot be applied") {
 		t.Fatalf("apply: %.300v", err)
 	}
-	if _, err := r.Get(Key{Tier: seal.TierState, Key: "fine"}); !errors.Is(err, ErrNotFound) {
+	if _, err := r.Get(vault.Key{Tier: seal.TierState, Key: "fine"}); !errors.Is(err, vault.ErrNotFound) {
 		t.Fatal("a refused epoch must apply nothing")
 	}
 }

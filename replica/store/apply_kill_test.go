@@ -13,6 +13,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/ethereum/go-ethereum/common"
 
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
 
@@ -40,7 +41,7 @@ func TestApplyKilledMidEpochChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	p1, p2, _ := killEpochs()
-	if _, _, err := s.ApplyEpoch(EpochInfo{Seq: 1, Block: 10, Digest: common.Hash{1}}, p1, ApplyOptions{}); err != nil {
+	if _, _, err := s.ApplyEpoch(vault.EpochInfo{Seq: 1, Block: 10, Digest: common.Hash{1}}, p1, ApplyOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	s.batchLimits = idsPerBatch(50)
@@ -51,7 +52,7 @@ func TestApplyKilledMidEpochChild(t *testing.T) {
 		}
 		return nil
 	}
-	s.ApplyEpoch(EpochInfo{Seq: 2, Block: 20, Digest: common.Hash{2}}, p2, ApplyOptions{})
+	s.ApplyEpoch(vault.EpochInfo{Seq: 2, Block: 20, Digest: common.Hash{2}}, p2, ApplyOptions{})
 	t.Fatal("the apply was not stopped")
 }
 
@@ -100,7 +101,7 @@ func TestApplyKilledMidEpoch(t *testing.T) {
 		t.Fatalf("reopen after SIGKILL: %v", err)
 	}
 	defer s.Close()
-	var head Head
+	var head vault.Head
 	if err := s.db.View(func(txn *badger.Txn) error { _, err := getJSON(txn, kHead, &head); return err }); err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +110,7 @@ func TestApplyKilledMidEpoch(t *testing.T) {
 	}
 	_, _, rows := killEpochs()
 	CheckRows(t, s, rows[:390])
-	if _, err := s.Get(rowKey(&rows[395])); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Get(rowKey(&rows[395])); !errors.Is(err, vault.ErrNotFound) {
 		t.Fatalf("the row the epoch deleted: %v", err)
 	}
 	if body, err := s.Content(rowKey(&rows[394])); err != nil || string(body) != "o" {

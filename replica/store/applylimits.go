@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"unicode/utf8"
 
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
 
@@ -17,7 +18,7 @@ const (
 )
 
 // A file of MaxFileBytes is stored as one value: badger must take it.
-const _ = uint(valueLogFileSize - MaxFileBytes)
+const _ = uint(valueLogFileSize - vault.MaxFileBytes)
 
 // ErrApplyLimit marks an epoch holding a row this code cannot write to its state database.
 var ErrApplyLimit = errors.New("past a limit of the state database")

@@ -10,6 +10,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/crypto"
 
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
 
@@ -34,13 +35,13 @@ const (
 
 // applyMarker names the epoch a batched apply is writing, with what it takes to redo it.
 type applyMarker struct {
-	Info    EpochInfo   `json:"info"`
-	Own     bool        `json:"own"`
-	Mtime   int64       `json:"mtime"` // ApplyOptions.Mtime in unix nanoseconds; 0 for none
-	Size    int         `json:"size"`  // bytes of the plaintext
-	Pieces  int         `json:"pieces"`
-	Hash    common.Hash `json:"hash"` // keccak256 of the plaintext
-	Batches int         `json:"batches"`
+	Info    vault.EpochInfo `json:"info"`
+	Own     bool            `json:"own"`
+	Mtime   int64           `json:"mtime"` // ApplyOptions.Mtime in unix nanoseconds; 0 for none
+	Size    int             `json:"size"`  // bytes of the plaintext
+	Pieces  int             `json:"pieces"`
+	Hash    common.Hash     `json:"hash"` // keccak256 of the plaintext
+	Batches int             `json:"batches"`
 }
 
 func applyPieceKey(i int) []byte {
@@ -173,7 +174,7 @@ func (s *Store) reload() error {
 	t.dirs, t.cats, t.madeCat, t.inos, t.inoNext = map[dirKey]map[nameKey]*node{}, map[string]int{}, map[string]bool{}, map[string]uint64{}, 100
 	s.leaves.clear()
 	s.untimed.forget()
-	s.anchors = map[uint64]*Anchor{}
+	s.anchors = map[uint64]*vault.Anchor{}
 	s.stagedBytes = 0
 	s.attrs, s.trashDirs = map[uint64]attrRec{}, map[string]bool{}
 	return s.load()

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ethereum/go-ethereum/common"
 
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
 
@@ -17,7 +18,7 @@ func TestBlocksTextCarriesBlockTimes(t *testing.T) {
 	for _, e := range []struct{ seq, time uint64 }{{1, 1767225600}, {2, 0}} {
 		row := seal.Row{Tier: seal.TierState, Key: "k", Body: cat("v" + string(rune('0'+e.seq)))}
 		p := plaintextFor(state, e.seq, []seal.Row{row}, nil)
-		info := EpochInfo{Seq: e.seq, Block: 10 * e.seq, Tx: "0xt" + string(rune('0'+e.seq)), Digest: common.Hash{byte(e.seq)}, Time: e.time}
+		info := vault.EpochInfo{Seq: e.seq, Block: 10 * e.seq, Tx: "0xt" + string(rune('0'+e.seq)), Digest: common.Hash{byte(e.seq)}, Time: e.time}
 		if _, _, err := r.ApplyEpoch(info, p, ApplyOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -26,7 +27,7 @@ func TestBlocksTextCarriesBlockTimes(t *testing.T) {
 	if got := string(r.BlocksText()); got != want {
 		t.Fatalf(".kint/blocks:\n%s\nwant:\n%s", got, want)
 	}
-	if err := r.SetEpochTimes([]EpochInfo{{Seq: 2, Block: 20, Tx: "0xt2", Digest: common.Hash{2}, Time: 1767225612}}); err != nil {
+	if err := r.SetEpochTimes([]vault.EpochInfo{{Seq: 2, Block: 20, Tx: "0xt2", Digest: common.Hash{2}, Time: 1767225612}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := string(r.BlocksText()); !strings.HasSuffix(got, "2 20 0xt2 2026-01-01T00:00:12Z\n") {

@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"kintfs/replica/vault"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -11,9 +12,6 @@ import (
 // pLocalBody), never inside a JSON record: JSON would escape them (a quarter more as base64
 // for a local file, six times for some characters), and a body of the largest file a mount
 // takes would no longer fit one badger value.
-
-// ErrValueTooLarge is a value the store cannot take in one piece.
-var ErrValueTooLarge = errors.New("too large for the state database")
 
 // storeError is what a badger write of a value becomes: badger's own messages may quote the
 // value (its size errors carry a hex dump of the first kilobyte), and a body, a meta value or
@@ -29,7 +27,7 @@ func storeError(what string, n int, err error) error {
 		return fmt.Errorf("store %s (%d bytes): %w", what, n, err)
 	}
 	// the size errors are not sentinels; nothing else a Set returns is expected
-	return fmt.Errorf("store %s (%d bytes): %w", what, n, ErrValueTooLarge)
+	return fmt.Errorf("store %s (%d bytes): %w", what, n, vault.ErrValueTooLarge)
 }
 
 // setValue stores val under key, mapping badger's errors through storeError.

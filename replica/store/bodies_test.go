@@ -9,6 +9,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
 
@@ -27,7 +28,7 @@ func TestMigrateStagedAndLocalBodies(t *testing.T) {
 		{Tier: "state", Key: "binary", Body: cat("\xff\xfe not text")},
 		{Tier: "reference", Key: "null body"},
 	}
-	local := localRec{Key: Key{Tier: "state", Key: ".notes.swp", Local: true}, Body: []byte("swap \x00 bytes"), Mtime: 1}
+	local := localRec{Key: vault.Key{Tier: "state", Key: ".notes.swp", Local: true}, Body: []byte("swap \x00 bytes"), Mtime: 1}
 	err = db.Update(func(txn *badger.Txn) error {
 		for i := range rows {
 			rec := stagedRec{Row: rows[i], Mtime: 1, Held: heldReason(&rows[i]), At: 1}
@@ -90,11 +91,11 @@ func TestStoreErrorsNameNoBody(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	body := bytes.Repeat([]byte("SECRET-BODY "), (MaxFileBytes+1)/12+1)
+	body := bytes.Repeat([]byte("SECRET-BODY "), (vault.MaxFileBytes+1)/12+1)
 	err = s.db.Update(func(txn *badger.Txn) error {
 		return setValue(txn, []byte(pStagedBody+"x"), body, "staged row state x")
 	})
-	if !errors.Is(err, ErrValueTooLarge) {
+	if !errors.Is(err, vault.ErrValueTooLarge) {
 		t.Fatalf("err %v, want ErrValueTooLarge", err)
 	}
 	msg := err.Error()
@@ -112,20 +113,20 @@ func TestWriteLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	k := Key{Tier: "state", Key: "big"}
-	big := bytes.Repeat([]byte("c"), MaxFileBytes+1) // each write takes a prefix: Write copies what it keeps
-	for _, n := range []int{MaxFileBytes - 1, MaxFileBytes} {
+	k := vault.Key{Tier: "state", Key: "big"}
+	big := bytes.Repeat([]byte("c"), vault.MaxFileBytes+1) // each write takes a prefix: Write copies what it keeps
+	for _, n := range []int{vault.MaxFileBytes - 1, vault.MaxFileBytes} {
 		if _, err := s.Write(k, big[:n], time.Now()); err != nil {
 			t.Fatalf("%d bytes: %v", n, err)
 		}
 	}
-	if _, err := s.Write(k, big, time.Now()); !errors.Is(err, ErrFileTooBig) {
+	if _, err := s.Write(k, big, time.Now()); !errors.Is(err, vault.ErrFileTooBig) {
 		t.Fatalf("limit+1: %v, want ErrFileTooBig", err)
 	}
-	if got, err := s.Content(k); err != nil || len(got) != MaxFileBytes {
+	if got, err := s.Content(k); err != nil || len(got) != vault.MaxFileBytes {
 		t.Fatalf("after limit+1 the row has %d bytes (%v)", len(got), err)
 	}
-	if _, err := s.Write(Key{Tier: "state", Key: ".big.swp", Local: true}, big[:MaxFileBytes], time.Now()); err != nil {
+	if _, err := s.Write(vault.Key{Tier: "state", Key: ".big.swp", Local: true}, big[:vault.MaxFileBytes], time.Now()); err != nil {
 		t.Fatalf("a local file of the limit: %v", err)
 	}
 }

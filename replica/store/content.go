@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"unicode/utf8"
 
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
 
@@ -49,7 +50,7 @@ func parseJournal(content []byte) (seal.Row, error) {
 	var obj map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(content))
 	if err := dec.Decode(&obj); err != nil || obj == nil {
-		return row, fmt.Errorf("%w: a journal event is a JSON object of ts, evaluated, acted, forward, extra", ErrInvalid)
+		return row, fmt.Errorf("%w: a journal event is a JSON object of ts, evaluated, acted, forward, extra", vault.ErrInvalid)
 	}
 	dst := []**string{&row.TS, &row.Evaluated, &row.Acted, &row.Forward, &row.Extra}
 	known := map[string]bool{}
@@ -61,13 +62,13 @@ func parseJournal(content []byte) (seal.Row, error) {
 		}
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return row, fmt.Errorf("%w: journal field %q must be a string or null", ErrInvalid, name)
+			return row, fmt.Errorf("%w: journal field %q must be a string or null", vault.ErrInvalid, name)
 		}
 		*dst[i] = &s
 	}
 	for name := range obj {
 		if !known[name] {
-			return row, fmt.Errorf("%w: unknown journal field %q", ErrInvalid, name)
+			return row, fmt.Errorf("%w: unknown journal field %q", vault.ErrInvalid, name)
 		}
 	}
 	return row, nil

@@ -6,6 +6,7 @@
 // epoch (in bounded batches under a crash marker when it is large). Everything here is local:
 // nothing waits on the chain.
 //
-// It imports seal for the format and types, and no other package of the project: no chain,
-// no keys, no KINT_HOME. replica, the engine, is its only user; fs reaches it through replica.
+// It imports seal for the format and replica/vault for the shared vocabulary (keys,
+// versions, the tree reader, the errors), and no other package of the project: no chain, no
+// keys, no KINT_HOME. replica, the engine, is its only user; fs reaches it through replica.
 package store

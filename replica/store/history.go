@@ -11,6 +11,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
 
@@ -77,20 +78,20 @@ func (h *History) latest(txn *badger.Txn, id string) (*histRec, error) {
 	return &rec, nil
 }
 
-func (h *History) version(rec *histRec) *Version {
+func (h *History) version(rec *histRec) *vault.Version {
 	row := *rec.Row
 	k := rowKey(&row)
 	a := rec.Anchor
-	v := &Version{Key: k, Ino: h.ino(inoName(k)), Size: contentSize(&row), Mtime: fromNanos(rec.Mtime),
+	v := &vault.Version{Key: k, Ino: h.ino(inoName(k)), Size: contentSize(&row), Mtime: fromNanos(rec.Mtime),
 		Anchor: &a, Leaf: seal.Leaf(&row)}
 	row.Body = nil
 	v.Row = row
 	return v
 }
 
-func (h *History) find(k Key) (*histRec, error) {
+func (h *History) find(k vault.Key) (*histRec, error) {
 	if k.Local || checkKey(k) != nil {
-		return nil, ErrNotFound
+		return nil, vault.ErrNotFound
 	}
 	var rec *histRec
 	err := h.s.db.View(func(txn *badger.Txn) error {
@@ -102,13 +103,13 @@ func (h *History) find(k Key) (*histRec, error) {
 		return nil, err
 	}
 	if rec == nil || !rowKey(rec.Row).Equal(k) {
-		return nil, ErrNotFound
+		return nil, vault.ErrNotFound
 	}
 	return rec, nil
 }
 
 // Get returns the version of k at the block.
-func (h *History) Get(k Key) (*Version, error) {
+func (h *History) Get(k vault.Key) (*vault.Version, error) {
 	rec, err := h.find(k)
 	if err != nil {
 		return nil, err
@@ -117,7 +118,7 @@ func (h *History) Get(k Key) (*Version, error) {
 }
 
 // Content returns the content of k at the block.
-func (h *History) Content(k Key) ([]byte, error) {
+func (h *History) Content(k vault.Key) ([]byte, error) {
 	rec, err := h.find(k)
 	if err != nil {
 		return nil, err
@@ -235,21 +236,21 @@ func (h *History) categories(txn *badger.Txn, idPrefix string, fn func(category 
 }
 
 // List lists one directory at the block.
-func (h *History) List(tier string, category *string) ([]Dirent, error) {
+func (h *History) List(tier string, category *string) ([]vault.Dirent, error) {
 	if !validTier(tier) {
-		return nil, ErrNotFound
+		return nil, vault.ErrNotFound
 	}
 	prefix := tier + "\x00"
 	if category != nil {
 		prefix += *category + "\x00"
 	}
-	var out []Dirent
+	var out []vault.Dirent
 	cats := map[string]bool{}
 	err := h.scan(prefix, func(rec *histRec) {
 		k := rowKey(rec.Row)
 		switch {
 		case eqStrp(k.Category, category):
-			out = append(out, Dirent{Name: k.Key, Ino: h.ino(inoName(k))})
+			out = append(out, vault.Dirent{Name: k.Key, Ino: h.ino(inoName(k))})
 		case category == nil && k.Category != nil:
 			cats[*k.Category] = true
 		}
@@ -259,7 +260,7 @@ func (h *History) List(tier string, category *string) ([]Dirent, error) {
 	}
 	for c := range cats {
 		cc := c
-		out = append(out, Dirent{Name: c, Dir: true, Ino: h.DirIno(tier, &cc)})
+		out = append(out, vault.Dirent{Name: c, Dir: true, Ino: h.DirIno(tier, &cc)})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Name != out[j].Name {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ethereum/go-ethereum/common"
 
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
 
@@ -28,13 +29,13 @@ func BenchmarkHistoryRead(b *testing.B) {
 		rows = append(rows, seal.Row{Tier: "entity", Category: cat("hist"), Key: "row", Body: cat(fmt.Sprintf(`{"v":%d}`, seq))})
 		p := plaintextFor(state, seq, rows, nil)
 		block := 10 + 3*seq
-		if _, _, err := r.ApplyEpoch(EpochInfo{Seq: seq, Block: block, Digest: common.Hash{byte(seq), byte(seq >> 8)}}, p, ApplyOptions{}); err != nil {
+		if _, _, err := r.ApplyEpoch(vault.EpochInfo{Seq: seq, Block: block, Digest: common.Hash{byte(seq), byte(seq >> 8)}}, p, ApplyOptions{}); err != nil {
 			b.Fatal(err)
 		}
 		blocks = append(blocks, block)
 		rows = nil
 	}
-	k := Key{Tier: "entity", Category: cat("hist"), Key: "row"}
+	k := vault.Key{Tier: "entity", Category: cat("hist"), Key: "row"}
 	rng := rand.New(rand.NewPCG(1, 2))
 	at := func() *History { return r.At(blocks[rng.IntN(len(blocks))] + uint64(rng.IntN(3))) }
 	b.Run("CategoryCount", func(b *testing.B) {

@@ -12,6 +12,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/ethereum/go-ethereum/common"
 
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
 
@@ -38,7 +39,7 @@ func modelListing(state map[string]seal.Row, tier string, category *string) stri
 	return strings.Join(out, ",")
 }
 
-func sortedNames(ds []Dirent) string {
+func sortedNames(ds []vault.Dirent) string {
 	out := strings.Split(names(ds), ",")
 	sort.Strings(out)
 	return strings.Join(out, ",")
@@ -84,7 +85,7 @@ func TestHistoryMatchesModel(t *testing.T) {
 		}
 		dels = dedupeDels(dels, rows)
 		p := plaintextFor(state, seq, rows, dels)
-		if _, _, err := r.ApplyEpoch(EpochInfo{Seq: seq, Block: block, Digest: common.Hash{byte(seq)}}, p, ApplyOptions{}); err != nil {
+		if _, _, err := r.ApplyEpoch(vault.EpochInfo{Seq: seq, Block: block, Digest: common.Hash{byte(seq)}}, p, ApplyOptions{}); err != nil {
 			t.Fatalf("epoch %d: %v", seq, err)
 		}
 		snap := map[string]seal.Row{}
@@ -172,7 +173,7 @@ func dedupeDels(dels []seal.Deleted, rows []seal.Row) []seal.Deleted {
 
 // TestDeletedHistPrefix pins what the walks rely on to skip deletions without decoding them.
 func TestDeletedHistPrefix(t *testing.T) {
-	del, err := json.Marshal(&histRec{Anchor: Anchor{Seq: 1}, Mtime: 5})
+	del, err := json.Marshal(&histRec{Anchor: vault.Anchor{Seq: 1}, Mtime: 5})
 	if err != nil || !bytes.HasPrefix(del, deletedHistPrefix) {
 		t.Fatalf("a deletion encodes as %s", del)
 	}

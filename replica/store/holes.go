@@ -12,11 +12,9 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/ethereum/go-ethereum/common"
 
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
-
-// ErrHistoryIncomplete refuses a history view of a block this machine holds no versions for.
-var ErrHistoryIncomplete = errors.New("history not on this machine")
 
 // kHistSkipped lists the epochs under a snapshot that the backfill could not open ([]Gap).
 const kHistSkipped = "x/histskipped"
@@ -25,8 +23,8 @@ const kHistSkipped = "x/histskipped"
 // (Below, nil when Lo is 1) and the snapshot after it (Above) are recorded.
 type HistoryHole struct {
 	Lo, Hi uint64
-	Below  *EpochInfo
-	Above  EpochInfo
+	Below  *vault.EpochInfo
+	Above  vault.EpochInfo
 }
 
 // blocks is the range of blocks whose state the hole leaves unknown: from just after Below's
@@ -42,9 +40,9 @@ func (h HistoryHole) blocks() (from, to uint64) {
 func (s *Store) HistoryHoles() ([]HistoryHole, error) {
 	var holes []HistoryHole
 	err := s.db.View(func(txn *badger.Txn) error {
-		var prev *EpochInfo
+		var prev *vault.EpochInfo
 		return scanValues(txn, pEpoch, func(k, v []byte) error {
-			var info EpochInfo
+			var info vault.EpochInfo
 			if err := decodeJSON(v, &info); err != nil {
 				return fmt.Errorf("epoch record %x: %w", k, err)
 			}
@@ -64,26 +62,26 @@ func (s *Store) HistoryHoles() ([]HistoryHole, error) {
 
 // HistoryFrom is the oldest recorded epoch from which every epoch up to the mirror is recorded
 // (a zero Head when none is).
-func (s *Store) HistoryFrom() (Head, error) {
+func (s *Store) HistoryFrom() (vault.Head, error) {
 	holes, err := s.HistoryHoles()
 	if err != nil {
-		return Head{}, err
+		return vault.Head{}, err
 	}
 	return s.historyFrom(holes)
 }
 
 // historyFrom is HistoryFrom given the holes.
-func (s *Store) historyFrom(holes []HistoryHole) (Head, error) {
+func (s *Store) historyFrom(holes []HistoryHole) (vault.Head, error) {
 	if n := len(holes); n > 0 {
 		a := holes[n-1].Above
-		return Head{Seq: a.Seq, Digest: a.Digest, Block: a.Block}, nil
+		return vault.Head{Seq: a.Seq, Digest: a.Digest, Block: a.Block}, nil
 	}
-	var first EpochInfo
+	var first vault.EpochInfo
 	err := s.db.View(func(txn *badger.Txn) error {
 		_, err := getJSON(txn, pEpoch+string(be64(1)), &first)
 		return err
 	})
-	return Head{Seq: first.Seq, Digest: first.Digest, Block: first.Block}, err
+	return vault.Head{Seq: first.Seq, Digest: first.Digest, Block: first.Block}, err
 }
 
 // CheckHistory says whether the versions anchored at or before block are all on this
@@ -96,7 +94,7 @@ func (s *Store) CheckHistory(block uint64) error {
 	for _, h := range holes {
 		if from, to := h.blocks(); block >= from && block < to {
 			return fmt.Errorf("%w: block %d lies under snapshot %d (block %d), and the epochs under it were never fetched here; kintfs pull --full fetches them",
-				ErrHistoryIncomplete, block, h.Above.Seq, h.Above.Block)
+				vault.ErrHistoryIncomplete, block, h.Above.Seq, h.Above.Block)
 		}
 	}
 	return nil
@@ -136,7 +134,7 @@ func (st *ReplayState) Step(p *seal.Plaintext) {
 
 // StateAt rebuilds the state as of a recorded epoch (empty before the first) from the
 // history index: for each row, its newest version at or before that epoch.
-func (s *Store) StateAt(info *EpochInfo) (*ReplayState, error) {
+func (s *Store) StateAt(info *vault.EpochInfo) (*ReplayState, error) {
 	st := &ReplayState{}
 	if info == nil {
 		return st, nil
@@ -192,7 +190,7 @@ func (s *Store) StateAt(info *EpochInfo) (*ReplayState, error) {
 // WriteVersions writes to the history index the rows p anchored at anchor (only those that differ
 // from before, with onlyChanged) and the deletion of each row of before it removed: those it
 // names, or for a snapshot every one it leaves out.
-func (s *Store) WriteVersions(anchor Anchor, p *seal.Plaintext, before *ReplayState, onlyChanged bool) error {
+func (s *Store) WriteVersions(anchor vault.Anchor, p *seal.Plaintext, before *ReplayState, onlyChanged bool) error {
 	mtime := nanos(seal.ParseCreatedAt(p.CreatedAt))
 	wb := s.db.NewWriteBatch()
 	defer wb.Cancel()
@@ -252,21 +250,21 @@ func (s *Store) BlockAt(t time.Time) (uint64, error) {
 	at := uint64(t.Unix())
 	var block uint64
 	err := s.db.View(func(txn *badger.Txn) error {
-		var prev *EpochInfo
+		var prev *vault.EpochInfo
 		return scanValues(txn, pEpoch, func(k, v []byte) error {
-			var info EpochInfo
+			var info vault.EpochInfo
 			if err := decodeJSON(v, &info); err != nil {
 				return err
 			}
 			defer func() { prev = &info }()
 			if info.Time == 0 {
-				return fmt.Errorf("%w: the block time of epoch %d is not recorded yet (the next pull records it)", ErrHistoryIncomplete, info.Seq)
+				return fmt.Errorf("%w: the block time of epoch %d is not recorded yet (the next pull records it)", vault.ErrHistoryIncomplete, info.Seq)
 			}
 			if info.Time > at {
 				// the newest epoch at or before t could be one this machine never fetched
 				if hole := (prev == nil && info.Seq > 1) || (prev != nil && prev.Seq+1 != info.Seq); hole {
 					return fmt.Errorf("%w: %s lies under snapshot %d, and the epochs under it were never fetched here; kintfs pull --full fetches them",
-						ErrHistoryIncomplete, t.UTC().Format(time.RFC3339), info.Seq)
+						vault.ErrHistoryIncomplete, t.UTC().Format(time.RFC3339), info.Seq)
 				}
 				return errStopScan
 			}
@@ -284,7 +282,7 @@ var errStopScan = errors.New("stop")
 
 // RecordHistory writes the epoch record of an epoch whose versions WriteVersions recorded
 // (which marks it recorded), with the category count at it, never touching the mirror.
-func (s *Store) RecordHistory(info *EpochInfo) error {
+func (s *Store) RecordHistory(info *vault.EpochInfo) error {
 	return s.db.Update(func(txn *badger.Txn) error {
 		if err := s.recordCategoryCount(txn, info.Block, info.Seq); err != nil {
 			return err
@@ -300,17 +298,19 @@ func (s *Store) RecordBoundary(block, seq uint64) error {
 }
 
 // HistorySkipped lists the epochs under a snapshot that the backfill could not open.
-func (s *Store) HistorySkipped() ([]Gap, error) {
-	var skipped []Gap
+func (s *Store) HistorySkipped() ([]vault.Gap, error) {
+	var skipped []vault.Gap
 	err := s.getState(kHistSkipped, &skipped)
 	return skipped, err
 }
 
 // SetHistorySkipped records the epochs the backfill could not open.
-func (s *Store) SetHistorySkipped(skipped []Gap) error { return s.setState(kHistSkipped, skipped) }
+func (s *Store) SetHistorySkipped(skipped []vault.Gap) error {
+	return s.setState(kHistSkipped, skipped)
+}
 
 // EpochsWithoutTime lists the recorded epochs whose block timestamp is not recorded yet.
-func (s *Store) EpochsWithoutTime() ([]EpochInfo, error) {
+func (s *Store) EpochsWithoutTime() ([]vault.EpochInfo, error) {
 	s.untimed.mu.Lock()
 	defer s.untimed.mu.Unlock()
 	if !s.untimed.known {
@@ -326,10 +326,10 @@ func (s *Store) EpochsWithoutTime() ([]EpochInfo, error) {
 		return missing, nil
 	}
 	// after the first scan, only the records written since without a time are read
-	var missing []EpochInfo
+	var missing []vault.EpochInfo
 	err := s.db.View(func(txn *badger.Txn) error {
 		for seq := range s.untimed.seqs {
-			var info EpochInfo
+			var info vault.EpochInfo
 			found, err := getJSON(txn, pEpoch+string(be64(seq)), &info)
 			if err != nil {
 				return err
@@ -350,11 +350,11 @@ func (s *Store) EpochsWithoutTime() ([]EpochInfo, error) {
 }
 
 // scanUntimed reads every epoch record for those without a time.
-func (s *Store) scanUntimed() ([]EpochInfo, error) {
-	var missing []EpochInfo
+func (s *Store) scanUntimed() ([]vault.EpochInfo, error) {
+	var missing []vault.EpochInfo
 	err := s.db.View(func(txn *badger.Txn) error {
 		return scanValues(txn, pEpoch, func(k, v []byte) error {
-			var info EpochInfo
+			var info vault.EpochInfo
 			if err := decodeJSON(v, &info); err != nil {
 				return err
 			}
@@ -376,7 +376,7 @@ type untimedEpochs struct {
 }
 
 // noteEpochRecord is told of every epoch record written.
-func (u *untimedEpochs) noteEpochRecord(info *EpochInfo) {
+func (u *untimedEpochs) noteEpochRecord(info *vault.EpochInfo) {
 	if info.Time != 0 {
 		return
 	}
@@ -395,7 +395,7 @@ func (u *untimedEpochs) forget() {
 }
 
 // SetEpochTimes rewrites the epoch records in list with their Time, in one batch.
-func (s *Store) SetEpochTimes(list []EpochInfo) error {
+func (s *Store) SetEpochTimes(list []vault.EpochInfo) error {
 	wb := s.db.NewWriteBatch()
 	defer wb.Cancel()
 	for i := range list {

@@ -12,6 +12,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/ethereum/go-ethereum/common"
 
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
 
@@ -27,12 +28,12 @@ type Store struct {
 	StagingCap  int64
 	stagedBytes int64 // guarded by t.mu
 	subMu       sync.Mutex
-	subs        []func([]Key)
+	subs        []func([]vault.Key)
 	now         func() time.Time
 	histInos    historyInos
-	leaves      leafSet            // the mirror's leaves in canonical-id order; guarded by t.mu
-	anchors     map[uint64]*Anchor // by seq, for sharedAnchor; guarded by t.mu
-	untimed     untimedEpochs      // the epoch records still without a block time
+	leaves      leafSet                  // the mirror's leaves in canonical-id order; guarded by t.mu
+	anchors     map[uint64]*vault.Anchor // by seq, for sharedAnchor; guarded by t.mu
+	untimed     untimedEpochs            // the epoch records still without a block time
 	release     *releaser
 	gcStop      chan struct{} // closed by Close: the value log collector stops
 	gcDone      chan struct{}
@@ -78,7 +79,7 @@ func OpenStore(dir string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("upgrade state database: %w", err)
 	}
-	s := &Store{db: db, t: newTree(), anchors: map[uint64]*Anchor{}, release: release, StagingCap: DefaultStagingCap, now: time.Now,
+	s := &Store{db: db, t: newTree(), anchors: map[uint64]*vault.Anchor{}, release: release, StagingCap: DefaultStagingCap, now: time.Now,
 		sealing: map[string]bool{}, attrs: map[uint64]attrRec{}, trashDirs: map[string]bool{}}
 	if err := s.load(); err != nil {
 		release.Stop()
@@ -131,7 +132,7 @@ func (s *Store) nodeFromMirror(m *mirrorRec) *node {
 // sharedAnchor is a, one copy for every node the same epoch anchored (nodes never change an
 // anchor in place): a vault's rows share a few thousand anchors, not one each. Callers hold
 // t.mu for writing, or are loading.
-func (s *Store) sharedAnchor(a Anchor) *Anchor {
+func (s *Store) sharedAnchor(a vault.Anchor) *vault.Anchor {
 	if p, ok := s.anchors[a.Seq]; ok && *p == a {
 		return p
 	}
@@ -140,7 +141,7 @@ func (s *Store) sharedAnchor(a Anchor) *Anchor {
 	return p
 }
 
-func nodeFromStaged(r *stagedRec, anchor *Anchor) *node {
+func nodeFromStaged(r *stagedRec, anchor *vault.Anchor) *node {
 	row := r.Row
 	n := &node{key: rowKey(&row), size: contentSize(&row), mtime: fromNanos(r.Mtime),
 		staged: true, held: r.Held, leaf: seal.Leaf(&row), anchor: anchor}
@@ -193,7 +194,7 @@ func (s *Store) loadInos(txn *badger.Txn) error {
 // loadRows reads the mirror, with its leaves, and the staged rows over it.
 func (s *Store) loadRows(txn *badger.Txn) error {
 	t := s.t
-	anchors := map[string]*Anchor{}
+	anchors := map[string]*vault.Anchor{}
 	err := scanValues(txn, pMirror, func(k, v []byte) error {
 		var m mirrorRec
 		if err := json.Unmarshal(v, &m); err != nil {
@@ -281,18 +282,18 @@ func (s *Store) update(fn func(txn *badger.Txn, apply *[]func()) error) error {
 	return nil
 }
 
-func checkKey(k Key) error {
-	if k.Tier == TrashTier {
+func checkKey(k vault.Key) error {
+	if k.Tier == vault.TrashTier {
 		return checkTrashKey(k)
 	}
 	if !validTier(k.Tier) {
-		return fmt.Errorf("%w: unknown tier %q", ErrInvalid, k.Tier)
+		return fmt.Errorf("%w: unknown tier %q", vault.ErrInvalid, k.Tier)
 	}
 	if k.Category != nil && k.Tier != seal.TierEntity {
-		return fmt.Errorf("%w: only entities have categories", ErrInvalid)
+		return fmt.Errorf("%w: only entities have categories", vault.ErrInvalid)
 	}
 	if strings.ContainsRune(k.Key, 0) && k.Local {
-		return fmt.Errorf("%w: NUL in a local file name", ErrInvalid)
+		return fmt.Errorf("%w: NUL in a local file name", vault.ErrInvalid)
 	}
 	return nil
 }
@@ -326,13 +327,13 @@ func (s *Store) stagePut(txn *badger.Txn, apply *[]func(), row seal.Row, mtime t
 		n = s.nodeFromMirror(&m)
 	} else {
 		rec := stagedRec{Row: row, Mtime: nanos(mtime), Held: heldReason(&row), At: nanos(s.now())}
-		var anchor *Anchor
+		var anchor *vault.Anchor
 		if inMirror {
 			rec.Base = m.Leaf
 			anchor = s.sharedAnchor(m.Anchor)
 		}
 		if s.stagedBytes-oldStaged+contentSize(&row) > s.StagingCap {
-			return nil, fmt.Errorf("%w: %d bytes staged, cap %d", ErrStagingFull, s.stagedBytes, s.StagingCap)
+			return nil, fmt.Errorf("%w: %d bytes staged, cap %d", vault.ErrStagingFull, s.stagedBytes, s.StagingCap)
 		}
 		if err := putStaged(txn, id, &rec); err != nil {
 			return nil, err
@@ -357,7 +358,7 @@ func (s *Store) stagePut(txn *badger.Txn, apply *[]func(), row seal.Row, mtime t
 // stageDelete stages the deletion of the row named by k. A row that was never anchored just
 // loses its staged record, unless a push is sealing it: then it is about to be anchored, and
 // the deletion is staged to follow it.
-func (s *Store) stageDelete(txn *badger.Txn, apply *[]func(), k Key) error {
+func (s *Store) stageDelete(txn *badger.Txn, apply *[]func(), k vault.Key) error {
 	id := seal.CanonicalID(k.Tier, k.Category, k.Key)
 	old := s.t.get(k)
 	m, inMirror, err := getMirror(txn, id, false)
@@ -385,7 +386,7 @@ func (s *Store) stageDelete(txn *badger.Txn, apply *[]func(), k Key) error {
 	return nil
 }
 
-func (s *Store) putLocal(txn *badger.Txn, apply *[]func(), k Key, body []byte, mtime time.Time) (*node, error) {
+func (s *Store) putLocal(txn *badger.Txn, apply *[]func(), k vault.Key, body []byte, mtime time.Time) (*node, error) {
 	var status, meta *string
 	if old := s.t.get(k); old != nil && old.key.Local {
 		status, meta = old.row.Status, old.row.Meta // a write keeps the file's attributes
@@ -394,7 +395,7 @@ func (s *Store) putLocal(txn *badger.Txn, apply *[]func(), k Key, body []byte, m
 }
 
 // putLocalAttrs is putLocal with the file's status and meta given.
-func (s *Store) putLocalAttrs(txn *badger.Txn, apply *[]func(), k Key, body []byte, mtime time.Time, status, meta *string) (*node, error) {
+func (s *Store) putLocalAttrs(txn *badger.Txn, apply *[]func(), k vault.Key, body []byte, mtime time.Time, status, meta *string) (*node, error) {
 	ino, err := s.t.ino(txn, inoName(k))
 	if err != nil {
 		return nil, err
@@ -458,31 +459,31 @@ func orNotFound(err error) error {
 	if err != nil {
 		return err
 	}
-	return ErrNotFound
+	return vault.ErrNotFound
 }
 
 // categoryTwin is the other spelling of an entity key with a null or empty category: both have
 // one canonical id, so only one of them can be in the tree.
-func categoryTwin(k Key) (Key, bool) {
+func categoryTwin(k vault.Key) (vault.Key, bool) {
 	if k.Tier != seal.TierEntity || k.Local {
-		return Key{}, false
+		return vault.Key{}, false
 	}
 	if k.Category == nil {
-		return Key{Tier: k.Tier, Category: strp(""), Key: k.Key}, true
+		return vault.Key{Tier: k.Tier, Category: strp(""), Key: k.Key}, true
 	}
 	if *k.Category == "" {
-		return Key{Tier: k.Tier, Key: k.Key}, true
+		return vault.Key{Tier: k.Tier, Key: k.Key}, true
 	}
-	return Key{}, false
+	return vault.Key{}, false
 }
 
 // setLocalAttr sets (value nil: clears) the status or meta of the local file k. They are never
 // anchored; a rename of the file onto a row gives them to the row.
-func (s *Store) setLocalAttr(k Key, name string, value *string) error {
+func (s *Store) setLocalAttr(k vault.Key, name string, value *string) error {
 	return s.update(func(txn *badger.Txn, apply *[]func()) error {
 		n := s.t.get(k)
 		if n == nil {
-			return ErrNotFound
+			return vault.ErrNotFound
 		}
 		lid := localID(k)
 		var rec localRec

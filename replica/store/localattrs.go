@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"kintfs/replica/vault"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -37,22 +38,6 @@ type attrRec struct {
 	Ctime    int64       `json:"ctime,omitempty"`     // the last change of these attributes
 }
 
-// LocalAttrs are a file's or directory's local attributes as the mount shows them.
-type LocalAttrs struct {
-	HasPerm             bool
-	Perm                uint32 // permission bits (no set-uid, set-gid or sticky)
-	Chmod               bool   // Perm was set by chmod (a create's mode is subject to the mount's umask)
-	HasTimes            bool   // Mtime and Atime were set here and still hold
-	Mtime, Atime, Ctime time.Time
-}
-
-// AttrChange is what one setattr changes; nil fields are left alone.
-type AttrChange struct {
-	Perm         *uint32
-	Create       bool // Perm is the mode a create asked for
-	Mtime, Atime *time.Time
-}
-
 // permBits are the bits of a mode kept: read, write and execute for owner, group and others.
 const permBits = 0o777
 
@@ -82,8 +67,8 @@ func (a *attrRec) holds(stored time.Time, leaf common.Hash) bool {
 
 // attrsOf is the local attributes of ino over a file whose stored time is stored and whose
 // leaf is leaf. Callers hold t.mu.
-func (s *Store) attrsOf(ino uint64, stored time.Time, leaf common.Hash) LocalAttrs {
-	la := LocalAttrs{Mtime: stored, Atime: stored, Ctime: stored}
+func (s *Store) attrsOf(ino uint64, stored time.Time, leaf common.Hash) vault.LocalAttrs {
+	la := vault.LocalAttrs{Mtime: stored, Atime: stored, Ctime: stored}
 	a, ok := s.attrs[ino]
 	if !ok {
 		return la
@@ -100,7 +85,7 @@ func (s *Store) attrsOf(ino uint64, stored time.Time, leaf common.Hash) LocalAtt
 }
 
 // dress gives v, made from a node of the live tree, its local attributes. Callers hold t.mu.
-func (s *Store) dress(v *Version) *Version {
+func (s *Store) dress(v *vault.Version) *vault.Version {
 	la := s.attrsOf(v.Ino, v.Mtime, v.Leaf)
 	v.Mtime, v.Atime, v.Ctime = la.Mtime, la.Atime, la.Ctime
 	v.HasPerm, v.Perm, v.Chmod = la.HasPerm, la.Perm, la.Chmod
@@ -154,7 +139,7 @@ func (s *Store) dropAttr(txn *badger.Txn, apply *[]func(), ino uint64) error {
 }
 
 // changeAttr applies ch to the attributes of ino, whose stored time is stored and leaf leaf.
-func (s *Store) changeAttr(txn *badger.Txn, apply *[]func(), ino uint64, stored time.Time, leaf common.Hash, ch AttrChange) error {
+func (s *Store) changeAttr(txn *badger.Txn, apply *[]func(), ino uint64, stored time.Time, leaf common.Hash, ch vault.AttrChange) error {
 	a, _ := s.attr(ino)
 	now := nanos(s.now())
 	if ch.Perm != nil {
@@ -201,12 +186,12 @@ func (s *Store) carryTimes(txn *badger.Txn, apply *[]func(), n, old *node, mtime
 
 // SetLocalAttrs changes the local attributes of the live file k and returns it. Nothing is
 // staged: the row and its leaf stay as they are.
-func (s *Store) SetLocalAttrs(k Key, ch AttrChange) (*Version, error) {
-	var v *Version
+func (s *Store) SetLocalAttrs(k vault.Key, ch vault.AttrChange) (*vault.Version, error) {
+	var v *vault.Version
 	err := s.update(func(txn *badger.Txn, apply *[]func()) error {
 		n := s.t.get(k)
 		if n == nil {
-			return ErrNotFound
+			return vault.ErrNotFound
 		}
 		if err := s.changeAttr(txn, apply, n.ino, n.mtime, n.leaf, ch); err != nil {
 			return err
@@ -221,7 +206,7 @@ func (s *Store) SetLocalAttrs(k Key, ch AttrChange) (*Version, error) {
 var dirStored = time.Unix(0, 0)
 
 // SetDirAttrs changes the local attributes of the directory numbered ino.
-func (s *Store) SetDirAttrs(ino uint64, ch AttrChange) error {
+func (s *Store) SetDirAttrs(ino uint64, ch vault.AttrChange) error {
 	return s.update(func(txn *badger.Txn, apply *[]func()) error {
 		return s.changeAttr(txn, apply, ino, dirStored, common.Hash{}, ch)
 	})
@@ -249,14 +234,14 @@ func (s *Store) touchDir(txn *badger.Txn, apply *[]func(), tier string, category
 }
 
 // touchDirOf is touchDir of the directory that holds k.
-func (s *Store) touchDirOf(txn *badger.Txn, apply *[]func(), k Key) error {
+func (s *Store) touchDirOf(txn *badger.Txn, apply *[]func(), k vault.Key) error {
 	return s.touchDir(txn, apply, k.Tier, k.Category)
 }
 
 // DirAttrs are the local attributes of the directory numbered ino. A directory never given
 // times has those of the first time they were asked for here, the same after a restart, so
 // that rsync and backups see no change where there was none.
-func (s *Store) DirAttrs(ino uint64) LocalAttrs {
+func (s *Store) DirAttrs(ino uint64) vault.LocalAttrs {
 	s.t.mu.RLock()
 	la, born := s.attrsOf(ino, dirStored, common.Hash{}), s.dirTime
 	s.t.mu.RUnlock()

@@ -8,6 +8,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/ethereum/go-ethereum/common"
 
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
 
@@ -36,15 +37,15 @@ func TestLocalAttrsChangeNoRow(t *testing.T) {
 	r := newTestStore(t)
 	state := map[string]seal.Row{}
 	anchored := seal.Row{Tier: "state", Key: "anchored", Body: cat("a1")}
-	if _, _, err := r.ApplyEpoch(EpochInfo{Seq: 1, Block: 100, Digest: common.Hash{1}},
+	if _, _, err := r.ApplyEpoch(vault.EpochInfo{Seq: 1, Block: 100, Digest: common.Hash{1}},
 		plaintextFor(state, 1, []seal.Row{anchored}, nil), ApplyOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	mustWrite(t, r.Store, Key{Tier: "state", Key: "staged"}, "s1")
+	mustWrite(t, r.Store, vault.Key{Tier: "state", Key: "staged"}, "s1")
 	staged := 0
 	r.Store.onStage = func() { staged++ }
 	for _, name := range []string{"anchored", "staged"} {
-		k := Key{Tier: "state", Key: name}
+		k := vault.Key{Tier: "state", Key: name}
 		before, err := r.Get(k)
 		if err != nil {
 			t.Fatal(err)
@@ -52,7 +53,7 @@ func TestLocalAttrsChangeNoRow(t *testing.T) {
 		mirror, stagedRecs := dumpPrefix(t, r.Store, pMirror), dumpPrefix(t, r.Store, pStaged)
 		when := time.Date(2020, 1, 2, 3, 4, 5, 123456789, time.UTC)
 		perm := uint32(0o4600)
-		v, err := r.SetLocalAttrs(k, AttrChange{Mtime: &when, Atime: &when, Perm: &perm})
+		v, err := r.SetLocalAttrs(k, vault.AttrChange{Mtime: &when, Atime: &when, Perm: &perm})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,20 +82,20 @@ func TestLocalTimesFollowContent(t *testing.T) {
 	state := map[string]seal.Row{}
 	a := seal.Row{Tier: "state", Key: "a", Body: cat("1")}
 	b := seal.Row{Tier: "state", Key: "b", Body: cat("1")}
-	if _, _, err := r.ApplyEpoch(EpochInfo{Seq: 1, Block: 100, Digest: common.Hash{1}},
+	if _, _, err := r.ApplyEpoch(vault.EpochInfo{Seq: 1, Block: 100, Digest: common.Hash{1}},
 		plaintextFor(state, 1, []seal.Row{a, b}, nil), ApplyOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	when := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
 	for _, k := range []string{"a", "b"} {
-		if _, err := r.SetLocalAttrs(Key{Tier: "state", Key: k}, AttrChange{Mtime: &when}); err != nil {
+		if _, err := r.SetLocalAttrs(vault.Key{Tier: "state", Key: k}, vault.AttrChange{Mtime: &when}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	r = reopenTestStore(t, r)
 	mtime := func(k string) time.Time {
 		t.Helper()
-		v, err := r.Get(Key{Tier: "state", Key: k})
+		v, err := r.Get(vault.Key{Tier: "state", Key: k})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -105,7 +106,7 @@ func TestLocalTimesFollowContent(t *testing.T) {
 	}
 	// another machine changes b only
 	b2 := seal.Row{Tier: "state", Key: "b", Body: cat("2")}
-	if _, _, err := r.ApplyEpoch(EpochInfo{Seq: 2, Block: 200, Digest: common.Hash{2}},
+	if _, _, err := r.ApplyEpoch(vault.EpochInfo{Seq: 2, Block: 200, Digest: common.Hash{2}},
 		plaintextFor(state, 2, []seal.Row{b2}, nil), ApplyOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -117,17 +118,17 @@ func TestLocalTimesFollowContent(t *testing.T) {
 	}
 	// a rename keeps the time and the number; a write replaces the time (an anchored state row
 	// is renamed in the full model only: kint's store cannot delete its old name)
-	r.SetModel(ModelFull)
-	va, _ := r.Get(Key{Tier: "state", Key: "a"})
-	if err := r.Rename(Key{Tier: "state", Key: "a"}, Key{Tier: "state", Key: "c"}); err != nil {
+	r.SetModel(vault.ModelFull)
+	va, _ := r.Get(vault.Key{Tier: "state", Key: "a"})
+	if err := r.Rename(vault.Key{Tier: "state", Key: "a"}, vault.Key{Tier: "state", Key: "c"}); err != nil {
 		t.Fatal(err)
 	}
-	vc, err := r.Get(Key{Tier: "state", Key: "c"})
+	vc, err := r.Get(vault.Key{Tier: "state", Key: "c"})
 	if err != nil || !vc.Mtime.Equal(when) || vc.Ino != va.Ino {
 		t.Fatalf("renamed: %v ino %d, want %v ino %d (%v)", vc.Mtime, vc.Ino, when, va.Ino, err)
 	}
 	now := time.Now()
-	if _, err := r.Write(Key{Tier: "state", Key: "c"}, []byte("new"), now); err != nil {
+	if _, err := r.Write(vault.Key{Tier: "state", Key: "c"}, []byte("new"), now); err != nil {
 		t.Fatal(err)
 	}
 	if !mtime("c").Equal(now) {
@@ -135,10 +136,10 @@ func TestLocalTimesFollowContent(t *testing.T) {
 	}
 	// writing the anchored content back (unstaged) still shows the write's time
 	later := now.Add(time.Second)
-	if _, err := r.Write(Key{Tier: "state", Key: "c"}, []byte("1"), later); err != nil {
+	if _, err := r.Write(vault.Key{Tier: "state", Key: "c"}, []byte("1"), later); err != nil {
 		t.Fatal(err)
 	}
-	if v, _ := r.Get(Key{Tier: "state", Key: "c"}); !v.Mtime.Equal(later) {
+	if v, _ := r.Get(vault.Key{Tier: "state", Key: "c"}); !v.Mtime.Equal(later) {
 		t.Fatalf("after writing the anchored content back: %v (staged %v), want %v", v.Mtime, v.Staged, later)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/crypto"
 
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
 
@@ -89,11 +90,11 @@ func TestMigrateMirrorBodies(t *testing.T) {
 	err = db.Update(func(txn *badger.Txn) error {
 		for i := range rows {
 			old := struct {
-				Row    seal.Row    `json:"row"`
-				Leaf   common.Hash `json:"leaf"`
-				Anchor Anchor      `json:"anchor"`
-				Mtime  int64       `json:"mtime"`
-			}{rows[i], seal.Leaf(&rows[i]), Anchor{Seq: 1, Block: 10}, 1}
+				Row    seal.Row     `json:"row"`
+				Leaf   common.Hash  `json:"leaf"`
+				Anchor vault.Anchor `json:"anchor"`
+				Mtime  int64        `json:"mtime"`
+			}{rows[i], seal.Leaf(&rows[i]), vault.Anchor{Seq: 1, Block: 10}, 1}
 			if err := setJSON(txn, pMirror+rows[i].ID(), &old); err != nil {
 				return err
 			}

@@ -7,6 +7,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/ethereum/go-ethereum/common"
 
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
 
@@ -20,7 +21,7 @@ const provenanceBatch = 256
 // where its leaf last changed: the repeat at snap leaves the history, and the mirror's anchor
 // (user.kint.anchored, verify) moves back to that version's unless the row changed since. It
 // returns how many rows it moved back.
-func (s *Store) KeepProvenance(snap Anchor, p *seal.Plaintext, before *ReplayState) (int, error) {
+func (s *Store) KeepProvenance(snap vault.Anchor, p *seal.Plaintext, before *ReplayState) (int, error) {
 	var ids []string
 	for i := range p.Rows {
 		id := p.Rows[i].ID()
@@ -55,7 +56,7 @@ func (s *Store) KeepProvenance(snap Anchor, p *seal.Plaintext, before *ReplaySta
 
 // keepProvenance drops the repeat of id at snap when the version before it has the same
 // leaf, and moves the mirror's anchor of id back to that version's.
-func (s *Store) keepProvenance(txn *badger.Txn, apply *[]func(), id string, snap Anchor) (bool, error) {
+func (s *Store) keepProvenance(txn *badger.Txn, apply *[]func(), id string, snap vault.Anchor) (bool, error) {
 	at := historyKey(id, snap.Block, snap.Seq)
 	var cur histRec
 	found, err := getJSON(txn, string(at), &cur)
@@ -88,7 +89,7 @@ func (s *Store) keepProvenance(txn *badger.Txn, apply *[]func(), id string, snap
 }
 
 // versionBefore is the newest history record of id anchored before snap (nil when none).
-func versionBefore(txn *badger.Txn, id string, snap Anchor) (*histRec, error) {
+func versionBefore(txn *badger.Txn, id string, snap vault.Anchor) (*histRec, error) {
 	prefix := append([]byte(pHistory+id), 0)
 	opts := badger.DefaultIteratorOptions
 	opts.Reverse = true

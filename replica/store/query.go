@@ -4,19 +4,19 @@ import (
 	"fmt"
 
 	"github.com/dgraph-io/badger/v4"
-	"github.com/ethereum/go-ethereum/common"
 
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
 
 // HistoryEntry is one anchored version of a row (Row nil: deleted by that epoch).
 type HistoryEntry struct {
-	Anchor Anchor    `json:"anchor"`
-	Row    *seal.Row `json:"row"`
+	Anchor vault.Anchor `json:"anchor"`
+	Row    *seal.Row    `json:"row"`
 }
 
 // Versions lists every anchored version of a row this machine holds, oldest first.
-func (s *Store) Versions(k Key) ([]HistoryEntry, error) {
+func (s *Store) Versions(k vault.Key) ([]HistoryEntry, error) {
 	id := seal.CanonicalID(k.Tier, k.Category, k.Key)
 	var out []HistoryEntry
 	err := s.db.View(func(txn *badger.Txn) error {
@@ -35,27 +35,13 @@ func (s *Store) Versions(k Key) ([]HistoryEntry, error) {
 	return out, err
 }
 
-// Proof is a merkle inclusion proof of one anchored row against the rows_root of the epoch
-// the mirror stands at.
-type Proof struct {
-	Key      Key              `json:"-"`
-	Leaf     common.Hash      `json:"leaf"`
-	Steps    []seal.ProofStep `json:"-"`
-	RowsRoot common.Hash      `json:"rows_root"`
-	Epoch    EpochInfo        `json:"epoch"`
-	Staged   bool             `json:"staged"` // the live file has changes not yet anchored
-	// Anchored is the epoch where the proven leaf was anchored, the one where the row last
-	// changed (kint's anchored_version); nil when the tree has no anchor for it.
-	Anchored *Anchor `json:"anchored,omitempty"`
-}
-
 // Prove builds the inclusion proof of k's anchored version.
-func (s *Store) Prove(k Key) (*Proof, error) {
+func (s *Store) Prove(k vault.Key) (*vault.Proof, error) {
 	head, err := s.MirrorHead()
 	if err != nil {
 		return nil, err
 	}
-	var info EpochInfo
+	var info vault.EpochInfo
 	found := false
 	err = s.db.View(func(txn *badger.Txn) error {
 		var err error
@@ -66,7 +52,7 @@ func (s *Store) Prove(k Key) (*Proof, error) {
 		return nil, err
 	}
 	if !found {
-		return nil, fmt.Errorf("%w: nothing anchored has been applied on this machine yet", ErrNotFound)
+		return nil, fmt.Errorf("%w: nothing anchored has been applied on this machine yet", vault.ErrNotFound)
 	}
 	id := seal.CanonicalID(k.Tier, k.Category, k.Key)
 	s.t.mu.RLock()
@@ -76,16 +62,16 @@ func (s *Store) Prove(k Key) (*Proof, error) {
 		index = -1
 	}
 	n := s.t.get(k)
-	var anchored *Anchor
+	var anchored *vault.Anchor
 	if n != nil && n.anchor != nil {
 		a := *n.anchor
 		anchored = &a
 	}
 	s.t.mu.RUnlock()
 	if index < 0 {
-		return nil, fmt.Errorf("%w: %s has no anchored version", ErrNotFound, keyString(k))
+		return nil, fmt.Errorf("%w: %s has no anchored version", vault.ErrNotFound, keyString(k))
 	}
-	p := &Proof{Key: k, Leaf: leaves[index], Steps: seal.MerkleProof(leaves, index), RowsRoot: info.RowsRoot, Epoch: info,
+	p := &vault.Proof{Key: k, Leaf: leaves[index], Steps: seal.MerkleProof(leaves, index), RowsRoot: info.RowsRoot, Epoch: info,
 		Staged: n != nil && n.staged, Anchored: anchored}
 	if !seal.VerifyProof(p.Leaf, p.Steps, p.RowsRoot) {
 		return p, fmt.Errorf("the proof of %s does not verify against rows_root %s", keyString(k), info.RowsRoot.Hex())

@@ -8,21 +8,22 @@ import (
 
 	"github.com/ethereum/go-ethereum/common"
 
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
 
 // mirrorRec is a row as of the newest applied epoch. The stored record leaves the body out
 // (it is kept under pBody), so the tree loads without reading a single body.
 type mirrorRec struct {
-	Row     seal.Row    `json:"row"`
-	Leaf    common.Hash `json:"leaf"`
-	Anchor  Anchor      `json:"anchor"`
-	Mtime   int64       `json:"mtime"`    // unix nanoseconds
-	Size    int64       `json:"size"`     // bytes of the file content
-	HasBody bool        `json:"has_body"` // the row's body is not null: it is stored under pBody
+	Row     seal.Row     `json:"row"`
+	Leaf    common.Hash  `json:"leaf"`
+	Anchor  vault.Anchor `json:"anchor"`
+	Mtime   int64        `json:"mtime"`    // unix nanoseconds
+	Size    int64        `json:"size"`     // bytes of the file content
+	HasBody bool         `json:"has_body"` // the row's body is not null: it is stored under pBody
 }
 
-func newMirrorRec(row seal.Row, leaf common.Hash, anchor Anchor, mtime int64) mirrorRec {
+func newMirrorRec(row seal.Row, leaf common.Hash, anchor vault.Anchor, mtime int64) mirrorRec {
 	return mirrorRec{Row: row, Leaf: leaf, Anchor: anchor, Mtime: mtime, Size: contentSize(&row), HasBody: row.Body != nil}
 }
 
@@ -44,9 +45,9 @@ type stagedRec struct {
 
 // localRec is a local-only file.
 type localRec struct {
-	Key   Key    `json:"key"`
-	Body  []byte `json:"body,omitempty"` // in layout 2; stored apart under pLocalBody since (RawBody)
-	Mtime int64  `json:"mtime"`
+	Key   vault.Key `json:"key"`
+	Body  []byte    `json:"body,omitempty"` // in layout 2; stored apart under pLocalBody since (RawBody)
+	Mtime int64     `json:"mtime"`
 	// RawBody says the content is stored raw under pLocalBody.
 	RawBody bool `json:"raw_body,omitempty"`
 	// Status and Meta are what setxattr gave the file; a rename onto a row carries them (rsync
@@ -57,34 +58,9 @@ type localRec struct {
 
 // histRec is one anchored version of a row; Row is nil when the epoch deleted it.
 type histRec struct {
-	Row    *seal.Row `json:"row"`
-	Anchor Anchor    `json:"anchor"`
-	Mtime  int64     `json:"mtime"`
-}
-
-// EpochInfo is what this machine knows of one anchored epoch.
-type EpochInfo struct {
-	Seq       uint64         `json:"seq"`
-	Block     uint64         `json:"block"`
-	Tx        string         `json:"tx"`
-	Digest    common.Hash    `json:"digest"`
-	Prev      common.Hash    `json:"prev"`
-	Bucket    int            `json:"bucket"`
-	RowsRoot  common.Hash    `json:"rows_root"`
-	Writer    common.Address `json:"writer"`
-	CreatedAt string         `json:"created_at"`
-	Snapshot  bool           `json:"snapshot"`
-	NRows     int            `json:"n_rows"`
-	Rows      int            `json:"rows"`           // rows the epoch carried
-	Deleted   int            `json:"deleted"`        // deletions it carried
-	Time      uint64         `json:"time,omitempty"` // its block's timestamp (unix seconds); 0 until read
-}
-
-// Head is a position in the chain of epochs.
-type Head struct {
-	Seq    uint64      `json:"seq"`
-	Digest common.Hash `json:"digest"`
-	Block  uint64      `json:"block"`
+	Row    *seal.Row    `json:"row"`
+	Anchor vault.Anchor `json:"anchor"`
+	Mtime  int64        `json:"mtime"`
 }
 
 func nanos(t time.Time) int64 { return t.UnixNano() }
@@ -200,20 +176,4 @@ func (r *localRec) UnmarshalJSON(b []byte) error {
 	}
 	*r = localRec(w.plain)
 	return w.Raw.restore(localSlots(r))
-}
-
-// Gap is an epoch a pull could not apply.
-type Gap struct {
-	Seq          uint64 `json:"seq"`
-	Block        uint64 `json:"block"`
-	Reason       string `json:"reason"`
-	SupersededBy uint64 `json:"superseded_by,omitempty"`
-}
-
-// HeldRow is a staged row that cannot be anchored as it stands.
-type HeldRow struct {
-	Tier     string  `json:"tier"`
-	Category *string `json:"category"`
-	Key      string  `json:"key"`
-	Reason   string  `json:"reason"`
 }

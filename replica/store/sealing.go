@@ -7,6 +7,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/ethereum/go-ethereum/common"
 
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
 
@@ -28,17 +29,17 @@ type PendingPush struct {
 // CollectStaged reads the staged rows that can be anchored and the deletions, and lists the
 // held ones. With mark set, it marks what it read as sealing in the same instant, so no
 // change can slip between the read and the mark.
-func (s *Store) CollectStaged(mark bool) (rows []seal.Row, dels []seal.Deleted, held []HeldRow, err error) {
+func (s *Store) CollectStaged(mark bool) (rows []seal.Row, dels []seal.Deleted, held []vault.HeldRow, err error) {
 	return s.collectStaged(mark, false)
 }
 
 // CollectSettled is CollectStaged leaving out (and not marking) the new state and reference
 // rows that have not settled yet (see SettleWait): they stay staged for the next push.
-func (s *Store) CollectSettled(mark bool) (rows []seal.Row, dels []seal.Deleted, held []HeldRow, err error) {
+func (s *Store) CollectSettled(mark bool) (rows []seal.Row, dels []seal.Deleted, held []vault.HeldRow, err error) {
 	return s.collectStaged(mark, true)
 }
 
-func (s *Store) collectStaged(mark, settled bool) (rows []seal.Row, dels []seal.Deleted, held []HeldRow, err error) {
+func (s *Store) collectStaged(mark, settled bool) (rows []seal.Row, dels []seal.Deleted, held []vault.HeldRow, err error) {
 	s.t.mu.Lock()
 	defer s.t.mu.Unlock()
 	now := s.now()
@@ -63,7 +64,7 @@ func (s *Store) collectStaged(mark, settled bool) (rows []seal.Row, dels []seal.
 				}
 				dels = append(dels, seal.Deleted{Tier: st.Row.Tier, Category: st.Row.Category, Key: st.Row.Key})
 			case st.Held != "":
-				held = append(held, HeldRow{Tier: st.Row.Tier, Category: st.Row.Category, Key: st.Row.Key, Reason: st.Held})
+				held = append(held, vault.HeldRow{Tier: st.Row.Tier, Category: st.Row.Category, Key: st.Row.Key, Reason: st.Held})
 			default:
 				rows = append(rows, st.Row)
 			}

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
 
@@ -24,31 +24,18 @@ import (
 // references, and the deletion of an anchored state or reference row. The journal is
 // append-only in either model.
 
-// The vault models: what a vault may anchor.
-const (
-	ModelKint = "kint" // only what kint's store can hold (the default)
-	ModelFull = "full" // the wire format's full model: status and meta on every tier, any deletion but the journal's
-)
-
-// ErrNotPermitted is a change the vault's model does not allow (EPERM).
-var ErrNotPermitted = errors.New("not permitted")
-
-// ErrKeptInvalid is a journal write that is not an event, kept as a local file (its error
-// names it); it is also ErrInvalid.
-var ErrKeptInvalid = errors.New("not a journal event")
-
 // ValidModel reports whether m names a vault model ("" is the default, kint).
-func ValidModel(m string) bool { return m == "" || m == ModelKint || m == ModelFull }
+func ValidModel(m string) bool { return m == "" || m == vault.ModelKint || m == vault.ModelFull }
 
 // SetModel sets the vault model the store enforces ("" is kint).
-func (s *Store) SetModel(m string) { s.full.Store(m == ModelFull) }
+func (s *Store) SetModel(m string) { s.full.Store(m == vault.ModelFull) }
 
 // Model is the vault model the store enforces.
 func (s *Store) Model() string {
 	if s.full.Load() {
-		return ModelFull
+		return vault.ModelFull
 	}
-	return ModelKint
+	return vault.ModelKint
 }
 
 // wayOut is what a refusal of the kint model tells the user to do instead.
@@ -56,18 +43,18 @@ const wayOut = "if kint never opens this vault, kintfs vault-model full allows i
 
 // checkAttrShape refuses an attribute the model does not allow on k's tier, and a value that
 // is not UTF-8 (kint's columns are text).
-func (s *Store) checkAttrShape(k Key, name string, value *string) error {
+func (s *Store) checkAttrShape(k vault.Key, name string, value *string) error {
 	if value != nil && !utf8.ValidString(*value) {
-		return fmt.Errorf("%w: %s must be UTF-8 text", ErrInvalid, name)
+		return fmt.Errorf("%w: %s must be UTF-8 text", vault.ErrInvalid, name)
 	}
 	if s.full.Load() || value == nil {
 		return nil // clearing is always allowed: it is how a row kint cannot hold is mended
 	}
 	switch {
 	case name == "status" && k.Tier != seal.TierEntity:
-		return fmt.Errorf("%w: status is kept on entity rows only (kint's store has no status for %s rows; %s)", ErrNotPermitted, k.Tier, wayOut)
+		return fmt.Errorf("%w: status is kept on entity rows only (kint's store has no status for %s rows; %s)", vault.ErrNotPermitted, k.Tier, wayOut)
 	case name == "meta" && k.Tier != seal.TierReference:
-		return fmt.Errorf("%w: meta is kept on reference rows only (kint's store has no meta for %s rows; %s)", ErrNotPermitted, k.Tier, wayOut)
+		return fmt.Errorf("%w: meta is kept on reference rows only (kint's store has no meta for %s rows; %s)", vault.ErrNotPermitted, k.Tier, wayOut)
 	}
 	return nil
 }
@@ -75,12 +62,12 @@ func (s *Store) checkAttrShape(k Key, name string, value *string) error {
 // checkDelete refuses, inside txn, what would anchor the deletion of the row k: any journal
 // event, and in the kint model an anchored state or reference row. A row only staged, never
 // anchored, is removed freely: its deletion anchors nothing.
-func (s *Store) checkDelete(txn *badger.Txn, k Key, op string) error {
-	if k.Local || k.Tier == TrashTier {
+func (s *Store) checkDelete(txn *badger.Txn, k vault.Key, op string) error {
+	if k.Local || k.Tier == vault.TrashTier {
 		return nil
 	}
 	if k.Tier == seal.TierJournal {
-		return fmt.Errorf("%w: the journal is append-only: its events cannot be %s", ErrNotPermitted, op)
+		return fmt.Errorf("%w: the journal is append-only: its events cannot be %s", vault.ErrNotPermitted, op)
 	}
 	if s.full.Load() || k.Tier == seal.TierEntity {
 		return nil
@@ -90,7 +77,7 @@ func (s *Store) checkDelete(txn *badger.Txn, k Key, op string) error {
 		return err
 	}
 	return fmt.Errorf("%w: an anchored %s row cannot be %s: kint's store has no delete for %s rows and would bring it back (empty it or leave it; %s)",
-		ErrNotPermitted, k.Tier, op, k.Tier, wayOut)
+		vault.ErrNotPermitted, k.Tier, op, k.Tier, wayOut)
 }
 
 // A new state or reference row (never anchored) is a candidate temporary: sed -i and editors
@@ -110,7 +97,7 @@ type writers struct {
 }
 
 // OpenedForWrite notes a writer opening k; ClosedForWrite its close.
-func (s *Store) OpenedForWrite(k Key) {
+func (s *Store) OpenedForWrite(k vault.Key) {
 	if k.Local {
 		return
 	}
@@ -124,7 +111,7 @@ func (s *Store) OpenedForWrite(k Key) {
 }
 
 // ClosedForWrite notes the close of a writer OpenedForWrite noted.
-func (s *Store) ClosedForWrite(k Key) {
+func (s *Store) ClosedForWrite(k vault.Key) {
 	if k.Local {
 		return
 	}
@@ -180,8 +167,8 @@ func (s *Store) SettleWait() time.Duration {
 }
 
 // invalidJournalKey is the local file a journal write that is not an event is kept in.
-func invalidJournalKey(name string) Key {
-	return Key{Tier: seal.TierJournal, Key: "." + strings.TrimPrefix(name, ".") + ".invalid", Local: true}
+func invalidJournalKey(name string) vault.Key {
+	return vault.Key{Tier: seal.TierJournal, Key: "." + strings.TrimPrefix(name, ".") + ".invalid", Local: true}
 }
 
 // keepInvalidJournal keeps content written to journal/<name> that is not an event as the local
@@ -195,20 +182,20 @@ func (s *Store) keepInvalidJournal(name string, content []byte, mtime time.Time,
 	if err != nil {
 		return fmt.Errorf("%w; keeping what was written failed: %v", why, err)
 	}
-	return fmt.Errorf("%w (%w); what was written is kept as journal/%s: fix it and copy it into journal/ under any name, or rm it", ErrKeptInvalid, why, k.Key)
+	return fmt.Errorf("%w (%w); what was written is kept as journal/%s: fix it and copy it into journal/ under any name, or rm it", vault.ErrKeptInvalid, why, k.Key)
 }
 
 // invalidJournalReason is the held reason shown for a kept invalid journal write.
 const invalidJournalReason = "not a journal event (a JSON object of ts, evaluated, acted, forward, extra): fix it and copy it into journal/ under any name, or rm it"
 
 // invalidJournals lists the kept invalid journal writes, as held rows.
-func (s *Store) invalidJournals() []HeldRow {
+func (s *Store) invalidJournals() []vault.HeldRow {
 	s.t.mu.RLock()
 	defer s.t.mu.RUnlock()
-	var out []HeldRow
+	var out []vault.HeldRow
 	for _, d := range s.t.list(seal.TierJournal, nil) {
 		if d.Local && strings.HasSuffix(d.Name, ".invalid") {
-			out = append(out, HeldRow{Tier: seal.TierJournal, Key: d.Name, Reason: invalidJournalReason})
+			out = append(out, vault.HeldRow{Tier: seal.TierJournal, Key: d.Name, Reason: invalidJournalReason})
 		}
 	}
 	return out

@@ -9,13 +9,14 @@ import (
 
 	"github.com/ethereum/go-ethereum/common"
 
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
 
 // anchorRows applies one epoch carrying rows, as a pull or a push's settle would.
 func anchorRows(t *testing.T, r *testStore, rows ...seal.Row) {
 	t.Helper()
-	if _, _, err := r.ApplyEpoch(EpochInfo{Seq: 1, Block: 100, Digest: common.Hash{1}},
+	if _, _, err := r.ApplyEpoch(vault.EpochInfo{Seq: 1, Block: 100, Digest: common.Hash{1}},
 		plaintextFor(map[string]seal.Row{}, 1, rows, nil), ApplyOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -32,11 +33,11 @@ func nothingStaged(t *testing.T, r *testStore, after string) {
 
 func TestAttrShapes(t *testing.T) {
 	r := newTestStore(t)
-	ent, st, ref := Key{Tier: "entity", Key: "e"}, Key{Tier: "state", Key: "s"}, Key{Tier: "reference", Key: "r"}
+	ent, st, ref := vault.Key{Tier: "entity", Key: "e"}, vault.Key{Tier: "state", Key: "s"}, vault.Key{Tier: "reference", Key: "r"}
 	anchorRows(t, r, seal.Row{Tier: "entity", Key: "e", Body: cat(`"x"`)}, seal.Row{Tier: "state", Key: "s", Body: cat("x")},
 		seal.Row{Tier: "reference", Key: "r", Body: cat("x")})
 	refused := []struct {
-		k          Key
+		k          vault.Key
 		name, want string
 	}{
 		{st, "status", "status is kept on entity rows only"},
@@ -47,7 +48,7 @@ func TestAttrShapes(t *testing.T) {
 	for _, c := range refused {
 		value := `"v"`
 		err := r.SetAttr(c.k, c.name, &value)
-		if !errors.Is(err, ErrNotPermitted) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "vault-model full") ||
+		if !errors.Is(err, vault.ErrNotPermitted) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "vault-model full") ||
 			strings.Contains(err.Error(), `"v"`) {
 			t.Errorf("%s on %s: %v; want ErrNotPermitted naming the rule and the way out, not the value", c.name, keyString(c.k), err)
 		}
@@ -64,13 +65,13 @@ func TestAttrShapes(t *testing.T) {
 		t.Errorf("meta on a reference: %v", err)
 	}
 	for _, name := range []string{"status", "meta"} {
-		k := map[string]Key{"status": ent, "meta": ref}[name]
-		if err := r.SetAttr(k, name, cat("\"\xff\xfe\"")); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "UTF-8") {
+		k := map[string]vault.Key{"status": ent, "meta": ref}[name]
+		if err := r.SetAttr(k, name, cat("\"\xff\xfe\"")); !errors.Is(err, vault.ErrInvalid) || !strings.Contains(err.Error(), "UTF-8") {
 			t.Errorf("%s that is not UTF-8: %v; want ErrInvalid naming UTF-8", name, err)
 		}
 	}
-	r.SetModel(ModelFull)
-	if r.Model() != ModelFull {
+	r.SetModel(vault.ModelFull)
+	if r.Model() != vault.ModelFull {
 		t.Fatalf("model %q", r.Model())
 	}
 	for _, c := range refused {
@@ -93,7 +94,7 @@ func TestIncompatibleAnchored(t *testing.T) {
 	if len(got) != 2 || got[0].Tier != "entity" || got[0].Reason != "meta on a entity row" || got[1].Key != "s" || got[1].Reason != "status on a state row" {
 		t.Fatalf("incompatible: %+v", got)
 	}
-	if err := r.SetAttr(Key{Tier: "state", Key: "s"}, "status", nil); err != nil {
+	if err := r.SetAttr(vault.Key{Tier: "state", Key: "s"}, "status", nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := r.KintIncompatible(); len(got) != 2 {
@@ -103,17 +104,17 @@ func TestIncompatibleAnchored(t *testing.T) {
 
 func TestDeleteShapes(t *testing.T) {
 	r := newTestStore(t)
-	st, ref, ent := Key{Tier: "state", Key: "s"}, Key{Tier: "reference", Key: "r"}, Key{Tier: "entity", Key: "e"}
+	st, ref, ent := vault.Key{Tier: "state", Key: "s"}, vault.Key{Tier: "reference", Key: "r"}, vault.Key{Tier: "entity", Key: "e"}
 	anchorRows(t, r, seal.Row{Tier: "state", Key: "s", Body: cat("x")}, seal.Row{Tier: "reference", Key: "r", Body: cat("x")},
 		seal.Row{Tier: "entity", Key: "e", Body: cat(`1`)})
-	for _, k := range []Key{st, ref} {
-		if err := r.Remove(k); !errors.Is(err, ErrNotPermitted) || !strings.Contains(err.Error(), "would bring it back") {
+	for _, k := range []vault.Key{st, ref} {
+		if err := r.Remove(k); !errors.Is(err, vault.ErrNotPermitted) || !strings.Contains(err.Error(), "would bring it back") {
 			t.Errorf("remove anchored %s: %v", keyString(k), err)
 		}
-		if err := r.Rename(k, Key{Tier: k.Tier, Key: "moved"}); !errors.Is(err, ErrNotPermitted) || !strings.Contains(err.Error(), "renamed away") {
+		if err := r.Rename(k, vault.Key{Tier: k.Tier, Key: "moved"}); !errors.Is(err, vault.ErrNotPermitted) || !strings.Contains(err.Error(), "renamed away") {
 			t.Errorf("rename anchored %s: %v", keyString(k), err)
 		}
-		if err := r.Rename(k, Key{Tier: k.Tier, Key: ".hidden", Local: true}); !errors.Is(err, ErrNotPermitted) {
+		if err := r.Rename(k, vault.Key{Tier: k.Tier, Key: ".hidden", Local: true}); !errors.Is(err, vault.ErrNotPermitted) {
 			t.Errorf("rename anchored %s to a local name: %v", keyString(k), err)
 		}
 		if _, err := r.Get(k); err != nil {
@@ -122,20 +123,20 @@ func TestDeleteShapes(t *testing.T) {
 	}
 	nothingStaged(t, r, "the refused deletions")
 	// staged only: removed and renamed freely
-	tmp := Key{Tier: "state", Key: "sedXYZ"}
+	tmp := vault.Key{Tier: "state", Key: "sedXYZ"}
 	mustWrite(t, r.Store, tmp, "new")
 	if err := r.Rename(tmp, st); err != nil {
 		t.Fatalf("a staged temporary saved over an anchored row: %v", err)
 	}
 	mustWrite(t, r.Store, tmp, "new")
-	if err := r.Rename(tmp, Key{Tier: "state", Key: "other"}); err != nil {
+	if err := r.Rename(tmp, vault.Key{Tier: "state", Key: "other"}); err != nil {
 		t.Fatalf("rename a staged row: %v", err)
 	}
-	if err := r.Remove(Key{Tier: "state", Key: "other"}); err != nil {
+	if err := r.Remove(vault.Key{Tier: "state", Key: "other"}); err != nil {
 		t.Fatalf("remove a staged row: %v", err)
 	}
 	// a local file saved over an anchored row is a write of it
-	swp := Key{Tier: "reference", Key: ".r.swp", Local: true}
+	swp := vault.Key{Tier: "reference", Key: ".r.swp", Local: true}
 	mustWrite(t, r.Store, swp, "saved")
 	if err := r.Rename(swp, ref); err != nil {
 		t.Fatalf("an editor's save over an anchored reference: %v", err)
@@ -143,11 +144,11 @@ func TestDeleteShapes(t *testing.T) {
 	if err := r.Remove(ent); err != nil {
 		t.Fatalf("remove an anchored entity: %v", err)
 	}
-	r.SetModel(ModelFull)
+	r.SetModel(vault.ModelFull)
 	if err := r.Remove(st); err != nil {
 		t.Fatalf("full model: remove an anchored state row: %v", err)
 	}
-	if err := r.Rename(ref, Key{Tier: "reference", Key: "moved"}); err != nil {
+	if err := r.Rename(ref, vault.Key{Tier: "reference", Key: "moved"}); err != nil {
 		t.Fatalf("full model: rename an anchored reference row: %v", err)
 	}
 }
@@ -157,11 +158,11 @@ func TestNewRowsSettle(t *testing.T) {
 	anchorRows(t, r, seal.Row{Tier: "state", Key: "old", Body: cat("x")})
 	now := time.Now()
 	r.now = func() time.Time { return now }
-	mustWrite(t, r.Store, Key{Tier: "state", Key: "old"}, "changed")
-	mustWrite(t, r.Store, Key{Tier: "state", Key: "new"}, "fresh")
-	mustWrite(t, r.Store, Key{Tier: "reference", Key: "open"}, "writing")
-	mustWrite(t, r.Store, Key{Tier: "entity", Key: "e"}, `1`)
-	r.OpenedForWrite(Key{Tier: "reference", Key: "open"})
+	mustWrite(t, r.Store, vault.Key{Tier: "state", Key: "old"}, "changed")
+	mustWrite(t, r.Store, vault.Key{Tier: "state", Key: "new"}, "fresh")
+	mustWrite(t, r.Store, vault.Key{Tier: "reference", Key: "open"}, "writing")
+	mustWrite(t, r.Store, vault.Key{Tier: "entity", Key: "e"}, `1`)
+	r.OpenedForWrite(vault.Key{Tier: "reference", Key: "open"})
 	keys := func(at time.Duration) string {
 		t.Helper()
 		now = now.Add(at)
@@ -188,7 +189,7 @@ func TestNewRowsSettle(t *testing.T) {
 	if got := keys(settleOpen); got != "e new old open" {
 		t.Errorf("after the bound for an open file: %q", got)
 	}
-	r.ClosedForWrite(Key{Tier: "reference", Key: "open"})
+	r.ClosedForWrite(vault.Key{Tier: "reference", Key: "open"})
 	if r.openForWrite(seal.CanonicalID("reference", nil, "open")) {
 		t.Error("still open after its close")
 	}
@@ -199,12 +200,12 @@ func TestNewRowsSettle(t *testing.T) {
 
 func TestInvalidJournalKept(t *testing.T) {
 	r := newTestStore(t)
-	_, err := r.Write(Key{Tier: "journal", Key: "x"}, []byte("garbage"), time.Now())
-	if !errors.Is(err, ErrKeptInvalid) || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "kept as journal/.x.invalid") ||
+	_, err := r.Write(vault.Key{Tier: "journal", Key: "x"}, []byte("garbage"), time.Now())
+	if !errors.Is(err, vault.ErrKeptInvalid) || !errors.Is(err, vault.ErrInvalid) || !strings.Contains(err.Error(), "kept as journal/.x.invalid") ||
 		strings.Contains(err.Error(), "garbage") {
 		t.Fatalf("a write that is not an event: %v", err)
 	}
-	kept := Key{Tier: "journal", Key: ".x.invalid", Local: true}
+	kept := vault.Key{Tier: "journal", Key: ".x.invalid", Local: true}
 	if b, err := r.Content(kept); err != nil || string(b) != "garbage" {
 		t.Fatalf("kept: %q %v", b, err)
 	}

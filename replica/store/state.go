@@ -2,14 +2,15 @@ package store
 
 import (
 	"fmt"
+	"kintfs/replica/vault"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
 )
 
 // MirrorHead is the head of the mirror.
-func (s *Store) MirrorHead() (Head, error) {
-	var h Head
+func (s *Store) MirrorHead() (vault.Head, error) {
+	var h vault.Head
 	err := s.db.View(func(txn *badger.Txn) error {
 		_, err := getJSON(txn, kHead, &h)
 		return err
@@ -31,11 +32,11 @@ func (s *Store) setState(key string, v any) error {
 }
 
 // Epochs lists the epochs this machine holds, oldest first.
-func (s *Store) Epochs() ([]EpochInfo, error) {
-	var out []EpochInfo
+func (s *Store) Epochs() ([]vault.EpochInfo, error) {
+	var out []vault.EpochInfo
 	err := s.db.View(func(txn *badger.Txn) error {
 		return scanPrefix(txn, pEpoch, func(k, v []byte) error {
-			var e EpochInfo
+			var e vault.EpochInfo
 			if err := decodeJSON(v, &e); err != nil {
 				return err
 			}
@@ -65,24 +66,24 @@ func (s *Store) BlocksText() []byte {
 }
 
 // Gaps are the epochs the pulls so far could not apply.
-func (s *Store) Gaps() ([]Gap, error) {
-	var gaps []Gap
+func (s *Store) Gaps() ([]vault.Gap, error) {
+	var gaps []vault.Gap
 	err := s.getState(kGaps, &gaps)
 	return gaps, err
 }
 
 // SetGaps records the epochs the pulls so far could not apply.
-func (s *Store) SetGaps(gaps []Gap) error { return s.setState(kGaps, gaps) }
+func (s *Store) SetGaps(gaps []vault.Gap) error { return s.setState(kGaps, gaps) }
 
 // Seen is the newest chain head this machine has seen (the watermark).
-func (s *Store) Seen() (Head, error) {
-	var h Head
+func (s *Store) Seen() (vault.Head, error) {
+	var h vault.Head
 	err := s.getState(kSeen, &h)
 	return h, err
 }
 
 // SetSeen records the newest chain head this machine has seen.
-func (s *Store) SetSeen(h Head) error { return s.setState(kSeen, &h) }
+func (s *Store) SetSeen(h vault.Head) error { return s.setState(kSeen, &h) }
 
 // Bucket is the bucket ratchet: the largest padding bucket of an epoch applied so far.
 func (s *Store) Bucket() (int, error) {
@@ -96,7 +97,7 @@ func (s *Store) SetBucket(b int) error { return s.setState(kBucket, b) }
 
 // EpochRecord is the record of the applied or recorded epoch seq; found is false when there
 // is none.
-func (s *Store) EpochRecord(seq uint64) (info EpochInfo, found bool, err error) {
+func (s *Store) EpochRecord(seq uint64) (info vault.EpochInfo, found bool, err error) {
 	err = s.db.View(func(txn *badger.Txn) error {
 		var err error
 		found, err = getJSON(txn, pEpoch+string(be64(seq)), &info)
@@ -107,19 +108,19 @@ func (s *Store) EpochRecord(seq uint64) (info EpochInfo, found bool, err error) 
 
 // Summary is the local store's part of the status.
 type Summary struct {
-	Seen        Head // the newest chain head this machine has seen
-	Mirror      Head
-	Conflicts   []Conflict
-	Gaps        []Gap
+	Seen        vault.Head // the newest chain head this machine has seen
+	Mirror      vault.Head
+	Conflicts   []vault.Conflict
+	Gaps        []vault.Gap
 	PendingPush []uint64 // the seqs the push journal holds
 	StagedRows  int
 	StagedDels  int
 	StagedBytes int64
-	Held        []HeldRow
+	Held        []vault.HeldRow
 	// OldestStaged is when the oldest staged change was made; zero when nothing is staged.
 	OldestStaged time.Time
 	// HistoryFrom is the oldest epoch from which every version is recorded (HistoryFrom).
-	HistoryFrom Head
+	HistoryFrom vault.Head
 	Holes       int // runs of epochs under a snapshot whose versions are not recorded
 	LocalFiles  int // files kept on this machine only (dotfiles, local-only rules, conflict copies), the trash aside
 }
@@ -127,10 +128,10 @@ type Summary struct {
 // liveConflicts are the conflicts that stand: one whose copy still exists under its name (the
 // user moving or removing it resolves it), and a deletion here of a row the chain changed (no
 // copy) while the row stands as the chain left it (deleting it again, or changing it, does).
-func (s *Store) liveConflicts(all []Conflict) []Conflict {
+func (s *Store) liveConflicts(all []vault.Conflict) []vault.Conflict {
 	s.t.mu.RLock()
 	defer s.t.mu.RUnlock()
-	live := []Conflict{}
+	live := []vault.Conflict{}
 	for _, c := range all {
 		if c.Copy != "" && s.t.get(c.CopyKey()) != nil {
 			live = append(live, c)
@@ -146,10 +147,10 @@ func (s *Store) liveConflicts(all []Conflict) []Conflict {
 
 // PruneConflicts forgets the conflicts that are resolved (their copy was moved or removed),
 // and returns those that stand.
-func (s *Store) PruneConflicts() ([]Conflict, error) {
-	var live []Conflict
+func (s *Store) PruneConflicts() ([]vault.Conflict, error) {
+	var live []vault.Conflict
 	err := s.db.Update(func(txn *badger.Txn) error {
-		var all []Conflict
+		var all []vault.Conflict
 		if _, err := getJSON(txn, kConflict, &all); err != nil {
 			return err
 		}
@@ -164,7 +165,7 @@ func (s *Store) PruneConflicts() ([]Conflict, error) {
 
 // Summary reads the local store's part of the status.
 func (s *Store) Summary() (*Summary, error) {
-	sum := &Summary{Held: []HeldRow{}, Conflicts: []Conflict{}, Gaps: []Gap{}}
+	sum := &Summary{Held: []vault.HeldRow{}, Conflicts: []vault.Conflict{}, Gaps: []vault.Gap{}}
 	s.t.mu.RLock()
 	sum.LocalFiles = s.t.locals
 	s.t.mu.RUnlock()
@@ -190,7 +191,7 @@ func (s *Store) Summary() (*Summary, error) {
 				sum.StagedBytes += st.Size
 			}
 			if st.Held != "" {
-				sum.Held = append(sum.Held, HeldRow{Tier: st.Row.Tier, Category: st.Row.Category, Key: st.Row.Key, Reason: st.Held})
+				sum.Held = append(sum.Held, vault.HeldRow{Tier: st.Row.Tier, Category: st.Row.Category, Key: st.Row.Key, Reason: st.Held})
 			}
 			if oldest == 0 || st.At < oldest {
 				oldest = st.At

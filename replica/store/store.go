@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"kintfs/replica/vault"
 	"os"
 	"strings"
 	"time"
@@ -85,16 +86,13 @@ func openBadger(dir string) (*badger.DB, error) {
 	db, err := badger.Open(opts)
 	if err != nil && strings.Contains(err.Error(), "Cannot acquire directory lock") {
 		// badger's flock: another process has the database open
-		return nil, ErrInUse
+		return nil, vault.ErrInUse
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open state database %s: %w", dir, err)
 	}
 	return db, nil
 }
-
-// ErrInUse: another process (a mount, or a command outside one) has the state database open.
-var ErrInUse = errors.New("another kintfs process is using this KINT_HOME (a mount starting or stopping, or a command still running): wait for it to finish, or unmount the vault")
 
 // CheckNotInUse opens and closes the state database in dir, taking badger's lock for that
 // instant: ErrInUse when another process has it open.

@@ -8,12 +8,13 @@ import (
 
 	"github.com/ethereum/go-ethereum/common"
 
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
 
 func cat(s string) *string { return &s }
 
-func mustWrite(t *testing.T, s *Store, k Key, body string) *Version {
+func mustWrite(t *testing.T, s *Store, k vault.Key, body string) *vault.Version {
 	t.Helper()
 	v, err := s.Write(k, []byte(body), time.Now())
 	if err != nil {
@@ -22,7 +23,7 @@ func mustWrite(t *testing.T, s *Store, k Key, body string) *Version {
 	return v
 }
 
-func names(ds []Dirent) string {
+func names(ds []vault.Dirent) string {
 	var out []string
 	for _, d := range ds {
 		n := d.Name
@@ -36,14 +37,14 @@ func names(ds []Dirent) string {
 
 func TestWriteListContent(t *testing.T) {
 	r := newTestStore(t)
-	mustWrite(t, r.Store, Key{Tier: "entity", Category: cat("person"), Key: "zeta"}, `{"name":"zeta"}`)
-	mustWrite(t, r.Store, Key{Tier: "entity", Key: "café ünïcode"}, `{}`)
-	v := mustWrite(t, r.Store, Key{Tier: "entity", Category: cat("person"), Key: "bad"}, `not json`)
+	mustWrite(t, r.Store, vault.Key{Tier: "entity", Category: cat("person"), Key: "zeta"}, `{"name":"zeta"}`)
+	mustWrite(t, r.Store, vault.Key{Tier: "entity", Key: "café ünïcode"}, `{}`)
+	v := mustWrite(t, r.Store, vault.Key{Tier: "entity", Category: cat("person"), Key: "bad"}, `not json`)
 	if !v.Staged || !strings.Contains(v.Held, "not a JSON value") {
 		t.Fatalf("a non-JSON entity body must be staged and held: %+v", v)
 	}
-	mustWrite(t, r.Store, Key{Tier: "state", Key: "goal"}, "plain text is fine here")
-	if v := mustWrite(t, r.Store, Key{Tier: "state", Key: "bin"}, "\xff\xfe"); !strings.Contains(v.Held, "UTF-8") {
+	mustWrite(t, r.Store, vault.Key{Tier: "state", Key: "goal"}, "plain text is fine here")
+	if v := mustWrite(t, r.Store, vault.Key{Tier: "state", Key: "bin"}, "\xff\xfe"); !strings.Contains(v.Held, "UTF-8") {
 		t.Fatalf("invalid UTF-8 must be held: %+v", v)
 	}
 	ls, _ := r.List("entity", nil)
@@ -54,29 +55,29 @@ func TestWriteListContent(t *testing.T) {
 	if got := names(ls); got != "bad,zeta" {
 		t.Fatalf("entity/person/ = %s", got)
 	}
-	body, err := r.Content(Key{Tier: "state", Key: "goal"})
+	body, err := r.Content(vault.Key{Tier: "state", Key: "goal"})
 	if err != nil || string(body) != "plain text is fine here" {
 		t.Fatalf("content = %q, %v", body, err)
 	}
-	if _, err := r.Get(Key{Tier: "state", Key: "nope"}); !errors.Is(err, ErrNotFound) {
+	if _, err := r.Get(vault.Key{Tier: "state", Key: "nope"}); !errors.Is(err, vault.ErrNotFound) {
 		t.Fatalf("get of a missing row: %v", err)
 	}
-	if _, err := r.Write(Key{Tier: "bogus", Key: "x"}, nil, time.Now()); !errors.Is(err, ErrInvalid) {
+	if _, err := r.Write(vault.Key{Tier: "bogus", Key: "x"}, nil, time.Now()); !errors.Is(err, vault.ErrInvalid) {
 		t.Fatalf("unknown tier: %v", err)
 	}
-	if _, err := r.Write(Key{Tier: "state", Category: cat("c"), Key: "x"}, nil, time.Now()); !errors.Is(err, ErrInvalid) {
+	if _, err := r.Write(vault.Key{Tier: "state", Category: cat("c"), Key: "x"}, nil, time.Now()); !errors.Is(err, vault.ErrInvalid) {
 		t.Fatalf("a category outside entity: %v", err)
 	}
 }
 
 func TestRenameCategoriesAndRemove(t *testing.T) {
 	r := newTestStore(t)
-	from := Key{Tier: "entity", Category: cat("a"), Key: "x"}
+	from := vault.Key{Tier: "entity", Category: cat("a"), Key: "x"}
 	mustWrite(t, r.Store, from, `{"x":1}`)
 	if err := r.SetAttr(from, "status", cat("active")); err != nil {
 		t.Fatal(err)
 	}
-	to := Key{Tier: "entity", Category: cat("b"), Key: "y"}
+	to := vault.Key{Tier: "entity", Category: cat("b"), Key: "y"}
 	if err := r.Rename(from, to); err != nil {
 		t.Fatal(err)
 	}
@@ -84,34 +85,34 @@ func TestRenameCategoriesAndRemove(t *testing.T) {
 	if err != nil || v.Row.Status == nil || *v.Row.Status != "active" {
 		t.Fatalf("a renamed row keeps its status: %+v %v", v, err)
 	}
-	if _, err := r.Get(from); !errors.Is(err, ErrNotFound) {
+	if _, err := r.Get(from); !errors.Is(err, vault.ErrNotFound) {
 		t.Fatalf("the old name remains: %v", err)
 	}
 	if r.HasCategory("a") {
 		t.Fatal("category a has no rows left and was never made: it must be gone")
 	}
-	if err := r.Rename(to, Key{Tier: "state", Key: "y"}); !errors.Is(err, ErrCrossTier) {
+	if err := r.Rename(to, vault.Key{Tier: "state", Key: "y"}); !errors.Is(err, vault.ErrCrossTier) {
 		t.Fatalf("rename across tiers: %v", err)
 	}
 	if err := r.Mkdir("empty"); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Mkdir("empty"); !errors.Is(err, ErrExists) {
+	if err := r.Mkdir("empty"); !errors.Is(err, vault.ErrExists) {
 		t.Fatalf("mkdir twice: %v", err)
 	}
-	if err := r.Rmdir("b"); !errors.Is(err, ErrNotEmpty) {
+	if err := r.Rmdir("b"); !errors.Is(err, vault.ErrNotEmpty) {
 		t.Fatalf("rmdir of a category with rows: %v", err)
 	}
 	if err := r.Rmdir("empty"); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Rmdir("empty"); !errors.Is(err, ErrNotFound) {
+	if err := r.Rmdir("empty"); !errors.Is(err, vault.ErrNotFound) {
 		t.Fatalf("rmdir twice: %v", err)
 	}
 	if err := r.Remove(to); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Remove(to); !errors.Is(err, ErrNotFound) {
+	if err := r.Remove(to); !errors.Is(err, vault.ErrNotFound) {
 		t.Fatalf("remove twice: %v", err)
 	}
 	// a row created and removed before anything was anchored leaves nothing to push
@@ -122,9 +123,9 @@ func TestRenameCategoriesAndRemove(t *testing.T) {
 
 func TestSetAttrRefusals(t *testing.T) {
 	r := newTestStore(t)
-	k := Key{Tier: "entity", Key: "s"}
+	k := vault.Key{Tier: "entity", Key: "s"}
 	mustWrite(t, r.Store, k, `"body"`)
-	if err := r.SetAttr(k, "meta", cat("{not json")); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "JSON") {
+	if err := r.SetAttr(k, "meta", cat("{not json")); !errors.Is(err, vault.ErrInvalid) || !strings.Contains(err.Error(), "JSON") {
 		t.Fatalf("non-JSON meta: %v", err)
 	}
 	if err := r.SetAttr(k, "status", cat("archived")); err != nil {
@@ -133,7 +134,7 @@ func TestSetAttrRefusals(t *testing.T) {
 	if v, _ := r.Get(k); v.Row.Status == nil || *v.Row.Status != "archived" {
 		t.Fatalf("status not set: %+v", v.Row)
 	}
-	if err := r.SetAttr(k, "color", cat("red")); !errors.Is(err, ErrInvalid) {
+	if err := r.SetAttr(k, "color", cat("red")); !errors.Is(err, vault.ErrInvalid) {
 		t.Fatalf("unknown attribute: %v", err)
 	}
 }
@@ -141,7 +142,7 @@ func TestSetAttrRefusals(t *testing.T) {
 func TestJournalAppend(t *testing.T) {
 	r := newTestStore(t)
 	ev := `{"ts":"2026-09-09T21:15:00Z","evaluated":"checked the deadlift plan against the recovery score","acted":"wrote the session back as an entity","forward":null,"extra":"{\"tool\":\"kint\",\"source\":\"journal\"}"}`
-	v1, err := r.Write(Key{Tier: "journal", Key: "whatever"}, []byte(ev), time.Now())
+	v1, err := r.Write(vault.Key{Tier: "journal", Key: "whatever"}, []byte(ev), time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +150,7 @@ func TestJournalAppend(t *testing.T) {
 	if v1.Key.Key != "8a493da4f0c14a229feb1ebac7c7fb559a87cb7f451dad91ba87626cda4a096a" {
 		t.Fatalf("journal key = %s", v1.Key.Key)
 	}
-	v2, err := r.Write(Key{Tier: "journal", Key: "again"}, []byte(ev), time.Now())
+	v2, err := r.Write(vault.Key{Tier: "journal", Key: "again"}, []byte(ev), time.Now())
 	if err != nil || v2.Key.Key != v1.Key.Key+":1" {
 		t.Fatalf("a second identical event: %+v %v", v2, err)
 	}
@@ -157,28 +158,28 @@ func TestJournalAppend(t *testing.T) {
 	if string(body) != ev {
 		t.Fatalf("journal content = %s", body)
 	}
-	if _, err := r.Write(Key{Tier: "journal", Key: "x"}, []byte(`{"ts":1}`), time.Now()); !errors.Is(err, ErrInvalid) {
+	if _, err := r.Write(vault.Key{Tier: "journal", Key: "x"}, []byte(`{"ts":1}`), time.Now()); !errors.Is(err, vault.ErrInvalid) {
 		t.Fatalf("a non-string field: %v", err)
 	}
-	if _, err := r.Write(Key{Tier: "journal", Key: "x"}, []byte(`{"mood":"ok"}`), time.Now()); !errors.Is(err, ErrInvalid) {
+	if _, err := r.Write(vault.Key{Tier: "journal", Key: "x"}, []byte(`{"mood":"ok"}`), time.Now()); !errors.Is(err, vault.ErrInvalid) {
 		t.Fatalf("an unknown field: %v", err)
 	}
-	if err := r.Rename(v1.Key, Key{Tier: "journal", Key: "y"}); !errors.Is(err, ErrNotPermitted) {
+	if err := r.Rename(v1.Key, vault.Key{Tier: "journal", Key: "y"}); !errors.Is(err, vault.ErrNotPermitted) {
 		t.Fatalf("rename a journal event: %v", err)
 	}
-	if err := r.SetAttr(v1.Key, "status", nil); !errors.Is(err, ErrNotPermitted) {
+	if err := r.SetAttr(v1.Key, "status", nil); !errors.Is(err, vault.ErrNotPermitted) {
 		t.Fatalf("set an attribute on a journal event: %v", err)
 	}
-	if err := r.Remove(v1.Key); !errors.Is(err, ErrNotPermitted) || !strings.Contains(err.Error(), "append-only") {
+	if err := r.Remove(v1.Key); !errors.Is(err, vault.ErrNotPermitted) || !strings.Contains(err.Error(), "append-only") {
 		t.Fatalf("remove a journal event: %v", err)
 	}
 }
 
 func TestLocalFileBecomesRow(t *testing.T) {
 	r := newTestStore(t)
-	row := Key{Tier: "state", Key: "doc"}
+	row := vault.Key{Tier: "state", Key: "doc"}
 	mustWrite(t, r.Store, row, "old")
-	tmp := Key{Tier: "state", Key: ".doc.swp", Local: true}
+	tmp := vault.Key{Tier: "state", Key: ".doc.swp", Local: true}
 	mustWrite(t, r.Store, tmp, "new")
 	ls, _ := r.List("state", nil)
 	if len(ls) != 2 || !ls[0].Local {
@@ -190,7 +191,7 @@ func TestLocalFileBecomesRow(t *testing.T) {
 	if body, _ := r.Content(row); string(body) != "new" {
 		t.Fatalf("after the atomic save: %q", body)
 	}
-	if _, err := r.Get(tmp); !errors.Is(err, ErrNotFound) {
+	if _, err := r.Get(tmp); !errors.Is(err, vault.ErrNotFound) {
 		t.Fatalf("the temp file remains: %v", err)
 	}
 	rows, _, _, _ := r.CollectStaged(false)
@@ -205,7 +206,7 @@ func TestDurableAcrossReopenAndStableInodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := Key{Tier: "reference", Key: "doc/readme"}
+	k := vault.Key{Tier: "reference", Key: "doc/readme"}
 	v := mustWrite(t, s, k, "see the docs")
 	ino := v.Ino
 	ls, _ := s.List("reference", nil)
@@ -225,7 +226,7 @@ func TestDurableAcrossReopenAndStableInodes(t *testing.T) {
 	if body, _ := s.Content(k); string(body) != "see the docs" {
 		t.Fatalf("after reopen: %q", body)
 	}
-	v2 := mustWrite(t, s, Key{Tier: "reference", Key: "other"}, "x")
+	v2 := mustWrite(t, s, vault.Key{Tier: "reference", Key: "other"}, "x")
 	if v2.Ino == ino {
 		t.Fatal("two rows share an inode number")
 	}
@@ -234,17 +235,17 @@ func TestDurableAcrossReopenAndStableInodes(t *testing.T) {
 func TestStagingCap(t *testing.T) {
 	r := newTestStore(t)
 	r.StagingCap = 100
-	mustWrite(t, r.Store, Key{Tier: "state", Key: "a"}, strings.Repeat("x", 60))
-	_, err := r.Write(Key{Tier: "state", Key: "b"}, []byte(strings.Repeat("x", 60)), time.Now())
-	if !errors.Is(err, ErrStagingFull) {
+	mustWrite(t, r.Store, vault.Key{Tier: "state", Key: "a"}, strings.Repeat("x", 60))
+	_, err := r.Write(vault.Key{Tier: "state", Key: "b"}, []byte(strings.Repeat("x", 60)), time.Now())
+	if !errors.Is(err, vault.ErrStagingFull) {
 		t.Fatalf("past the cap: %v", err)
 	}
-	if _, err := r.Get(Key{Tier: "state", Key: "b"}); !errors.Is(err, ErrNotFound) {
+	if _, err := r.Get(vault.Key{Tier: "state", Key: "b"}); !errors.Is(err, vault.ErrNotFound) {
 		t.Fatal("a refused write must leave nothing behind")
 	}
 	// replacing a staged row by a smaller one is always possible
-	mustWrite(t, r.Store, Key{Tier: "state", Key: "a"}, "small")
-	mustWrite(t, r.Store, Key{Tier: "state", Key: "b"}, strings.Repeat("x", 60))
+	mustWrite(t, r.Store, vault.Key{Tier: "state", Key: "a"}, "small")
+	mustWrite(t, r.Store, vault.Key{Tier: "state", Key: "b"}, strings.Repeat("x", 60))
 }
 
 // plaintextFor builds the plaintext of an epoch that puts rows and deletes dels on top of
@@ -270,37 +271,37 @@ func TestApplyEpochHistoryAndConflicts(t *testing.T) {
 	goal := seal.Row{Tier: "state", Key: "goal", Body: cat("v1")}
 	other := seal.Row{Tier: "state", Key: "other", Body: cat("o1")}
 	p1 := plaintextFor(state, 1, []seal.Row{goal, other}, nil)
-	if _, _, err := r.ApplyEpoch(EpochInfo{Seq: 1, Block: 100, Digest: common.Hash{1}}, p1, ApplyOptions{}); err != nil {
+	if _, _, err := r.ApplyEpoch(vault.EpochInfo{Seq: 1, Block: 100, Digest: common.Hash{1}}, p1, ApplyOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// a local edit of goal, then a remote epoch changes goal too and deletes other
-	mustWrite(t, r.Store, Key{Tier: "state", Key: "goal"}, "mine")
+	mustWrite(t, r.Store, vault.Key{Tier: "state", Key: "goal"}, "mine")
 	goal2 := seal.Row{Tier: "state", Key: "goal", Body: cat("v2")}
 	p2 := plaintextFor(state, 2, []seal.Row{goal2}, []seal.Deleted{{Tier: "state", Key: "other"}})
-	changed, conflicts, err := r.ApplyEpoch(EpochInfo{Seq: 2, Block: 200, Digest: common.Hash{2}}, p2, ApplyOptions{})
+	changed, conflicts, err := r.ApplyEpoch(vault.EpochInfo{Seq: 2, Block: 200, Digest: common.Hash{2}}, p2, ApplyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(changed) == 0 || len(conflicts) != 1 || conflicts[0].Copy != ".goal.conflict-2" {
 		t.Fatalf("changed %v, conflicts %+v", changed, conflicts)
 	}
-	if body, _ := r.Content(Key{Tier: "state", Key: "goal"}); string(body) != "v2" {
+	if body, _ := r.Content(vault.Key{Tier: "state", Key: "goal"}); string(body) != "v2" {
 		t.Fatalf("the chain's version must stand: %q", body)
 	}
-	if body, _ := r.Content(Key{Tier: "state", Key: ".goal.conflict-2", Local: true}); string(body) != "mine" {
+	if body, _ := r.Content(vault.Key{Tier: "state", Key: ".goal.conflict-2", Local: true}); string(body) != "mine" {
 		t.Fatalf("the local version must be kept: %q", body)
 	}
 	// history answers any block with the newest version at or before it
 	for block, want := range map[uint64]string{100: "v1", 150: "v1", 200: "v2", 1 << 40: "v2"} {
-		body, err := r.At(block).Content(Key{Tier: "state", Key: "goal"})
+		body, err := r.At(block).Content(vault.Key{Tier: "state", Key: "goal"})
 		if err != nil || string(body) != want {
 			t.Fatalf("goal at %d = %q, %v; want %q", block, body, err, want)
 		}
 	}
-	if _, err := r.At(99).Get(Key{Tier: "state", Key: "goal"}); !errors.Is(err, ErrNotFound) {
+	if _, err := r.At(99).Get(vault.Key{Tier: "state", Key: "goal"}); !errors.Is(err, vault.ErrNotFound) {
 		t.Fatalf("before the first epoch: %v", err)
 	}
-	if _, err := r.At(200).Get(Key{Tier: "state", Key: "other"}); !errors.Is(err, ErrNotFound) {
+	if _, err := r.At(200).Get(vault.Key{Tier: "state", Key: "other"}); !errors.Is(err, vault.ErrNotFound) {
 		t.Fatalf("a deleted row at the deleting block: %v", err)
 	}
 	if ls, _ := r.At(150).List("state", nil); names(ls) != "goal,other" {
@@ -309,10 +310,10 @@ func TestApplyEpochHistoryAndConflicts(t *testing.T) {
 	// an epoch whose rows_root does not match is refused whole
 	bad := plaintextFor(state, 3, []seal.Row{{Tier: "state", Key: "x", Body: cat("x")}}, nil)
 	bad.RowsRoot[0] ^= 1
-	if _, _, err := r.ApplyEpoch(EpochInfo{Seq: 3, Block: 300}, bad, ApplyOptions{}); !errors.Is(err, ErrRootMismatch) {
+	if _, _, err := r.ApplyEpoch(vault.EpochInfo{Seq: 3, Block: 300}, bad, ApplyOptions{}); !errors.Is(err, ErrRootMismatch) {
 		t.Fatalf("a wrong rows_root: %v", err)
 	}
-	if _, err := r.Get(Key{Tier: "state", Key: "x"}); !errors.Is(err, ErrNotFound) {
+	if _, err := r.Get(vault.Key{Tier: "state", Key: "x"}); !errors.Is(err, vault.ErrNotFound) {
 		t.Fatal("a refused epoch must apply nothing")
 	}
 	if h, _ := r.MirrorHead(); h.Seq != 2 {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
 
@@ -17,27 +18,24 @@ import (
 // moving it out brings the row back. Removing it frees the local copy; the row's history is
 // untouched.
 
-// TrashTier is the pseudo-tier of the trash's files. No tier starts with '.'.
-const TrashTier = ".trash"
-
 const (
 	pTrashDir = "r/" // path -> "": a directory of the trash, ".Trash-1000" or ".Trash-1000/files"
 	pTrashRow = "q/" // local id of a trash file -> stagedRec without body: the row it was
 )
 
-func checkTrashKey(k Key) error {
+func checkTrashKey(k vault.Key) error {
 	if !k.Local || k.Category == nil || !strings.Contains(*k.Category, "/") {
-		return fmt.Errorf("%w: a trash file lives in a directory of a trash", ErrInvalid)
+		return fmt.Errorf("%w: a trash file lives in a directory of a trash", vault.ErrInvalid)
 	}
 	if strings.ContainsRune(k.Key, 0) || strings.ContainsRune(k.Key, '/') {
-		return fmt.Errorf("%w: NUL or '/' in a trash file name", ErrInvalid)
+		return fmt.Errorf("%w: NUL or '/' in a trash file name", vault.ErrInvalid)
 	}
 	return nil
 }
 
 // trashMove reports whether a move between two tiers goes into or out of the trash.
-func trashMove(from, to Key) bool {
-	return (from.Tier == TrashTier) != (to.Tier == TrashTier)
+func trashMove(from, to vault.Key) bool {
+	return (from.Tier == vault.TrashTier) != (to.Tier == vault.TrashTier)
 }
 
 func (s *Store) loadTrashDirs(txn *badger.Txn) error {
@@ -49,9 +47,9 @@ func (s *Store) loadTrashDirs(txn *badger.Txn) error {
 
 // moveTrashRow keeps what a rename into the trash must remember of a row, and hands back
 // (and forgets) what a rename out of it restores: the row, without its body, or nil.
-func (s *Store) moveTrashRow(txn *badger.Txn, src *node, from, to Key) (*seal.Row, error) {
+func (s *Store) moveTrashRow(txn *badger.Txn, src *node, from, to vault.Key) (*seal.Row, error) {
 	var was *seal.Row
-	if from.Tier == TrashTier {
+	if from.Tier == vault.TrashTier {
 		var rec stagedRec
 		found, err := getJSON(txn, pTrashRow+localID(from), &rec)
 		if err != nil {
@@ -68,7 +66,7 @@ func (s *Store) moveTrashRow(txn *badger.Txn, src *node, from, to Key) (*seal.Ro
 		row.Body = nil
 		was = &row
 	}
-	if to.Tier != TrashTier {
+	if to.Tier != vault.TrashTier {
 		return was, nil
 	}
 	if was == nil {
@@ -78,8 +76,8 @@ func (s *Store) moveTrashRow(txn *badger.Txn, src *node, from, to Key) (*seal.Ro
 }
 
 // dropTrashRow forgets the row a trash file k was, when it is removed.
-func (s *Store) dropTrashRow(txn *badger.Txn, k Key) error {
-	if k.Tier != TrashTier {
+func (s *Store) dropTrashRow(txn *badger.Txn, k vault.Key) error {
+	if k.Tier != vault.TrashTier {
 		return nil
 	}
 	return txn.Delete([]byte(pTrashRow + localID(k)))
@@ -103,14 +101,14 @@ func (s *Store) HasTrashDir(path string) bool {
 // TrashMkdir makes a trash directory: a top one (".Trash-1000") or one inside a top one.
 func (s *Store) TrashMkdir(path string) error {
 	if path == "" || strings.Count(path, "/") > 1 || strings.ContainsRune(path, 0) {
-		return fmt.Errorf("%w: trash directories are two levels deep", ErrInvalid)
+		return fmt.Errorf("%w: trash directories are two levels deep", vault.ErrInvalid)
 	}
 	return s.update(func(txn *badger.Txn, apply *[]func()) error {
 		if s.trashDirs[path] {
-			return ErrExists
+			return vault.ErrExists
 		}
 		if p := trashParent(path); p != "" && !s.trashDirs[p] {
-			return ErrNotFound
+			return vault.ErrNotFound
 		}
 		if err := txn.Set([]byte(pTrashDir+path), nil); err != nil {
 			return err
@@ -124,20 +122,20 @@ func (s *Store) TrashMkdir(path string) error {
 func (s *Store) TrashRmdir(path string) error {
 	return s.update(func(txn *badger.Txn, apply *[]func()) error {
 		if !s.trashDirs[path] {
-			return ErrNotFound
+			return vault.ErrNotFound
 		}
-		if len(s.t.dirs[dirKey{tier: TrashTier, cat: path, hasCat: true}]) > 0 {
-			return ErrNotEmpty
+		if len(s.t.dirs[dirKey{tier: vault.TrashTier, cat: path, hasCat: true}]) > 0 {
+			return vault.ErrNotEmpty
 		}
 		for d := range s.trashDirs {
 			if trashParent(d) == path {
-				return ErrNotEmpty
+				return vault.ErrNotEmpty
 			}
 		}
 		if err := txn.Delete([]byte(pTrashDir + path)); err != nil {
 			return err
 		}
-		ino, ok := s.t.inos[dirInoName(TrashTier, &path)]
+		ino, ok := s.t.inos[dirInoName(vault.TrashTier, &path)]
 		if ok {
 			if err := s.dropAttr(txn, apply, ino); err != nil {
 				return err
@@ -149,14 +147,14 @@ func (s *Store) TrashRmdir(path string) error {
 }
 
 // TrashList lists a trash directory: the directories of a top one, the files of one inside.
-func (s *Store) TrashList(path string) ([]Dirent, error) {
+func (s *Store) TrashList(path string) ([]vault.Dirent, error) {
 	s.t.mu.RLock()
 	if !s.trashDirs[path] {
 		s.t.mu.RUnlock()
-		return nil, ErrNotFound
+		return nil, vault.ErrNotFound
 	}
 	p := path
-	out := s.t.list(TrashTier, &p)
+	out := s.t.list(vault.TrashTier, &p)
 	var dirs []string
 	for d := range s.trashDirs {
 		if trashParent(d) == path {
@@ -167,7 +165,7 @@ func (s *Store) TrashList(path string) ([]Dirent, error) {
 	sort.Strings(dirs)
 	for _, d := range dirs {
 		dd := d
-		out = append(out, Dirent{Name: d[len(path)+1:], Dir: true, Ino: s.DirIno(TrashTier, &dd)})
+		out = append(out, vault.Dirent{Name: d[len(path)+1:], Dir: true, Ino: s.DirIno(vault.TrashTier, &dd)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil

@@ -9,6 +9,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/ethereum/go-ethereum/common"
 
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
 
@@ -20,7 +21,7 @@ type dirKey struct {
 	hasCat bool
 }
 
-func dirOf(k Key) dirKey {
+func dirOf(k vault.Key) dirKey {
 	if k.Category == nil {
 		return dirKey{tier: k.Tier}
 	}
@@ -34,19 +35,19 @@ type nameKey struct {
 
 // node is one file of the live tree, kept in memory without its body.
 type node struct {
-	key    Key
+	key    vault.Key
 	row    seal.Row // Body is nil here; the body stays in badger
 	size   int64
 	mtime  time.Time
 	ino    uint64
 	staged bool
 	held   string
-	anchor *Anchor
+	anchor *vault.Anchor
 	leaf   common.Hash
 }
 
-func (n *node) version() *Version {
-	v := &Version{Key: n.key, Row: n.row, Ino: n.ino, Size: n.size, Mtime: n.mtime,
+func (n *node) version() *vault.Version {
+	v := &vault.Version{Key: n.key, Row: n.row, Ino: n.ino, Size: n.size, Mtime: n.mtime,
 		Staged: n.staged, Held: n.held, Leaf: n.leaf}
 	if n.anchor != nil {
 		a := *n.anchor
@@ -88,7 +89,7 @@ func (n *node) weight() int64 {
 }
 
 // setHeld marks the node of k held with reason.
-func (t *tree) setHeld(k Key, reason string) {
+func (t *tree) setHeld(k vault.Key, reason string) {
 	if n := t.get(k); n != nil {
 		t.anchorable -= n.weight()
 		n.held = reason
@@ -101,8 +102,8 @@ func newTree() *tree {
 		madeCat: map[string]bool{}, inos: map[string]uint64{}, inoNext: 100}
 }
 
-func rowKey(r *seal.Row) Key {
-	k := Key{Tier: r.Tier, Key: r.Key}
+func rowKey(r *seal.Row) vault.Key {
+	k := vault.Key{Tier: r.Tier, Key: r.Key}
 	if r.Tier == seal.TierEntity && r.Category != nil {
 		c := *r.Category
 		k.Category = &c
@@ -111,7 +112,7 @@ func rowKey(r *seal.Row) Key {
 }
 
 // inoName is the persisted name an inode number is allocated under.
-func inoName(k Key) string {
+func inoName(k vault.Key) string {
 	if k.Local {
 		return "L" + localID(k)
 	}
@@ -126,7 +127,7 @@ func dirInoName(tier string, cat *string) string {
 }
 
 // localID names a local file: the directory it lives in and its name.
-func localID(k Key) string {
+func localID(k vault.Key) string {
 	c := "\x01" // no category
 	if k.Category != nil {
 		c = *k.Category
@@ -196,7 +197,7 @@ func (t *tree) rollbackInos() {
 	t.inoUndo = nil
 }
 
-func (t *tree) get(k Key) *node {
+func (t *tree) get(k vault.Key) *node {
 	return t.dirs[dirOf(k)][nameKey{k.Key, k.Local}]
 }
 
@@ -222,9 +223,9 @@ func (t *tree) put(n *node) {
 }
 
 // countsLocal reports whether a file of key k is one of the local files status counts.
-func countsLocal(k Key) bool { return k.Local && k.Tier != TrashTier }
+func countsLocal(k vault.Key) bool { return k.Local && k.Tier != vault.TrashTier }
 
-func (t *tree) remove(k Key) {
+func (t *tree) remove(k vault.Key) {
 	d := dirOf(k)
 	m := t.dirs[d]
 	nk := nameKey{k.Key, k.Local}
@@ -260,11 +261,11 @@ func (t *tree) categoryCount() int {
 }
 
 // list returns a sorted snapshot of one directory.
-func (t *tree) list(tier string, cat *string) []Dirent {
-	d := dirOf(Key{Tier: tier, Category: cat})
-	var out []Dirent
+func (t *tree) list(tier string, cat *string) []vault.Dirent {
+	d := dirOf(vault.Key{Tier: tier, Category: cat})
+	var out []vault.Dirent
 	for nk, n := range t.dirs[d] {
-		out = append(out, Dirent{Name: nk.name, Ino: n.ino, Local: nk.local})
+		out = append(out, vault.Dirent{Name: nk.name, Ino: n.ino, Local: nk.local})
 	}
 	if tier == seal.TierEntity && cat == nil {
 		seen := map[string]bool{}
@@ -276,7 +277,7 @@ func (t *tree) list(tier string, cat *string) []Dirent {
 		}
 		for c := range seen {
 			cc := c
-			out = append(out, Dirent{Name: c, Dir: true, Ino: t.inos[dirInoName(tier, &cc)]})
+			out = append(out, vault.Dirent{Name: c, Dir: true, Ino: t.inos[dirInoName(tier, &cc)]})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -289,7 +290,7 @@ func (t *tree) list(tier string, cat *string) []Dirent {
 }
 
 func validTier(tier string) bool {
-	for _, t := range Tiers {
+	for _, t := range vault.Tiers {
 		if t == tier {
 			return true
 		}
@@ -297,7 +298,7 @@ func validTier(tier string) bool {
 	return false
 }
 
-func keyString(k Key) string {
+func keyString(k vault.Key) string {
 	var b strings.Builder
 	b.WriteString(k.Tier)
 	b.WriteByte(' ')

@@ -5,6 +5,7 @@ import (
 
 	"github.com/ethereum/go-ethereum/common"
 
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
 
@@ -18,7 +19,7 @@ func TestEpochsWithoutTimeFollowsWrites(t *testing.T) {
 		t.Helper()
 		row := seal.Row{Tier: seal.TierState, Key: "k", Body: cat("v" + string(rune('0'+seq)))}
 		p := plaintextFor(state, seq, []seal.Row{row}, nil)
-		if _, _, err := r.ApplyEpoch(EpochInfo{Seq: seq, Block: 10 * seq, Digest: common.Hash{byte(seq)}, Time: time}, p, ApplyOptions{}); err != nil {
+		if _, _, err := r.ApplyEpoch(vault.EpochInfo{Seq: seq, Block: 10 * seq, Digest: common.Hash{byte(seq)}, Time: time}, p, ApplyOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -42,11 +43,11 @@ func TestEpochsWithoutTimeFollowsWrites(t *testing.T) {
 	apply(3, 0)
 	apply(4, 0)
 	want("after two more", 1, 3, 4)
-	if err := r.SetEpochTimes([]EpochInfo{{Seq: 1, Block: 10, Digest: common.Hash{1}, Time: 1}, {Seq: 3, Block: 30, Digest: common.Hash{3}, Time: 3}}); err != nil {
+	if err := r.SetEpochTimes([]vault.EpochInfo{{Seq: 1, Block: 10, Digest: common.Hash{1}, Time: 1}, {Seq: 3, Block: 30, Digest: common.Hash{3}, Time: 3}}); err != nil {
 		t.Fatal(err)
 	}
 	want("after times set", 4)
-	if err := r.RecordHistory(&EpochInfo{Seq: 9, Block: 5}); err != nil {
+	if err := r.RecordHistory(&vault.EpochInfo{Seq: 9, Block: 5}); err != nil {
 		t.Fatal(err)
 	}
 	want("after a history record", 4, 9)

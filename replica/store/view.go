@@ -9,22 +9,23 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
 
 // liveNode is the node of k in the live tree. Callers hold t.mu.
-func (s *Store) liveNode(k Key) (*node, error) {
+func (s *Store) liveNode(k vault.Key) (*node, error) {
 	if s.applyErr != nil {
 		return nil, s.applyErr
 	}
 	if n := s.t.get(k); n != nil {
 		return n, nil
 	}
-	return nil, ErrNotFound
+	return nil, vault.ErrNotFound
 }
 
 // Get returns the live version of k.
-func (s *Store) Get(k Key) (*Version, error) {
+func (s *Store) Get(k vault.Key) (*vault.Version, error) {
 	s.t.mu.RLock()
 	defer s.t.mu.RUnlock()
 	n, err := s.liveNode(k)
@@ -35,7 +36,7 @@ func (s *Store) Get(k Key) (*Version, error) {
 }
 
 // Content returns the live file content of k.
-func (s *Store) Content(k Key) ([]byte, error) {
+func (s *Store) Content(k vault.Key) ([]byte, error) {
 	s.t.mu.RLock()
 	defer s.t.mu.RUnlock()
 	n, err := s.liveNode(k)
@@ -52,9 +53,9 @@ func (s *Store) Content(k Key) ([]byte, error) {
 }
 
 // List lists one live directory, sorted by name.
-func (s *Store) List(tier string, category *string) ([]Dirent, error) {
+func (s *Store) List(tier string, category *string) ([]vault.Dirent, error) {
 	if !validTier(tier) {
-		return nil, ErrNotFound
+		return nil, vault.ErrNotFound
 	}
 	s.t.mu.RLock()
 	if err := s.applyErr; err != nil {
@@ -115,31 +116,31 @@ func (s *Store) DirIno(tier string, category *string) uint64 {
 }
 
 // Write replaces the content of k, creating it, and stages the change durably.
-func (s *Store) Write(k Key, content []byte, mtime time.Time) (*Version, error) {
+func (s *Store) Write(k vault.Key, content []byte, mtime time.Time) (*vault.Version, error) {
 	return s.write(k, content, mtime, nil)
 }
 
 // Create makes the file k, empty, with the permission bits perm kept as its local mode, in
 // one durable step; an existing k is emptied and keeps its mode.
-func (s *Store) Create(k Key, perm uint32, mtime time.Time) (*Version, error) {
+func (s *Store) Create(k vault.Key, perm uint32, mtime time.Time) (*vault.Version, error) {
 	return s.write(k, nil, mtime, &perm)
 }
 
-func (s *Store) write(k Key, content []byte, mtime time.Time, perm *uint32) (*Version, error) {
+func (s *Store) write(k vault.Key, content []byte, mtime time.Time, perm *uint32) (*vault.Version, error) {
 	if err := checkKey(k); err != nil {
 		return nil, err
 	}
-	if len(content) > MaxFileBytes {
-		return nil, fmt.Errorf("%w: %s is %d bytes, the limit is %d", ErrFileTooBig, keyString(k), len(content), MaxFileBytes)
+	if len(content) > vault.MaxFileBytes {
+		return nil, fmt.Errorf("%w: %s is %d bytes, the limit is %d", vault.ErrFileTooBig, keyString(k), len(content), vault.MaxFileBytes)
 	}
 	if k.Tier == seal.TierJournal && !k.Local {
 		v, err := s.appendJournal(content, mtime)
-		if errors.Is(err, ErrInvalid) && len(content) > 0 {
+		if errors.Is(err, vault.ErrInvalid) && len(content) > 0 {
 			return nil, s.keepInvalidJournal(k.Key, content, mtime, err)
 		}
 		return v, err
 	}
-	var v *Version
+	var v *vault.Version
 	err := s.update(func(txn *badger.Txn, apply *[]func()) error {
 		old := s.t.get(k)
 		var n *node
@@ -168,7 +169,7 @@ func (s *Store) write(k Key, content []byte, mtime time.Time, perm *uint32) (*Ve
 			}
 		}
 		if perm != nil && old == nil {
-			if err := s.changeAttr(txn, apply, n.ino, n.mtime, n.leaf, AttrChange{Perm: perm, Create: true}); err != nil {
+			if err := s.changeAttr(txn, apply, n.ino, n.mtime, n.leaf, vault.AttrChange{Perm: perm, Create: true}); err != nil {
 				return err
 			}
 		}
@@ -183,7 +184,7 @@ func (s *Store) write(k Key, content []byte, mtime time.Time, perm *uint32) (*Ve
 
 // appendJournal stages a new journal event from the JSON object of its fields. Its key is its
 // content; a second identical event takes the next free ordinal.
-func (s *Store) appendJournal(content []byte, mtime time.Time) (*Version, error) {
+func (s *Store) appendJournal(content []byte, mtime time.Time) (*vault.Version, error) {
 	row, err := parseJournal(content)
 	if err != nil {
 		return nil, err
@@ -192,7 +193,7 @@ func (s *Store) appendJournal(content []byte, mtime time.Time) (*Version, error)
 	err = s.update(func(txn *badger.Txn, apply *[]func()) error {
 		rows := []seal.Row{row}
 		seal.AssignJournalKeys(rows, func(key string) bool {
-			if s.t.get(Key{Tier: seal.TierJournal, Key: key}) != nil {
+			if s.t.get(vault.Key{Tier: seal.TierJournal, Key: key}) != nil {
 				return true
 			}
 			// a staged deletion hides the mirror row, but the key stays taken until anchored
@@ -213,7 +214,7 @@ func (s *Store) appendJournal(content []byte, mtime time.Time) (*Version, error)
 
 // Remove stages the deletion of a row, or deletes a local file. Its local attributes go with
 // it: a file made again under its name starts with the default mode and its own times.
-func (s *Store) Remove(k Key) error {
+func (s *Store) Remove(k vault.Key) error {
 	return s.update(func(txn *badger.Txn, apply *[]func()) error {
 		if n := s.t.get(k); n != nil {
 			if err := s.dropAttr(txn, apply, n.ino); err != nil {
@@ -230,9 +231,9 @@ func (s *Store) Remove(k Key) error {
 	})
 }
 
-func (s *Store) removeTx(txn *badger.Txn, apply *[]func(), k Key) error {
+func (s *Store) removeTx(txn *badger.Txn, apply *[]func(), k vault.Key) error {
 	if s.t.get(k) == nil {
-		return ErrNotFound
+		return vault.ErrNotFound
 	}
 	if err := s.touchDirOf(txn, apply, k); err != nil {
 		return err
@@ -253,31 +254,31 @@ func (s *Store) removeTx(txn *badger.Txn, apply *[]func(), k Key) error {
 // a new file takes it, and the file it replaced is gone with its attributes. A row moved into
 // the trash (TrashTier) is deleted from the vault and kept here with its status and meta,
 // which it takes back when it is moved out again.
-func (s *Store) Rename(from, to Key) error {
+func (s *Store) Rename(from, to vault.Key) error {
 	if from.Tier != to.Tier && !trashMove(from, to) {
-		return ErrCrossTier
+		return vault.ErrCrossTier
 	}
 	if err := checkKey(to); err != nil {
 		return err
 	}
 	if (from.Tier == seal.TierJournal || to.Tier == seal.TierJournal) && !(from.Local && to.Local) {
-		return fmt.Errorf("%w: the journal is append-only: its events cannot be renamed", ErrNotPermitted)
+		return fmt.Errorf("%w: the journal is append-only: its events cannot be renamed", vault.ErrNotPermitted)
 	}
 	return s.update(func(txn *badger.Txn, apply *[]func()) error { return s.renameTx(txn, apply, from, to) })
 }
 
 // renameTx is Rename inside its transaction.
-func (s *Store) renameTx(txn *badger.Txn, apply *[]func(), from, to Key) error {
+func (s *Store) renameTx(txn *badger.Txn, apply *[]func(), from, to vault.Key) error {
 	src := s.t.get(from)
 	if src == nil {
-		return ErrNotFound
+		return vault.ErrNotFound
 	}
 	if from == to || from.Equal(to) {
 		return nil
 	}
 	if !from.Local && (to.Local || seal.CanonicalID(from.Tier, from.Category, from.Key) != seal.CanonicalID(to.Tier, to.Category, to.Key)) {
 		op := "renamed away"
-		if to.Tier == TrashTier {
+		if to.Tier == vault.TrashTier {
 			op = "moved to the trash"
 		}
 		if err := s.checkDelete(txn, from, op); err != nil {
@@ -328,7 +329,7 @@ func (s *Store) renameTx(txn *badger.Txn, apply *[]func(), from, to Key) error {
 // renamedRow is the row a rename onto the row to stages: the row moved (a row keeps its
 // status and meta), the one it takes back out of the trash, or the content of a local file
 // saved over dst (which keeps dst's status and meta unless the local file was given its own).
-func renamedRow(from, to Key, src, dst *node, trashed *seal.Row, content []byte) seal.Row {
+func renamedRow(from, to vault.Key, src, dst *node, trashed *seal.Row, content []byte) seal.Row {
 	row := seal.Row{Tier: to.Tier, Key: to.Key, Category: to.Category}
 	switch {
 	case !from.Local:
@@ -351,7 +352,7 @@ func renamedRow(from, to Key, src, dst *node, trashed *seal.Row, content []byte)
 func (s *Store) Mkdir(category string) error {
 	return s.update(func(txn *badger.Txn, apply *[]func()) error {
 		if s.t.hasCategory(category) {
-			return ErrExists
+			return vault.ErrExists
 		}
 		if err := txn.Set([]byte(pCategory+category), nil); err != nil {
 			return err
@@ -368,10 +369,10 @@ func (s *Store) Mkdir(category string) error {
 func (s *Store) Rmdir(category string) error {
 	return s.update(func(txn *badger.Txn, apply *[]func()) error {
 		if s.t.cats[category] > 0 {
-			return ErrNotEmpty
+			return vault.ErrNotEmpty
 		}
 		if !s.t.madeCat[category] {
-			return ErrNotFound
+			return vault.ErrNotFound
 		}
 		if err := txn.Delete([]byte(pCategory + category)); err != nil {
 			return err
@@ -385,18 +386,18 @@ func (s *Store) Rmdir(category string) error {
 }
 
 // SetAttr sets a row's status or meta; nil is null. meta must be a JSON value.
-func (s *Store) SetAttr(k Key, name string, value *string) error {
+func (s *Store) SetAttr(k vault.Key, name string, value *string) error {
 	if k.Tier == seal.TierJournal {
-		return fmt.Errorf("%w: the journal is append-only: its events have no status or meta to change", ErrNotPermitted)
+		return fmt.Errorf("%w: the journal is append-only: its events have no status or meta to change", vault.ErrNotPermitted)
 	}
 	switch name {
 	case "status":
 	case "meta":
 		if value != nil && utf8.ValidString(*value) && !json.Valid([]byte(*value)) {
-			return fmt.Errorf("%w: meta must be a JSON value", ErrInvalid)
+			return fmt.Errorf("%w: meta must be a JSON value", vault.ErrInvalid)
 		}
 	default:
-		return fmt.Errorf("%w: no attribute %q", ErrInvalid, name)
+		return fmt.Errorf("%w: no attribute %q", vault.ErrInvalid, name)
 	}
 	if err := s.checkAttrShape(k, name, value); err != nil {
 		return err
@@ -407,7 +408,7 @@ func (s *Store) SetAttr(k Key, name string, value *string) error {
 	return s.update(func(txn *badger.Txn, apply *[]func()) error {
 		n := s.t.get(k)
 		if n == nil {
-			return ErrNotFound
+			return vault.ErrNotFound
 		}
 		row, err := s.fullRow(txn, n)
 		if err != nil {
@@ -427,18 +428,18 @@ func (s *Store) SetAttr(k Key, name string, value *string) error {
 }
 
 // Subscribe registers fn to be told which keys a pull changed.
-func (s *Store) Subscribe(fn func(changed []Key)) {
+func (s *Store) Subscribe(fn func(changed []vault.Key)) {
 	s.subMu.Lock()
 	s.subs = append(s.subs, fn)
 	s.subMu.Unlock()
 }
 
-func (s *Store) notify(changed []Key) {
+func (s *Store) notify(changed []vault.Key) {
 	if len(changed) == 0 {
 		return
 	}
 	s.subMu.Lock()
-	subs := append([]func([]Key){}, s.subs...)
+	subs := append([]func([]vault.Key){}, s.subs...)
 	s.subMu.Unlock()
 	for _, fn := range subs {
 		fn(changed)
