@@ -61,7 +61,7 @@ func (d *rowDir) parseName(name string) (resolved, error) {
 	if d.entityRoot() && !n.local && !n.collided && d.v.tree.HasCategory(n.key) {
 		return resolved{isCat: true, cat: n.key}, nil
 	}
-	return resolved{key: vault.Key{Tier: d.tier, Category: d.category, Key: n.key, Local: n.local}}, nil
+	return resolved{key: vault.Key{Tier: d.tier, Key: n.key, Local: n.local}.InCategory(d.category)}, nil
 }
 
 // resolve finds what name stands for. With existing, a missing row is ErrNotFound, and a
@@ -108,7 +108,7 @@ func (d *rowDir) resolveLocal(name string, row vault.Key, existing bool) (resolv
 	if d.v.history || row.Local || d.tier == seal.TierJournal {
 		return resolved{}, false, nil
 	}
-	k := vault.Key{Tier: d.tier, Category: d.category, Key: name, Local: true}
+	k := vault.Key{Tier: d.tier, Key: name, Local: true}.InCategory(d.category)
 	v, err := d.v.tree.Get(k)
 	switch {
 	case err == nil:
@@ -141,7 +141,7 @@ func (d *rowDir) findShort(name string) (resolved, bool, error) {
 		if e.d.Dir {
 			return resolved{isCat: true, cat: e.d.Name}, true, nil
 		}
-		r := resolved{key: vault.Key{Tier: d.tier, Category: d.category, Key: e.d.Name, Local: e.d.Local}}
+		r := resolved{key: vault.Key{Tier: d.tier, Key: e.d.Name, Local: e.d.Local}.InCategory(d.category)}
 		r.v, err = d.v.tree.Get(r.key)
 		return r, err == nil, err
 	}

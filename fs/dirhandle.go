@@ -107,7 +107,7 @@ func (h *dirHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 	if de.Dir {
 		return d.child(ctx, name, resolved{isCat: true, cat: de.Name}, out)
 	}
-	r := resolved{key: vault.Key{Tier: d.tier, Category: d.category, Key: de.Name, Local: de.Local}}
+	r := resolved{key: vault.Key{Tier: d.tier, Key: de.Name, Local: de.Local}.InCategory(d.category)}
 	v, err := d.v.tree.Get(r.key)
 	if err != nil {
 		return nil, d.fs.fail("lookup", &d.node, name, err)

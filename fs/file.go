@@ -61,7 +61,7 @@ func newFileNode(f *mountFS, v *view, k vault.Key) *fileNode {
 func (n *fileNode) is(k vault.Key) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return !n.detached && n.pendingIn == nil && n.key.Equal(k)
+	return !n.detached && n.pendingIn == nil && n.key == k
 }
 
 func (n *fileNode) currentKey() vault.Key {

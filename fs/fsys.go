@@ -44,7 +44,7 @@ type mountFS struct {
 
 	mu    sync.Mutex
 	gens  map[uint64]uint64 // bumped when a node stops standing for its row (rename, unlink)
-	moved map[string]movedAttrs
+	moved map[vault.Key]movedAttrs
 	// refused are the @<block> names refused for missing history and logged once
 	refused map[string]bool
 
@@ -77,7 +77,7 @@ func newMountFS(b Backend, o MountOptions) *mountFS {
 		started: time.Now(),
 		live:    &view{tree: b},
 		gens:    map[uint64]uint64{},
-		moved:   map[string]movedAttrs{},
+		moved:   map[vault.Key]movedAttrs{},
 		refused: map[string]bool{},
 	}
 	f.histFrom.Store(^uint64(0)) // until read: check every block

@@ -168,10 +168,10 @@ func (f *mountFS) invalidate(keys []vault.Key) {
 		if dir == nil {
 			continue
 		}
-		if k.Tier == seal.TierEntity && k.Category != nil {
-			catName := EscapeName(*k.Category)
+		if k.Tier == seal.TierEntity && k.HasCategory {
+			catName := EscapeName(k.Category)
 			cat := dir.GetChild(catName)
-			if cat == nil || !f.live.tree.HasCategory(*k.Category) {
+			if cat == nil || !f.live.tree.HasCategory(k.Category) {
 				dir.NotifyEntry(catName)
 				dirs[dir] = true // entity/'s link count counts its categories
 			}
@@ -185,7 +185,7 @@ func (f *mountFS) invalidate(keys []vault.Key) {
 		switch {
 		case k.Local:
 			names = []string{fitName(k.Key, k.Key, maxName)}
-		case k.Tier == seal.TierEntity && k.Category == nil:
+		case k.Tier == seal.TierEntity && !k.HasCategory:
 			names = []string{EscapeName(k.Key), collidedName(k.Key)}
 		default:
 			names = []string{EscapeName(k.Key)}

@@ -284,7 +284,9 @@ func TestCpAAndTarKeepMtime(t *testing.T) {
 
 func TestTrashMoveRestoreEmpty(t *testing.T) {
 	tm := mountForTest(t)
-	tm.r.SetModel(vault.ModelFull) // a status on a state row, which only the full model keeps
+	if err := tm.r.SetVaultModel(vault.ModelFull); err != nil { // a status on a state row, which only the full model keeps
+		t.Fatal(err)
+	}
 	f := tm.path("state", "g1")
 	mustSh(t, "echo keep me > "+f)
 	if err := tm.r.SetAttr(stateKey("g1"), "status", strp("open")); err != nil {

@@ -72,7 +72,7 @@ func TestPullInvalidates(t *testing.T) {
 	}
 
 	// A row that appears, in a category that appears.
-	ck := vault.Key{Tier: "entity", Category: strp("fresh"), Key: "k"}
+	ck := vault.Key{Tier: "entity", Category: "fresh", HasCategory: true, Key: "k"}
 	if _, err := os.Stat(tm.path("entity", "fresh")); err == nil {
 		t.Fatal("category exists too early")
 	}
@@ -114,7 +114,7 @@ func TestNegativeEntries(t *testing.T) {
 		}
 		wantErrno(t, "stat of a missing name", err, syscall.ENOENT)
 	}
-	ka, ke := stateKey("a"), vault.Key{Tier: "entity", Category: strp("c"), Key: "e"}
+	ka, ke := stateKey("a"), vault.Key{Tier: "entity", Category: "c", HasCategory: true, Key: "e"}
 	for _, k := range []vault.Key{ka, ke} {
 		if _, err := tm.r.Write(k, []byte(`{"v":1}`), time.Now()); err != nil {
 			t.Fatal(err)
@@ -188,7 +188,7 @@ func TestSameMountChangesWithLongCaches(t *testing.T) {
 	wantErrno(t, "unlinked", err, syscall.ENOENT)
 
 	// A category that exists only through its one row goes with it.
-	solo := vault.Key{Tier: "entity", Category: strp("solo"), Key: "only"}
+	solo := vault.Key{Tier: "entity", Category: "solo", HasCategory: true, Key: "only"}
 	if _, err := tm.r.Write(solo, []byte(`{}`), time.Now()); err != nil {
 		t.Fatal(err)
 	}

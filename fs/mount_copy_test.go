@@ -127,7 +127,7 @@ func checkRows(t *testing.T, what string, r *replica.Replica, files []copyFile) 
 		parts := strings.Split(f.rel, "/")
 		k := vault.Key{Tier: parts[0], Key: parts[len(parts)-1]}
 		if len(parts) == 3 {
-			k.Category = strp(parts[1])
+			k.Category, k.HasCategory = parts[1], true
 		}
 		v, err := r.Get(k)
 		if err != nil {

@@ -116,7 +116,7 @@ func TestLocalDotfiles(t *testing.T) {
 	// Local files live in categories too.
 	mustRun(t, "mkdir", tm.path("entity", "c"))
 	mustSh(t, "echo x > "+tm.path("entity", "c", ".tmp"))
-	if _, err := tm.r.Get(vault.Key{Tier: "entity", Category: strp("c"), Key: ".tmp", Local: true}); err != nil {
+	if _, err := tm.r.Get(vault.Key{Tier: "entity", Category: "c", HasCategory: true, Key: ".tmp", Local: true}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -183,7 +183,7 @@ func TestEscapedAndLongNames(t *testing.T) {
 	}
 	// A long category and a long null-category entity of the same name.
 	longCat := strings.Repeat("c", 300)
-	write(vault.Key{Tier: "entity", Category: &longCat, Key: "k"}, "{}")
+	write(vault.Key{Tier: "entity", Category: longCat, HasCategory: true, Key: "k"}, "{}")
 	write(vault.Key{Tier: "entity", Key: longCat}, `{"null":true}`)
 	names = lsNames(t, tm.path("entity"))
 	if len(names) != 2 || names[0] != EscapeName(longCat) || names[1] != collidedName(longCat) {

@@ -119,7 +119,7 @@ func TestRenameWithinTierAndAcrossCategories(t *testing.T) {
 	mustRun(t, "mkdir", tm.path("entity", "c1"), tm.path("entity", "c2"))
 	mustSh(t, `echo '{"n":1}' > `+tm.path("entity", "c1", "x"))
 	mustRun(t, "mv", tm.path("entity", "c1", "x"), tm.path("entity", "c2", "x"))
-	if got := backendContent(t, tm.r, vault.Key{Tier: "entity", Category: strp("c2"), Key: "x"}); got != "{\"n\":1}\n" {
+	if got := backendContent(t, tm.r, vault.Key{Tier: "entity", Category: "c2", HasCategory: true, Key: "x"}); got != "{\"n\":1}\n" {
 		t.Fatalf("moved entity reads %q", got)
 	}
 	mustSh(t, `echo '{}' > `+tm.path("entity", "y"))
@@ -266,7 +266,7 @@ func TestCopyTreeIn(t *testing.T) {
 	if got := lsNames(t, tm.path("entity", "team")); strings.Join(got, " ") != "ann bob" {
 		t.Fatalf("copied category lists %q", got)
 	}
-	if got := backendContent(t, tm.r, vault.Key{Tier: "entity", Category: strp("team"), Key: "bob"}); got != `{"name":"bob"}` {
+	if got := backendContent(t, tm.r, vault.Key{Tier: "entity", Category: "team", HasCategory: true, Key: "bob"}); got != `{"name":"bob"}` {
 		t.Fatalf("copied entity holds %q", got)
 	}
 	// And back out, with cp -r of the mount's own tree.

@@ -7,9 +7,9 @@ import (
 	"syscall"
 	"testing"
 
-	"kintfs/replica/vault"
-
 	"golang.org/x/sys/unix"
+
+	"kintfs/replica/vault"
 )
 
 func getxattr(t *testing.T, p, name string) (string, error) {
@@ -28,7 +28,9 @@ func getxattr(t *testing.T, p, name string) (string, error) {
 
 func TestXattrs(t *testing.T) {
 	tm := mountForTest(t)
-	tm.r.SetModel(vault.ModelFull) // status and meta on one state row; kint's model is TestXattrShapes'
+	if err := tm.r.SetVaultModel(vault.ModelFull); err != nil { // status and meta on one state row; kint's model is TestXattrShapes'
+		t.Fatal(err)
+	}
 	tm.expectLog("warn: setxattr: EINVAL: an invalid value")
 	p := tm.path("state", "goal")
 	mustSh(t, "echo ship > "+p)
@@ -161,7 +163,9 @@ func TestXattrsOff(t *testing.T) {
 
 func TestAttrsSurviveEditorSaves(t *testing.T) {
 	tm := mountForTest(t)
-	tm.r.SetModel(vault.ModelFull) // status and meta on one row
+	if err := tm.r.SetVaultModel(vault.ModelFull); err != nil { // status and meta on one row
+		t.Fatal(err)
+	}
 	p := tm.path("state", "plan")
 	mustSh(t, "printf 'alpha beta\n' > "+p)
 	mustRun(t, "setfattr", "-n", "user.kint.status", "-v", "draft", p)

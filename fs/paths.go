@@ -75,7 +75,7 @@ func KeyOfPath(rel string) (k vault.Key, short bool, err error) {
 		if err != nil {
 			return k, false, ErrBadCategoryName
 		}
-		k.Category = &c
+		k.Category, k.HasCategory = c, true
 	}
 	entityRoot := len(parts) == 2 && parts[0] == seal.TierEntity
 	if shortRowName(name, entityRoot) {
@@ -96,8 +96,8 @@ func PathOfKey(k vault.Key) string {
 	if !k.Local {
 		name = EscapeName(k.Key)
 	}
-	if k.Category != nil {
-		return k.Tier + "/" + EscapeName(*k.Category) + "/" + name
+	if k.HasCategory {
+		return k.Tier + "/" + EscapeName(k.Category) + "/" + name
 	}
 	return k.Tier + "/" + name
 }
@@ -105,8 +105,8 @@ func PathOfKey(k vault.Key) string {
 // localPath is the path under the mount of a file named name in the directory of tier and
 // category, as local-only rules match it.
 func localPath(k vault.Key) string {
-	if k.Category == nil {
+	if !k.HasCategory {
 		return k.Tier + "/" + k.Key
 	}
-	return k.Tier + "/" + EscapeName(*k.Category) + "/" + k.Key
+	return k.Tier + "/" + EscapeName(k.Category) + "/" + k.Key
 }

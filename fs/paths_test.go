@@ -32,10 +32,7 @@ func TestKeyOfPath(t *testing.T) {
 			}
 			continue
 		}
-		cat := ""
-		if k.Category != nil {
-			cat = *k.Category
-		}
+		cat := k.Category
 		if err != nil || k.Tier != c.tier || cat != c.cat || k.Key != c.key || short != c.short || k.Local != c.local {
 			t.Errorf("%s: %+v (category %q) short %v, %v", c.rel, k, cat, short, err)
 		}

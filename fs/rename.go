@@ -49,7 +49,7 @@ func (d *rowDir) Rename(ctx context.Context, name string, newParent fusefs.Inode
 	if errno != 0 {
 		return errno
 	}
-	if src.key.Equal(dst.key) {
+	if src.key == dst.key {
 		return 0
 	}
 	kept, err := d.fs.moveRow(src, dst)
@@ -184,31 +184,18 @@ func (f *mountFS) rememberMove(src resolved) {
 			delete(f.moved, k)
 		}
 	}
-	f.moved[keyID(src.key)] = movedAttrs{status: src.v.Row.Status, meta: src.v.Row.Meta, at: now}
+	f.moved[src.key] = movedAttrs{status: src.v.Row.Status, meta: src.v.Row.Meta, at: now}
 }
 
 // restoreMoved gives a newly created row the attributes of the row that left its name moments
 // ago.
 func (f *mountFS) restoreMoved(k vault.Key) {
 	f.mu.Lock()
-	m, ok := f.moved[keyID(k)]
-	delete(f.moved, keyID(k))
+	m, ok := f.moved[k]
+	delete(f.moved, k)
 	f.mu.Unlock()
 	if !ok || time.Since(m.at) > movedWindow {
 		return
 	}
 	f.applyAttrs(k, m.status, m.meta)
-}
-
-// keyID is a map key for a replica key.
-func keyID(k vault.Key) string {
-	c := "\x01"
-	if k.Category != nil {
-		c = *k.Category
-	}
-	l := "r"
-	if k.Local {
-		l = "l"
-	}
-	return k.Tier + "\x00" + c + "\x00" + l + "\x00" + k.Key
 }

@@ -71,8 +71,7 @@ func newTrashDir(ctx context.Context, parent *fusefs.Inode, f *mountFS, path str
 }
 
 func (d *trashDir) key(name string) vault.Key {
-	p := d.path
-	return vault.Key{Tier: vault.TrashTier, Category: &p, Key: name, Local: true}
+	return vault.Key{Tier: vault.TrashTier, Category: d.path, HasCategory: true, Key: name, Local: true}
 }
 
 func (d *trashDir) Getattr(ctx context.Context, f fusefs.FileHandle, out *fuse.AttrOut) syscall.Errno {
@@ -280,7 +279,7 @@ func (d *trashDir) Rename(ctx context.Context, name string, newParent fusefs.Ino
 	if errno != 0 {
 		return errno
 	}
-	if from.Equal(to) {
+	if from == to {
 		return 0
 	}
 	dst, err := d.fs.b.Get(to)

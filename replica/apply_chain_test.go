@@ -25,7 +25,7 @@ func TestPushPullLargestEpochs(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows := store.TinyRows(30000, "")
-	store.StageRows(t, w.Store, rows)
+	store.StageRows(t, w.store, rows)
 	start := time.Now()
 	rep, err := w.Push(ctx, PushOptions{})
 	if err != nil {
@@ -35,10 +35,10 @@ func TestPushPullLargestEpochs(t *testing.T) {
 	if len(rep.Epochs) != 2 || rep.Epochs[0].Rows < 20000 {
 		t.Fatalf("epochs %+v", rep.Epochs)
 	}
-	if st, _, _, err := w.CollectStaged(false); err != nil || len(st) != 0 {
+	if st, _, _, err := w.store.CollectStaged(false); err != nil || len(st) != 0 {
 		t.Fatalf("%d rows still staged, %v", len(st), err)
 	}
-	store.CheckRows(t, w.Store, rows)
+	store.CheckRows(t, w.store, rows)
 
 	f := e.machine()
 	start = time.Now()
@@ -52,7 +52,7 @@ func TestPushPullLargestEpochs(t *testing.T) {
 	if wh != fh || fh.Seq != 2 {
 		t.Fatalf("heads: writer %+v, fresh %+v", wh, fh)
 	}
-	store.CheckRows(t, f.Store, rows)
+	store.CheckRows(t, f.store, rows)
 	wl, _ := w.List(seal.TierState, nil)
 	fl, _ := f.List(seal.TierState, nil)
 	if len(wl) != len(rows) || len(fl) != len(rows) {
@@ -92,11 +92,11 @@ func TestPullUnapplicableSnapshotSaysWhy(t *testing.T) {
 	e := newChainEnv(t)
 	ctx := context.Background()
 	w := e.machine()
-	store.StageRows(t, w.Store, []seal.Row{{Tier: seal.TierState, Key: "a", Body: cat("1")}})
+	store.StageRows(t, w.store, []seal.Row{{Tier: seal.TierState, Key: "a", Body: cat("1")}})
 	if _, err := w.Push(ctx, PushOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	store.StageRows(t, w.Store, []seal.Row{{Tier: seal.TierState, Key: "b", Body: cat("2")}})
+	store.StageRows(t, w.store, []seal.Row{{Tier: seal.TierState, Key: "b", Body: cat("2")}})
 	if _, err := w.Push(ctx, PushOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -104,12 +104,12 @@ func TestPullUnapplicableSnapshotSaysWhy(t *testing.T) {
 	// hand, as another writer might
 	secret := "secret-meta-" + strings.Repeat("m", 10)
 	long := seal.Row{Tier: seal.TierState, Key: strings.Repeat("k", store.MaxKeyBytes-41), Body: cat("body-secret"), Meta: &secret}
-	store.StageRows(t, w.Store, []seal.Row{long})
+	store.StageRows(t, w.store, []seal.Row{long})
 	if _, err := w.Push(ctx, PushOptions{Snapshot: true}); err == nil || !strings.Contains(err.Error(), "cannot be applied") {
 		// the row is held, and a snapshot without it is anchored instead
 		t.Logf("push --snapshot: %v", err)
 	}
-	if st, _, held, _ := w.CollectStaged(false); len(held) != 1 || !strings.Contains(held[0].Reason, "cannot be anchored: its key is") || len(st) != 0 {
+	if st, _, held, _ := w.store.CollectStaged(false); len(held) != 1 || !strings.Contains(held[0].Reason, "cannot be anchored: its key is") || len(st) != 0 {
 		t.Fatalf("held %+v", held)
 	}
 	head, err := w.Client().Head(ctx, w.vault.Owner, w.vault.Space)

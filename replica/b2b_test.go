@@ -146,7 +146,7 @@ func checkTrial(t *testing.T, r *Replica, base uint64, rows int) uint64 {
 	if h.Seq != next-1 || m.Seq != h.Seq || m.Digest != h.Digest {
 		t.Fatalf("chain head %d, mirror %d, want %d", h.Seq, m.Seq, next-1)
 	}
-	if rows, dels, _, err := r.CollectStaged(false); err != nil || len(rows)+len(dels) != 0 {
+	if rows, dels, _, err := r.store.CollectStaged(false); err != nil || len(rows)+len(dels) != 0 {
 		t.Fatalf("%d rows still staged (%v)", len(rows), err)
 	}
 	if pend, err := r.PendingPushes(); err != nil || len(pend) != 0 {

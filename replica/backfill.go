@@ -53,7 +53,7 @@ func (r *Replica) Backfill(ctx context.Context, o BackfillOptions) (*BackfillRep
 // runBackfill is Backfill under pushMu, noting the outcome for the status.
 func (r *Replica) runBackfill(ctx context.Context, o BackfillOptions) (*BackfillReport, error) {
 	rep := &BackfillReport{}
-	holes, err := r.HistoryHoles()
+	holes, err := r.store.HistoryHoles()
 	if err == nil {
 		if len(holes) > 0 {
 			r.status.noteBackfillStart()
@@ -72,7 +72,7 @@ func (r *Replica) runBackfill(ctx context.Context, o BackfillOptions) (*Backfill
 	if terr := r.recordBlockTimes(ctx); err == nil && terr != nil {
 		err = fmt.Errorf("record block times: %w", terr)
 	}
-	if holes, herr := r.HistoryHoles(); herr == nil {
+	if holes, herr := r.store.HistoryHoles(); herr == nil {
 		for _, h := range holes {
 			rep.Missing += int(h.Hi - h.Lo + 1)
 		}
@@ -82,7 +82,7 @@ func (r *Replica) runBackfill(ctx context.Context, o BackfillOptions) (*Backfill
 }
 
 func (r *Replica) backfill(ctx context.Context, holes []store.HistoryHole, o BackfillOptions, rep *BackfillReport) error {
-	skipped, err := r.HistorySkipped()
+	skipped, err := r.store.HistorySkipped()
 	if err != nil {
 		return err
 	}
@@ -118,7 +118,7 @@ func (r *Replica) fillHole(ctx context.Context, h store.HistoryHole, o BackfillO
 	if err != nil {
 		return err
 	}
-	state, err := r.StateAt(h.Below)
+	state, err := r.store.StateAt(h.Below)
 	if err != nil {
 		return err
 	}
@@ -218,11 +218,11 @@ func (r *Replica) recordBatch(ctx context.Context, h store.HistoryHole, above *c
 func (r *Replica) skipHistory(g vault.Gap, rep *BackfillReport) error {
 	rep.Skipped = append(rep.Skipped, g)
 	r.warnf("history: epoch %d cannot be recorded (%s); superseded by snapshot %d", g.Seq, g.Reason, g.SupersededBy)
-	skipped, err := r.HistorySkipped()
+	skipped, err := r.store.HistorySkipped()
 	if err != nil {
 		return err
 	}
-	return r.SetHistorySkipped(append(skipped, g))
+	return r.store.SetHistorySkipped(append(skipped, g))
 }
 
 // closeHole records, at the snapshot above a filled hole, the rows it changed or deleted
@@ -279,33 +279,33 @@ func epochInfoOf(ev *chain.EpochEvent, o *seal.Opened) vault.EpochInfo {
 // recorded), never touching the mirror.
 func (r *Replica) recordHistory(w walked, opened *seal.Opened, before *store.ReplayState) error {
 	ev := w.ev
-	if err := r.WriteVersions(anchorOf(ev), opened.Plaintext, before, false); err != nil {
+	if err := r.store.WriteVersions(anchorOf(ev), opened.Plaintext, before, false); err != nil {
 		return err
 	}
 	info := epochInfoOf(ev, opened)
 	info.Time = w.time
-	return r.RecordHistory(&info)
+	return r.store.RecordHistory(&info)
 }
 
 // recordBoundary writes the versions closeHole finds: what the snapshot above changed
 // against the state before it.
 func (r *Replica) recordBoundary(above *chain.EpochEvent, p *seal.Plaintext, before *store.ReplayState) error {
-	if err := r.WriteVersions(anchorOf(above), p, before, true); err != nil {
+	if err := r.store.WriteVersions(anchorOf(above), p, before, true); err != nil {
 		return err
 	}
 	// rows the snapshot only carried keep the epoch where their leaf last changed
-	if n, err := r.KeepProvenance(anchorOf(above), p, before); err != nil {
+	if n, err := r.store.KeepProvenance(anchorOf(above), p, before); err != nil {
 		return fmt.Errorf("history: snapshot %d: %w", above.Seq, err)
 	} else if n > 0 {
 		r.logf("history: %d rows snapshot %d carried unchanged are anchored where they last changed", n, above.Seq)
 	}
-	return r.RecordBoundary(above.Block, above.Seq)
+	return r.store.RecordBoundary(above.Block, above.Seq)
 }
 
 // recordBlockTimes reads, in batches, the block timestamp of every recorded epoch that has
 // none yet, so that @<time> resolves without the chain.
 func (r *Replica) recordBlockTimes(ctx context.Context) error {
-	missing, err := r.EpochsWithoutTime()
+	missing, err := r.store.EpochsWithoutTime()
 	if err != nil || len(missing) == 0 {
 		return err
 	}
@@ -320,7 +320,7 @@ func (r *Replica) recordBlockTimes(ctx context.Context) error {
 	for i := range missing {
 		missing[i].Time = times[missing[i].Block]
 	}
-	return r.SetEpochTimes(missing)
+	return r.store.SetEpochTimes(missing)
 }
 
 // anchorOf is where ev anchored its epoch.

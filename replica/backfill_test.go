@@ -3,9 +3,10 @@ package replica
 import (
 	"context"
 	"errors"
-	"kintfs/replica/vault"
 	"strings"
 	"testing"
+
+	"kintfs/replica/vault"
 )
 
 var historyPaths = []string{"entity/person/first", "entity/person/second", "state/x", "state/y"}

@@ -2,9 +2,10 @@ package replica
 
 import (
 	"errors"
-	"kintfs/replica/vault"
 	"strings"
 	"testing"
+
+	"kintfs/replica/vault"
 )
 
 func TestParseCommand(t *testing.T) {

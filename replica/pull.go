@@ -82,7 +82,7 @@ func (r *Replica) Pull(ctx context.Context, full bool) (*PullReport, error) {
 	}
 	before := c.Stats()
 	rep, err := r.pull(ctx, c, full)
-	if serr := r.EndSealing(); err == nil && serr != nil {
+	if serr := r.store.EndSealing(); err == nil && serr != nil {
 		return rep, serr
 	}
 	if rep != nil {
@@ -90,7 +90,7 @@ func (r *Replica) Pull(ctx context.Context, full bool) (*PullReport, error) {
 		rep.RPCCalls, rep.Retries = after.Calls-before.Calls, after.Retries-before.Retries
 		rep.FromSecondRPC = after.FromSecondary - before.FromSecondary
 	}
-	if _, perr := r.PruneConflicts(); err == nil && perr != nil {
+	if _, perr := r.store.PruneConflicts(); err == nil && perr != nil {
 		err = perr
 	}
 	r.status.notePull(rep, err)
@@ -174,7 +174,7 @@ func (r *Replica) pullMirror(ctx context.Context, c Chain, full bool) (*PullRepo
 // checkFresh refuses a head older than the watermark, or the same seq with another digest.
 // With no watermark yet (a cold start) a second opinion on the head is asked for first.
 func (r *Replica) checkFresh(ctx context.Context, head vault.Head) error {
-	seen, err := r.Seen()
+	seen, err := r.store.Seen()
 	if err != nil {
 		return err
 	}
@@ -190,7 +190,7 @@ func (r *Replica) checkFresh(ctx context.Context, head vault.Head) error {
 		return fmt.Errorf("%w: the RPC says seq %d has digest %s, but this machine saw %s", ErrStaleRPC, head.Seq, short(head.Digest), short(seen.Digest))
 	}
 	if head.Seq > seen.Seq {
-		return r.SetSeen(head)
+		return r.store.SetSeen(head)
 	}
 	return nil
 }
@@ -393,7 +393,7 @@ func toApply(list []walked, mirror vault.Head) int {
 }
 
 func (r *Replica) applyWalkCaching(list []walked, mirror vault.Head, rep *PullReport, cw *cacheWriter, t *tracker) error {
-	gaps, err := r.Gaps()
+	gaps, err := r.store.Gaps()
 	if err != nil {
 		return err
 	}
@@ -431,12 +431,12 @@ func (r *Replica) applyWalkCaching(list []walked, mirror vault.Head, rep *PullRe
 		rep.Gap = &gap
 		r.warnf("pull: stopped at epoch %d: %s", gap.Seq, gap.Reason)
 		gaps = append(openGaps(gaps, 0, gap.Seq), gap)
-		if err := r.SetGaps(gaps); err != nil {
+		if err := r.store.SetGaps(gaps); err != nil {
 			return err
 		}
 		return fmt.Errorf("%w: epoch %d: %s", ErrGapOpen, gap.Seq, gap.Reason)
 	}
-	return r.SetGaps(openGaps(gaps, mirror.Seq, 0))
+	return r.store.SetGaps(openGaps(gaps, mirror.Seq, 0))
 }
 
 // openGaps keeps the gaps a later applied epoch has not stepped over, less the one at seq
@@ -494,7 +494,7 @@ func (r *Replica) applyOneCaching(w walked, rep *PullReport, cw *cacheWriter) er
 	}
 	info := epochInfoOf(ev, opened)
 	info.Time = w.time
-	changed, conflicts, err := r.ApplyEpoch(info, opened.Plaintext, store.ApplyOptions{})
+	changed, conflicts, err := r.store.ApplyEpoch(info, opened.Plaintext, store.ApplyOptions{})
 	if err != nil {
 		return err
 	}
@@ -559,7 +559,7 @@ func (r *Replica) raiseBucket(b int) error {
 		return err
 	}
 	if b > cur {
-		return r.SetBucket(b)
+		return r.store.SetBucket(b)
 	}
 	return nil
 }

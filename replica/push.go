@@ -147,7 +147,7 @@ func (r *Replica) pushLocked(ctx context.Context, opt PushOptions) (*PushReport,
 	if !opt.DryRun {
 		// the rows this push sealed and did not anchor stay staged; those it anchored, or that
 		// changed back to what is anchored, are settled against the mirror
-		if serr := r.EndSealing(); err == nil {
+		if serr := r.store.EndSealing(); err == nil {
 			err = serr
 		}
 	}
@@ -178,7 +178,7 @@ func (r *Replica) push(ctx context.Context, opt PushOptions) (*PushReport, error
 			return rep, err
 		}
 	}
-	gaps, err := r.Gaps()
+	gaps, err := r.store.Gaps()
 	if err != nil {
 		return rep, err
 	}
@@ -330,14 +330,14 @@ func (r *Replica) sendOnly(ctx context.Context, c Chain, se sealedEpoch, last *c
 	}
 	pend := store.PendingPush{Seq: p.Seq, Prev: p.Prev, Digest: sealed.Digest, Tx: prep.Hash, RawTx: raw,
 		Plaintext: sealed.Plaintext, Bucket: sealed.Bucket}
-	if err := r.PutPending(&pend); err != nil {
+	if err := r.store.PutPending(&pend); err != nil {
 		return nil, err
 	}
 	t = time.Now()
 	if err := c.Send(ctx, prep); err != nil {
 		if errors.Is(err, chain.ErrInsufficientFunds) {
 			// the node refused it: it can never land, and its rows stay staged
-			if derr := r.DeletePending(p.Seq); derr != nil {
+			if derr := r.store.DeletePending(p.Seq); derr != nil {
 				return nil, derr
 			}
 		}
@@ -380,9 +380,9 @@ func (r *Replica) landFirst(ctx context.Context, c Chain, rep *PushReport, queue
 // whole state, or chunks of the changes. It fills in rep's counts (the number of epochs only
 // on a dry run); ErrNothingToPush when there is nothing to anchor.
 func (r *Replica) planPush(ctx context.Context, opt PushOptions, rep *PushReport) (*chunkFeed, error) {
-	collect := r.CollectSettled
+	collect := r.store.CollectSettled
 	if opt.Snapshot || opt.DryRun {
-		collect = r.CollectStaged
+		collect = r.store.CollectStaged
 	}
 	rows, dels, held, err := collect(!opt.DryRun)
 	if err != nil {
@@ -437,7 +437,7 @@ const settleBound = 4 * time.Second
 func (r *Replica) awaitSettled(ctx context.Context) {
 	deadline := time.Now().Add(settleBound)
 	for {
-		w, left := r.SettleWait(), time.Until(deadline)
+		w, left := r.store.SettleWait(), time.Until(deadline)
 		if w <= 0 || left <= 0 {
 			return
 		}
@@ -479,7 +479,7 @@ func (r *Replica) holdWhere(rows []seal.Row, held []vault.HeldRow, reason func(*
 			out = append(out, row)
 			continue
 		}
-		if err := r.Hold(row, why); err != nil {
+		if err := r.store.Hold(row, why); err != nil {
 			return nil, nil, err
 		}
 		held = append(held, vault.HeldRow{Tier: row.Tier, Category: row.Category, Key: row.Key, Reason: why})
@@ -578,7 +578,7 @@ func (r *Replica) sealChunk(chunk, prior seal.Chunk, head vault.Head, prevBucket
 		both = seal.Chunk{Rows: append(append([]seal.Row(nil), prior.Rows...), chunk.Rows...),
 			Deleted: append(append([]seal.Deleted(nil), prior.Deleted...), chunk.Deleted...)}
 	}
-	root, nRows := r.RootAfter(both, snapshot)
+	root, nRows := r.store.RootAfter(both, snapshot)
 	p := &seal.Plaintext{Tenant: r.vault.Tenant, Space: r.vault.Space, Seq: head.Seq + 1, Prev: head.Digest,
 		Rows: chunk.Rows, Deleted: chunk.Deleted, RowsRoot: root, NRows: nRows,
 		CreatedAt: seal.FormatCreatedAt(time.Now()), Snapshot: snapshot}
@@ -615,7 +615,7 @@ func (r *Replica) sealEpoch(p *seal.Plaintext, prevBucket int) (*seal.Sealed, er
 // something else (ErrReverted). The journal entry is cleared either way: the transaction is
 // mined and can never land.
 func (r *Replica) reverted(ctx context.Context, c Chain, p *store.PendingPush, cause error) error {
-	if err := r.DeletePending(p.Seq); err != nil {
+	if err := r.store.DeletePending(p.Seq); err != nil {
 		return err
 	}
 	head, herr := c.Head(ctx, r.vault.Owner, r.vault.Space)
@@ -700,30 +700,30 @@ func (r *Replica) adopt(info *vault.EpochInfo, prevBlock uint64, p *seal.Plainte
 	if err := r.raiseBucket(info.Bucket); err != nil {
 		return err
 	}
-	if _, _, err := r.ApplyEpoch(*info, p, store.ApplyOptions{Own: true}); err != nil {
+	if _, _, err := r.store.ApplyEpoch(*info, p, store.ApplyOptions{Own: true}); err != nil {
 		return fmt.Errorf("apply own epoch %d: %w", info.Seq, err)
 	}
 	if info.Snapshot {
 		// a snapshot carries the whole state: the gaps under it are stepped over
-		gaps, err := r.Gaps()
+		gaps, err := r.store.Gaps()
 		if err != nil {
 			return err
 		}
-		if err := r.SetGaps(openGaps(gaps, info.Seq, 0)); err != nil {
+		if err := r.store.SetGaps(openGaps(gaps, info.Seq, 0)); err != nil {
 			return err
 		}
 	}
 	seen := vault.Head{Seq: info.Seq, Digest: info.Digest, Block: info.Block}
-	old, err := r.Seen()
+	old, err := r.store.Seen()
 	if err != nil {
 		return err
 	}
 	if seen.Seq > old.Seq {
-		if err := r.SetSeen(seen); err != nil {
+		if err := r.store.SetSeen(seen); err != nil {
 			return err
 		}
 	}
-	return r.DeletePending(info.Seq)
+	return r.store.DeletePending(info.Seq)
 }
 
 // prepared is the journaled transaction, signed as it was first sent, ready to resend or wait
@@ -786,13 +786,13 @@ func (r *Replica) recoverOne(ctx context.Context, c Chain, p *store.PendingPush)
 // stay staged.
 func (r *Replica) dropPending(p *store.PendingPush, why string) error {
 	r.warnf("push journal: dropping epoch %d (%s); its rows stay here: staged where the chain did not change them, beside the chain's version as a conflict copy where it did (see conflicts in .kint/status)", p.Seq, why)
-	return r.DeletePending(p.Seq)
+	return r.store.DeletePending(p.Seq)
 }
 
 // settleApplied clears the entry of an epoch at or below the mirror: applied before the
 // restart when the mirror holds it, else another machine's epoch took its seq.
 func (r *Replica) settleApplied(p *store.PendingPush) error {
-	rec, _, err := r.EpochRecord(p.Seq)
+	rec, _, err := r.store.EpochRecord(p.Seq)
 	if err != nil {
 		return err
 	}
@@ -801,7 +801,7 @@ func (r *Replica) settleApplied(p *store.PendingPush) error {
 	}
 	// a crash after the apply, before the entry was cleared: nothing is lost
 	r.logf("push journal: epoch %d was applied before the restart; clearing its entry", p.Seq)
-	return r.DeletePending(p.Seq)
+	return r.store.DeletePending(p.Seq)
 }
 
 // resendPending sends the journaled transaction again, when the chain still stands where it

@@ -2,14 +2,17 @@ package replica
 
 import (
 	"fmt"
-	"kintfs/replica/vault"
 	"time"
+
+	"kintfs/replica/vault"
 )
 
 // A replica opened with Options.ReadOnly (a --read-only mount) refuses, here in the engine,
 // everything that stages a change or anchors one, whoever asks: the FUSE tree, .kint/ctl, a
 // command forwarded to the mount, kintfs attr. Pulls still run: they change the local mirror,
-// never the vault.
+// never the vault. The store is a private field of Replica, so the methods below are the only
+// way a change reaches it from outside the engine (fs's TestReadOnlyBackendRefusesEveryChange
+// holds every change of fs.Backend to it).
 
 // errReadOnlyMount is what every refused change says.
 var errReadOnlyMount = fmt.Errorf("%w: the vault is mounted with --read-only; mount it without --read-only to change it", vault.ErrReadOnly)
@@ -30,7 +33,7 @@ func (r *Replica) Write(k vault.Key, content []byte, mtime time.Time) (*vault.Ve
 	if err := r.refuseChange(); err != nil {
 		return nil, err
 	}
-	return r.Store.Write(k, content, mtime)
+	return r.store.Write(k, content, mtime)
 }
 
 // Remove is Store.Remove, refused on a read-only replica.
@@ -38,7 +41,7 @@ func (r *Replica) Remove(k vault.Key) error {
 	if err := r.refuseChange(); err != nil {
 		return err
 	}
-	return r.Store.Remove(k)
+	return r.store.Remove(k)
 }
 
 // Rename is Store.Rename, refused on a read-only replica.
@@ -46,7 +49,7 @@ func (r *Replica) Rename(from, to vault.Key) error {
 	if err := r.refuseChange(); err != nil {
 		return err
 	}
-	return r.Store.Rename(from, to)
+	return r.store.Rename(from, to)
 }
 
 // Mkdir is Store.Mkdir, refused on a read-only replica.
@@ -54,7 +57,7 @@ func (r *Replica) Mkdir(category string) error {
 	if err := r.refuseChange(); err != nil {
 		return err
 	}
-	return r.Store.Mkdir(category)
+	return r.store.Mkdir(category)
 }
 
 // Rmdir is Store.Rmdir, refused on a read-only replica.
@@ -62,7 +65,7 @@ func (r *Replica) Rmdir(category string) error {
 	if err := r.refuseChange(); err != nil {
 		return err
 	}
-	return r.Store.Rmdir(category)
+	return r.store.Rmdir(category)
 }
 
 // SetAttr is Store.SetAttr, refused on a read-only replica.
@@ -70,7 +73,7 @@ func (r *Replica) SetAttr(k vault.Key, name string, value *string) error {
 	if err := r.refuseChange(); err != nil {
 		return err
 	}
-	return r.Store.SetAttr(k, name, value)
+	return r.store.SetAttr(k, name, value)
 }
 
 // Create is Store.Create, refused on a read-only replica.
@@ -78,7 +81,7 @@ func (r *Replica) Create(k vault.Key, perm uint32, mtime time.Time) (*vault.Vers
 	if err := r.refuseChange(); err != nil {
 		return nil, err
 	}
-	return r.Store.Create(k, perm, mtime)
+	return r.store.Create(k, perm, mtime)
 }
 
 // SetLocalAttrs is Store.SetLocalAttrs, refused on a read-only replica.
@@ -86,7 +89,7 @@ func (r *Replica) SetLocalAttrs(k vault.Key, ch vault.AttrChange) (*vault.Versio
 	if err := r.refuseChange(); err != nil {
 		return nil, err
 	}
-	return r.Store.SetLocalAttrs(k, ch)
+	return r.store.SetLocalAttrs(k, ch)
 }
 
 // SetDirAttrs is Store.SetDirAttrs, refused on a read-only replica.
@@ -94,7 +97,7 @@ func (r *Replica) SetDirAttrs(ino uint64, ch vault.AttrChange) error {
 	if err := r.refuseChange(); err != nil {
 		return err
 	}
-	return r.Store.SetDirAttrs(ino, ch)
+	return r.store.SetDirAttrs(ino, ch)
 }
 
 // TrashMkdir is Store.TrashMkdir, refused on a read-only replica.
@@ -102,7 +105,7 @@ func (r *Replica) TrashMkdir(path string) error {
 	if err := r.refuseChange(); err != nil {
 		return err
 	}
-	return r.Store.TrashMkdir(path)
+	return r.store.TrashMkdir(path)
 }
 
 // TrashRmdir is Store.TrashRmdir, refused on a read-only replica.
@@ -110,5 +113,5 @@ func (r *Replica) TrashRmdir(path string) error {
 	if err := r.refuseChange(); err != nil {
 		return err
 	}
-	return r.Store.TrashRmdir(path)
+	return r.store.TrashRmdir(path)
 }

@@ -3,11 +3,11 @@ package replica
 import (
 	"fmt"
 	"kintfs/replica/homedir"
-	"kintfs/replica/vault"
 
 	"github.com/ethereum/go-ethereum/common"
 
 	"kintfs/chain"
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
 
@@ -64,7 +64,7 @@ func (r *Replica) RebuildFromCache() (int, error) {
 	}
 	last := run[0].meta
 	h := vault.Head{Seq: last.Seq, Digest: common.HexToHash(last.Digest), Block: last.Block}
-	if err := r.SetSeen(h); err != nil {
+	if err := r.store.SetSeen(h); err != nil {
 		return applied, err
 	}
 	r.logf("rebuilt the state database from %d cached epochs (mirror at seq %d)", applied, last.Seq)

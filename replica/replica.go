@@ -83,7 +83,7 @@ type Options struct {
 
 // Replica is the engine under the mount: the local store, the vault's keys, and the chain.
 type Replica struct {
-	*store.Store
+	store      *store.Store // reached only through Replica's own methods, so each one keeps the engine's rules (read-only)
 	opt        Options
 	vault      *homedir.VaultConfig
 	cache      *homedir.EpochCache
@@ -124,7 +124,7 @@ func Open(opt Options) (*Replica, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Replica{Store: st, opt: opt, vault: opt.Vault, cache: homedir.NewEpochCache(opt.Home, opt.Vault.Space16())}
+	r := &Replica{store: st, opt: opt, vault: opt.Vault, cache: homedir.NewEpochCache(opt.Home, opt.Vault.Space16())}
 	st.SetModel(opt.Vault.Model)
 	r.status.started = time.Now()
 	// the epoch cache is shared with kint: metadata an earlier version wrote is rewritten in kint's form
@@ -135,7 +135,7 @@ func Open(opt Options) (*Replica, error) {
 	}
 	r.localRules = ignore.NewFile(opt.Home.Path(IgnoreFileName(opt.Vault)), func(err error) { r.warnf("local-only rules: %v", err) })
 	// rows an interrupted push sent are sealing until its journal entry is settled
-	if err = r.LoadSealing(); err != nil {
+	if err = r.store.LoadSealing(); err != nil {
 		st.Close()
 		return nil, err
 	}
@@ -162,7 +162,7 @@ func (r *Replica) SetVaultModel(m string) error {
 		return err
 	}
 	r.vault.Model = m
-	r.Store.SetModel(m)
+	r.store.SetModel(m)
 	return nil
 }
 
@@ -259,7 +259,7 @@ func (r *Replica) debugf(format string, args ...any) { r.opt.Logf("debug: "+form
 func (r *Replica) warnf(format string, args ...any) { r.opt.Logf("warn: "+format, args...) }
 
 // At is the read-only tree as anchored at or before block.
-func (r *Replica) At(block uint64) vault.TreeReader { return r.Store.At(block) }
+func (r *Replica) At(block uint64) vault.TreeReader { return r.store.At(block) }
 
 // RenderContent is the file content of a row: its body, or for a journal event the JSON
 // object of its five fields.

@@ -41,7 +41,7 @@ type model map[string]modelRow
 func pathKey(path string) vault.Key {
 	parts := strings.Split(path, "/")
 	if len(parts) == 3 {
-		return vault.Key{Tier: parts[0], Category: strp(parts[1]), Key: parts[2]}
+		return vault.Key{Tier: parts[0], Category: parts[1], HasCategory: true, Key: parts[2]}
 	}
 	return vault.Key{Tier: parts[0], Key: parts[1]}
 }
@@ -92,7 +92,7 @@ func diffModels(want, got model) string {
 // stagedPaths lists the paths with a staged record, of paths.
 func stagedPaths(t testing.TB, r *Replica, paths []string) []string {
 	t.Helper()
-	rows, dels, _, err := r.CollectStaged(false)
+	rows, dels, _, err := r.store.CollectStaged(false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func stagedPaths(t testing.TB, r *Replica, paths []string) []string {
 	var out []string
 	for _, p := range paths {
 		k := pathKey(p)
-		if ids[seal.CanonicalID(k.Tier, k.Category, k.Key)] {
+		if ids[seal.CanonicalID(k.Tier, k.CategoryPtr(), k.Key)] {
 			out = append(out, p)
 		}
 	}

@@ -180,8 +180,8 @@ type Incompatible struct {
 // KintIncompatible lists the rows anchored in shapes kint's store cannot hold, by path.
 func (r *Replica) KintIncompatible() []Incompatible {
 	out := []Incompatible{}
-	for _, x := range r.Store.KintIncompatible() {
-		k := vault.Key{Tier: x.Tier, Category: x.Category, Key: x.Key}
+	for _, x := range r.store.KintIncompatible() {
+		k := vault.Key{Tier: x.Tier, Key: x.Key}.InCategory(x.Category)
 		out = append(out, Incompatible{Path: r.rowPath(k), Reason: x.Reason})
 	}
 	return out
@@ -192,8 +192,8 @@ func (r *Replica) rowPath(k vault.Key) string {
 	if r.opt.RowPath != nil {
 		return r.opt.RowPath(k)
 	}
-	if k.Category != nil {
-		return k.Tier + "/" + *k.Category + "/" + k.Key
+	if k.HasCategory {
+		return k.Tier + "/" + k.Category + "/" + k.Key
 	}
 	return k.Tier + "/" + k.Key
 }
@@ -209,7 +209,7 @@ type ChainInfo struct {
 func (r *Replica) Status() (*Status, error) {
 	st := &Status{Owner: r.vault.Owner.Hex(), Tenant: r.vault.Tenant, Space: r.vault.Space.Hex(),
 		Chain: ChainInfo{ChainID: r.vault.ChainID, RPC: r.vault.RPC, Contract: r.vault.Contract.Hex()}}
-	sum, err := r.Summary()
+	sum, err := r.store.Summary()
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +231,7 @@ func (r *Replica) Status() (*Status, error) {
 		st.PendingPush = []uint64{}
 	}
 	st.Live = r.liveStatus()
-	st.VaultModel = r.Store.Model()
+	st.VaultModel = r.store.Model()
 	st.KintIncompatible = r.KintIncompatible()
 	r.status.mu.Lock()
 	if r.status.nextWhy != "" && st.StagedRows+st.StagedDels > len(st.Held) {

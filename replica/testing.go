@@ -23,7 +23,11 @@ func NewTestReplica(t testing.TB) *Replica {
 		t.Fatal(err)
 	}
 	v := &homedir.VaultConfig{Owner: owner, Tenant: "test", Space: seal.SpaceID("test"), ChainID: 1337}
-	r, err := Open(Options{Home: homedir.Home(t.TempDir()), Vault: v, DEK: dek, Logf: t.Logf})
+	home := homedir.Home(t.TempDir())
+	if err := home.SaveVault(v); err != nil { // so that SetVaultModel finds it
+		t.Fatal(err)
+	}
+	r, err := Open(Options{Home: home, Vault: v, DEK: dek, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -213,7 +213,7 @@ func (r *Replica) StartWorker(o WorkerOptions) {
 	w := &worker{r: r, o: o, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 		liveKick: make(chan uint64, 1), liveDone: make(chan struct{})}
 	r.worker = w
-	r.OnStage(func() {
+	r.store.OnStage(func() {
 		select {
 		case w.kick <- struct{}{}:
 		default:
@@ -274,7 +274,7 @@ func (w *worker) run() {
 			}
 		case <-w.kick:
 			// only what can be anchored counts: a held row waits for a new version
-			if n := w.r.Anchorable(); n >= w.o.SizeTrigger {
+			if n := w.r.store.Anchorable(); n >= w.o.SizeTrigger {
 				quiet.Reset(0)
 				w.noteNext(0, fmt.Sprintf("size trigger (%d bytes staged, at least %d)", n, w.o.SizeTrigger))
 			} else {
@@ -301,7 +301,7 @@ func (w *worker) run() {
 // backfillStep records one batch of history under a snapshot; it reports whether more is to
 // be done at once.
 func (w *worker) backfillStep() bool {
-	holes, err := w.r.HistoryHoles()
+	holes, err := w.r.store.HistoryHoles()
 	if err != nil || len(holes) == 0 || w.r.Client() == nil {
 		return false
 	}

@@ -178,8 +178,7 @@ func rowKeyArgs(o *infoOptions, tier, key string) (vault.Key, error) {
 		if tier != seal.TierEntity {
 			return k, usagef("only entities have a category")
 		}
-		c := o.category
-		k.Category = &c
+		k.Category, k.HasCategory = o.category, true
 	}
 	for _, t := range vault.Tiers {
 		if t == tier {

@@ -433,8 +433,8 @@ func (s *Store) reconcile(txn *badger.Txn, apply *[]func(), id string, k vault.K
 	c = &vault.Conflict{Tier: st.Row.Tier, Category: st.Row.Category, Key: st.Row.Key, Seq: info.Seq,
 		At: time.Now().UTC().Format(time.RFC3339)}
 	if !st.Del {
-		local := vault.Key{Tier: k.Tier, Category: rowKey(&st.Row).Category, Local: true,
-			Key: "." + conflictName(st.Row.Key) + fmt.Sprintf(".conflict-%d", info.Seq)}
+		local := vault.Key{Tier: k.Tier, Local: true,
+			Key: "." + conflictName(st.Row.Key) + fmt.Sprintf(".conflict-%d", info.Seq)}.InCategory(rowKey(&st.Row).CategoryPtr())
 		body := RenderContent(&st.Row)
 		if _, err := s.putLocal(txn, apply, local, body, fromNanos(st.Mtime)); err != nil {
 			return false, nil, nil, err

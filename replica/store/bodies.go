@@ -3,9 +3,10 @@ package store
 import (
 	"errors"
 	"fmt"
-	"kintfs/replica/vault"
 
 	"github.com/dgraph-io/badger/v4"
+
+	"kintfs/replica/vault"
 )
 
 // Bodies are kept in badger as raw bytes under keys of their own (pBody, pStagedBody,
@@ -125,9 +126,9 @@ func putLocalRec(txn *badger.Txn, lid string, rec *localRec) error {
 	l.Body = nil
 	l.RawBody = true
 	if err := setJSON(txn, pLocal+lid, &l); err != nil {
-		return storeError("local file "+keyString(rec.Key), len(rec.Body), err)
+		return storeError("local file "+keyString(rec.Key.key()), len(rec.Body), err)
 	}
-	return setValue(txn, []byte(pLocalBody+lid), rec.Body, "local file "+keyString(rec.Key))
+	return setValue(txn, []byte(pLocalBody+lid), rec.Body, "local file "+keyString(rec.Key.key()))
 }
 
 // getLocalRec reads a local file with its content.
@@ -141,7 +142,7 @@ func getLocalRec(txn *badger.Txn, lid string) (rec localRec, found bool, err err
 		return rec, true, err
 	}
 	if !ok {
-		return rec, true, fmt.Errorf("local file %s: its content is missing", keyString(rec.Key))
+		return rec, true, fmt.Errorf("local file %s: its content is missing", keyString(rec.Key.key()))
 	}
 	rec.Body = body
 	return rec, true, nil

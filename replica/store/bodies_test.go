@@ -28,7 +28,7 @@ func TestMigrateStagedAndLocalBodies(t *testing.T) {
 		{Tier: "state", Key: "binary", Body: cat("\xff\xfe not text")},
 		{Tier: "reference", Key: "null body"},
 	}
-	local := localRec{Key: vault.Key{Tier: "state", Key: ".notes.swp", Local: true}, Body: []byte("swap \x00 bytes"), Mtime: 1}
+	local := localRec{Key: recKeyOf(vault.Key{Tier: "state", Key: ".notes.swp", Local: true}), Body: []byte("swap \x00 bytes"), Mtime: 1}
 	err = db.Update(func(txn *badger.Txn) error {
 		for i := range rows {
 			rec := stagedRec{Row: rows[i], Mtime: 1, Held: heldReason(&rows[i]), At: 1}
@@ -36,7 +36,7 @@ func TestMigrateStagedAndLocalBodies(t *testing.T) {
 				return err
 			}
 		}
-		if err := setJSON(txn, pLocal+localID(local.Key), &local); err != nil {
+		if err := setJSON(txn, pLocal+localID(local.Key.key()), &local); err != nil {
 			return err
 		}
 		return setJSON(txn, kFormat, 2)
@@ -61,7 +61,7 @@ func TestMigrateStagedAndLocalBodies(t *testing.T) {
 				t.Fatalf("pass %d: %s reads %q %v, want %q", pass, keyString(k), got, err, want)
 			}
 		}
-		if got, err := s.Content(local.Key); err != nil || !bytes.Equal(got, local.Body) {
+		if got, err := s.Content(local.Key.key()); err != nil || !bytes.Equal(got, local.Body) {
 			t.Fatalf("pass %d: local file reads %q %v", pass, got, err)
 		}
 		err = s.db.View(func(txn *badger.Txn) error {

@@ -96,13 +96,13 @@ func (h *History) find(k vault.Key) (*histRec, error) {
 	var rec *histRec
 	err := h.s.db.View(func(txn *badger.Txn) error {
 		var err error
-		rec, err = h.latest(txn, seal.CanonicalID(k.Tier, k.Category, k.Key))
+		rec, err = h.latest(txn, rowID(k))
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	if rec == nil || !rowKey(rec.Row).Equal(k) {
+	if rec == nil || rowKey(rec.Row) != k {
 		return nil, vault.ErrNotFound
 	}
 	return rec, nil
@@ -249,10 +249,10 @@ func (h *History) List(tier string, category *string) ([]vault.Dirent, error) {
 	err := h.scan(prefix, func(rec *histRec) {
 		k := rowKey(rec.Row)
 		switch {
-		case eqStrp(k.Category, category):
+		case eqStrp(k.CategoryPtr(), category):
 			out = append(out, vault.Dirent{Name: k.Key, Ino: h.ino(inoName(k))})
-		case category == nil && k.Category != nil:
-			cats[*k.Category] = true
+		case category == nil && k.HasCategory:
+			cats[k.Category] = true
 		}
 	})
 	if err != nil {

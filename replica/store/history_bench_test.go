@@ -35,7 +35,7 @@ func BenchmarkHistoryRead(b *testing.B) {
 		blocks = append(blocks, block)
 		rows = nil
 	}
-	k := vault.Key{Tier: "entity", Category: cat("hist"), Key: "row"}
+	k := vault.Key{Tier: "entity", Category: "hist", HasCategory: true, Key: "row"}
 	rng := rand.New(rand.NewPCG(1, 2))
 	at := func() *History { return r.At(blocks[rng.IntN(len(blocks))] + uint64(rng.IntN(3))) }
 	b.Run("CategoryCount", func(b *testing.B) {

@@ -26,10 +26,10 @@ func modelListing(state map[string]seal.Row, tier string, category *string) stri
 		}
 		k := rowKey(&r)
 		switch {
-		case eqStrp(k.Category, category):
+		case eqStrp(k.CategoryPtr(), category):
 			out = append(out, k.Key)
-		case category == nil && k.Category != nil:
-			cats[*k.Category] = true
+		case category == nil && k.HasCategory:
+			cats[k.Category] = true
 		}
 	}
 	for c := range cats {

@@ -240,12 +240,13 @@ func (s *Store) loadLocal(txn *badger.Txn) error {
 		if l.RawBody {
 			item, err := txn.Get([]byte(pLocalBody + string(k[len(pLocal):])))
 			if err != nil {
-				return fmt.Errorf("local file %s: its content: %w", keyString(l.Key), err)
+				return fmt.Errorf("local file %s: its content: %w", keyString(l.Key.key()), err)
 			}
 			size = item.ValueSize()
 		}
-		t.put(&node{key: l.Key, size: size, mtime: fromNanos(l.Mtime), ino: t.inos[inoName(l.Key)],
-			row: seal.Row{Tier: l.Key.Tier, Key: l.Key.Key, Category: l.Key.Category, Status: l.Status, Meta: l.Meta}})
+		lk := l.Key.key()
+		t.put(&node{key: lk, size: size, mtime: fromNanos(l.Mtime), ino: t.inos[inoName(lk)],
+			row: seal.Row{Tier: lk.Tier, Key: lk.Key, Category: lk.CategoryPtr(), Status: l.Status, Meta: l.Meta}})
 		return nil
 	})
 }
@@ -289,7 +290,7 @@ func checkKey(k vault.Key) error {
 	if !validTier(k.Tier) {
 		return fmt.Errorf("%w: unknown tier %q", vault.ErrInvalid, k.Tier)
 	}
-	if k.Category != nil && k.Tier != seal.TierEntity {
+	if k.HasCategory && k.Tier != seal.TierEntity {
 		return fmt.Errorf("%w: only entities have categories", vault.ErrInvalid)
 	}
 	if strings.ContainsRune(k.Key, 0) && k.Local {
@@ -359,14 +360,14 @@ func (s *Store) stagePut(txn *badger.Txn, apply *[]func(), row seal.Row, mtime t
 // loses its staged record, unless a push is sealing it: then it is about to be anchored, and
 // the deletion is staged to follow it.
 func (s *Store) stageDelete(txn *badger.Txn, apply *[]func(), k vault.Key) error {
-	id := seal.CanonicalID(k.Tier, k.Category, k.Key)
+	id := rowID(k)
 	old := s.t.get(k)
 	m, inMirror, err := getMirror(txn, id, false)
 	if err != nil {
 		return err
 	}
 	if inMirror || s.sealing[id] {
-		rec := stagedRec{Del: true, Row: seal.Row{Tier: k.Tier, Category: k.Category, Key: k.Key}, Mtime: nanos(s.now()), At: nanos(s.now())}
+		rec := stagedRec{Del: true, Row: seal.Row{Tier: k.Tier, Category: k.CategoryPtr(), Key: k.Key}, Mtime: nanos(s.now()), At: nanos(s.now())}
 		if inMirror {
 			rec.Row, rec.Base = m.Row, m.Leaf
 		}
@@ -400,12 +401,12 @@ func (s *Store) putLocalAttrs(txn *badger.Txn, apply *[]func(), k vault.Key, bod
 	if err != nil {
 		return nil, err
 	}
-	rec := localRec{Key: k, Body: body, Mtime: nanos(mtime), Status: status, Meta: meta}
+	rec := localRec{Key: recKeyOf(k), Body: body, Mtime: nanos(mtime), Status: status, Meta: meta}
 	if err := putLocalRec(txn, localID(k), &rec); err != nil {
 		return nil, err
 	}
 	n := &node{key: k, size: int64(len(body)), mtime: mtime, ino: ino,
-		row: seal.Row{Tier: k.Tier, Key: k.Key, Category: k.Category, Status: status, Meta: meta}}
+		row: seal.Row{Tier: k.Tier, Key: k.Key, Category: k.CategoryPtr(), Status: status, Meta: meta}}
 	*apply = append(*apply, func() { s.t.put(n) })
 	return n, nil
 }
@@ -468,11 +469,8 @@ func categoryTwin(k vault.Key) (vault.Key, bool) {
 	if k.Tier != seal.TierEntity || k.Local {
 		return vault.Key{}, false
 	}
-	if k.Category == nil {
-		return vault.Key{Tier: k.Tier, Category: strp(""), Key: k.Key}, true
-	}
-	if *k.Category == "" {
-		return vault.Key{Tier: k.Tier, Key: k.Key}, true
+	if k.Category == "" {
+		return vault.Key{Tier: k.Tier, HasCategory: !k.HasCategory, Key: k.Key}, true
 	}
 	return vault.Key{}, false
 }

@@ -4,11 +4,12 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"kintfs/replica/vault"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/ethereum/go-ethereum/common"
+
+	"kintfs/replica/vault"
 )
 
 // Local attributes are what tools set on a file beside its content: the times utimensat sets
@@ -235,7 +236,7 @@ func (s *Store) touchDir(txn *badger.Txn, apply *[]func(), tier string, category
 
 // touchDirOf is touchDir of the directory that holds k.
 func (s *Store) touchDirOf(txn *badger.Txn, apply *[]func(), k vault.Key) error {
-	return s.touchDir(txn, apply, k.Tier, k.Category)
+	return s.touchDir(txn, apply, k.Tier, k.CategoryPtr())
 }
 
 // DirAttrs are the local attributes of the directory numbered ino. A directory never given

@@ -17,7 +17,7 @@ type HistoryEntry struct {
 
 // Versions lists every anchored version of a row this machine holds, oldest first.
 func (s *Store) Versions(k vault.Key) ([]HistoryEntry, error) {
-	id := seal.CanonicalID(k.Tier, k.Category, k.Key)
+	id := rowID(k)
 	var out []HistoryEntry
 	err := s.db.View(func(txn *badger.Txn) error {
 		return scanPrefix(txn, pHistory+id+"\x00", func(key, v []byte) error {
@@ -54,7 +54,7 @@ func (s *Store) Prove(k vault.Key) (*vault.Proof, error) {
 	if !found {
 		return nil, fmt.Errorf("%w: nothing anchored has been applied on this machine yet", vault.ErrNotFound)
 	}
-	id := seal.CanonicalID(k.Tier, k.Category, k.Key)
+	id := rowID(k)
 	s.t.mu.RLock()
 	leaves := s.leaves.leaves()
 	index, held := s.leaves.find(id)

@@ -45,15 +45,31 @@ type stagedRec struct {
 
 // localRec is a local-only file.
 type localRec struct {
-	Key   vault.Key `json:"key"`
-	Body  []byte    `json:"body,omitempty"` // in layout 2; stored apart under pLocalBody since (RawBody)
-	Mtime int64     `json:"mtime"`
+	Key   recKey `json:"key"`
+	Body  []byte `json:"body,omitempty"` // in layout 2; stored apart under pLocalBody since (RawBody)
+	Mtime int64  `json:"mtime"`
 	// RawBody says the content is stored raw under pLocalBody.
 	RawBody bool `json:"raw_body,omitempty"`
 	// Status and Meta are what setxattr gave the file; a rename onto a row carries them (rsync
 	// and other copy tools set a file's attributes on a temporary dotfile, then rename it).
 	Status *string `json:"status,omitempty"`
 	Meta   *string `json:"meta,omitempty"`
+}
+
+// recKey is a key as a local file's record stores it, field for field the JSON it always had.
+type recKey struct {
+	Tier     string
+	Category *string
+	Key      string
+	Local    bool
+}
+
+func recKeyOf(k vault.Key) recKey {
+	return recKey{Tier: k.Tier, Category: k.CategoryPtr(), Key: k.Key, Local: k.Local}
+}
+
+func (r recKey) key() vault.Key {
+	return vault.Key{Tier: r.Tier, Key: r.Key, Local: r.Local}.InCategory(r.Category)
 }
 
 // histRec is one anchored version of a row; Row is nil when the epoch deleted it.

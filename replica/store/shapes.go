@@ -72,7 +72,7 @@ func (s *Store) checkDelete(txn *badger.Txn, k vault.Key, op string) error {
 	if s.full.Load() || k.Tier == seal.TierEntity {
 		return nil
 	}
-	_, anchored, err := getMirror(txn, seal.CanonicalID(k.Tier, k.Category, k.Key), false)
+	_, anchored, err := getMirror(txn, rowID(k), false)
 	if err != nil || !anchored {
 		return err
 	}
@@ -101,7 +101,7 @@ func (s *Store) OpenedForWrite(k vault.Key) {
 	if k.Local {
 		return
 	}
-	id := seal.CanonicalID(k.Tier, k.Category, k.Key)
+	id := rowID(k)
 	s.writers.mu.Lock()
 	if s.writers.n == nil {
 		s.writers.n = map[string]int{}
@@ -115,7 +115,7 @@ func (s *Store) ClosedForWrite(k vault.Key) {
 	if k.Local {
 		return
 	}
-	id := seal.CanonicalID(k.Tier, k.Category, k.Key)
+	id := rowID(k)
 	s.writers.mu.Lock()
 	if s.writers.n[id] <= 1 {
 		delete(s.writers.n, id)
@@ -221,7 +221,7 @@ func (s *Store) KintIncompatible() []Incompatible {
 			switch {
 			case n.key.Local || n.anchor == nil:
 			case n.staged:
-				restaged = append(restaged, seal.CanonicalID(n.key.Tier, n.key.Category, n.key.Key))
+				restaged = append(restaged, rowID(n.key))
 			default:
 				out = appendIncompatible(out, &n.row)
 			}

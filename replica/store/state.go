@@ -2,10 +2,11 @@ package store
 
 import (
 	"fmt"
-	"kintfs/replica/vault"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+
+	"kintfs/replica/vault"
 )
 
 // MirrorHead is the head of the mirror.

@@ -6,13 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"kintfs/replica/vault"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
+
+	"kintfs/replica/vault"
 )
 
 // Badger key prefixes. Canonical ids contain NUL bytes, which sort below every printable byte,

@@ -37,9 +37,9 @@ func names(ds []vault.Dirent) string {
 
 func TestWriteListContent(t *testing.T) {
 	r := newTestStore(t)
-	mustWrite(t, r.Store, vault.Key{Tier: "entity", Category: cat("person"), Key: "zeta"}, `{"name":"zeta"}`)
+	mustWrite(t, r.Store, vault.Key{Tier: "entity", Category: "person", HasCategory: true, Key: "zeta"}, `{"name":"zeta"}`)
 	mustWrite(t, r.Store, vault.Key{Tier: "entity", Key: "café ünïcode"}, `{}`)
-	v := mustWrite(t, r.Store, vault.Key{Tier: "entity", Category: cat("person"), Key: "bad"}, `not json`)
+	v := mustWrite(t, r.Store, vault.Key{Tier: "entity", Category: "person", HasCategory: true, Key: "bad"}, `not json`)
 	if !v.Staged || !strings.Contains(v.Held, "not a JSON value") {
 		t.Fatalf("a non-JSON entity body must be staged and held: %+v", v)
 	}
@@ -65,19 +65,19 @@ func TestWriteListContent(t *testing.T) {
 	if _, err := r.Write(vault.Key{Tier: "bogus", Key: "x"}, nil, time.Now()); !errors.Is(err, vault.ErrInvalid) {
 		t.Fatalf("unknown tier: %v", err)
 	}
-	if _, err := r.Write(vault.Key{Tier: "state", Category: cat("c"), Key: "x"}, nil, time.Now()); !errors.Is(err, vault.ErrInvalid) {
+	if _, err := r.Write(vault.Key{Tier: "state", Category: "c", HasCategory: true, Key: "x"}, nil, time.Now()); !errors.Is(err, vault.ErrInvalid) {
 		t.Fatalf("a category outside entity: %v", err)
 	}
 }
 
 func TestRenameCategoriesAndRemove(t *testing.T) {
 	r := newTestStore(t)
-	from := vault.Key{Tier: "entity", Category: cat("a"), Key: "x"}
+	from := vault.Key{Tier: "entity", Category: "a", HasCategory: true, Key: "x"}
 	mustWrite(t, r.Store, from, `{"x":1}`)
 	if err := r.SetAttr(from, "status", cat("active")); err != nil {
 		t.Fatal(err)
 	}
-	to := vault.Key{Tier: "entity", Category: cat("b"), Key: "y"}
+	to := vault.Key{Tier: "entity", Category: "b", HasCategory: true, Key: "y"}
 	if err := r.Rename(from, to); err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ const (
 )
 
 func checkTrashKey(k vault.Key) error {
-	if !k.Local || k.Category == nil || !strings.Contains(*k.Category, "/") {
+	if !k.Local || !k.HasCategory || !strings.Contains(k.Category, "/") {
 		return fmt.Errorf("%w: a trash file lives in a directory of a trash", vault.ErrInvalid)
 	}
 	if strings.ContainsRune(k.Key, 0) || strings.ContainsRune(k.Key, '/') {

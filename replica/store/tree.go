@@ -22,10 +22,7 @@ type dirKey struct {
 }
 
 func dirOf(k vault.Key) dirKey {
-	if k.Category == nil {
-		return dirKey{tier: k.Tier}
-	}
-	return dirKey{tier: k.Tier, cat: *k.Category, hasCat: true}
+	return dirKey{tier: k.Tier, cat: k.Category, hasCat: k.HasCategory}
 }
 
 type nameKey struct {
@@ -104,9 +101,8 @@ func newTree() *tree {
 
 func rowKey(r *seal.Row) vault.Key {
 	k := vault.Key{Tier: r.Tier, Key: r.Key}
-	if r.Tier == seal.TierEntity && r.Category != nil {
-		c := *r.Category
-		k.Category = &c
+	if r.Tier == seal.TierEntity {
+		k = k.InCategory(r.Category)
 	}
 	return k
 }
@@ -116,7 +112,7 @@ func inoName(k vault.Key) string {
 	if k.Local {
 		return "L" + localID(k)
 	}
-	return "r" + seal.CanonicalID(k.Tier, k.Category, k.Key)
+	return "r" + rowID(k)
 }
 
 func dirInoName(tier string, cat *string) string {
@@ -129,8 +125,8 @@ func dirInoName(tier string, cat *string) string {
 // localID names a local file: the directory it lives in and its name.
 func localID(k vault.Key) string {
 	c := "\x01" // no category
-	if k.Category != nil {
-		c = *k.Category
+	if k.HasCategory {
+		c = k.Category
 	}
 	return k.Tier + "\x00" + c + "\x00" + k.Key
 }
@@ -262,7 +258,7 @@ func (t *tree) categoryCount() int {
 
 // list returns a sorted snapshot of one directory.
 func (t *tree) list(tier string, cat *string) []vault.Dirent {
-	d := dirOf(vault.Key{Tier: tier, Category: cat})
+	d := dirOf(vault.Key{Tier: tier}.InCategory(cat))
 	var out []vault.Dirent
 	for nk, n := range t.dirs[d] {
 		out = append(out, vault.Dirent{Name: nk.name, Ino: n.ino, Local: nk.local})
@@ -302,8 +298,8 @@ func keyString(k vault.Key) string {
 	var b strings.Builder
 	b.WriteString(k.Tier)
 	b.WriteByte(' ')
-	if k.Category != nil {
-		b.WriteString(*k.Category)
+	if k.HasCategory {
+		b.WriteString(k.Category)
 		b.WriteByte('/')
 	}
 	b.WriteString(k.Key)

@@ -148,10 +148,10 @@ func (s *Store) write(k vault.Key, content []byte, mtime time.Time, perm *uint32
 		if k.Local {
 			n, err = s.putLocal(txn, apply, k, content, mtime)
 		} else {
-			row := seal.Row{Tier: k.Tier, Key: k.Key, Category: k.Category}
+			row := seal.Row{Tier: k.Tier, Key: k.Key, Category: k.CategoryPtr()}
 			if old != nil {
 				row = old.row
-				row.Category = k.Category
+				row.Category = k.CategoryPtr()
 			}
 			body := string(content)
 			row.Body = &body
@@ -273,10 +273,10 @@ func (s *Store) renameTx(txn *badger.Txn, apply *[]func(), from, to vault.Key) e
 	if src == nil {
 		return vault.ErrNotFound
 	}
-	if from == to || from.Equal(to) {
+	if from == to {
 		return nil
 	}
-	if !from.Local && (to.Local || seal.CanonicalID(from.Tier, from.Category, from.Key) != seal.CanonicalID(to.Tier, to.Category, to.Key)) {
+	if !from.Local && (to.Local || rowID(from) != rowID(to)) {
 		op := "renamed away"
 		if to.Tier == vault.TrashTier {
 			op = "moved to the trash"
@@ -317,8 +317,8 @@ func (s *Store) renameTx(txn *badger.Txn, apply *[]func(), from, to vault.Key) e
 	if err := s.touchDirOf(txn, apply, to); err != nil {
 		return err
 	}
-	if !from.Local && !to.Local && seal.CanonicalID(from.Tier, from.Category, from.Key) ==
-		seal.CanonicalID(to.Tier, to.Category, to.Key) {
+	if !from.Local && !to.Local && rowID(from) ==
+		rowID(to) {
 		// entity/x and entity/%/x are one row: moving between them is a category change
 		*apply = append(*apply, func() { s.t.remove(from) })
 		return nil
@@ -330,18 +330,18 @@ func (s *Store) renameTx(txn *badger.Txn, apply *[]func(), from, to vault.Key) e
 // status and meta), the one it takes back out of the trash, or the content of a local file
 // saved over dst (which keeps dst's status and meta unless the local file was given its own).
 func renamedRow(from, to vault.Key, src, dst *node, trashed *seal.Row, content []byte) seal.Row {
-	row := seal.Row{Tier: to.Tier, Key: to.Key, Category: to.Category}
+	row := seal.Row{Tier: to.Tier, Key: to.Key, Category: to.CategoryPtr()}
 	switch {
 	case !from.Local:
 		row = src.row
-		row.Key, row.Category = to.Key, to.Category
+		row.Key, row.Category = to.Key, to.CategoryPtr()
 	case trashed != nil:
 		row.Status, row.Meta = trashed.Status, trashed.Meta
 	case src.row.Status != nil || src.row.Meta != nil:
 		row.Status, row.Meta = src.row.Status, src.row.Meta // set on the file before the rename
 	case dst != nil:
 		row = dst.row
-		row.Category = to.Category
+		row.Category = to.CategoryPtr()
 	}
 	body := string(content)
 	row.Body = &body

@@ -25,20 +25,36 @@ const (
 	ModelFull = "full" // the wire format's full model: status and meta on every tier, any deletion but the journal's
 )
 
-// Key names one file of the tree. Category is nil for every tier but entity, and nil for an
-// entity without a category. Local marks a local-only file (a dotfile or a conflict copy):
-// it is stored durably but never anchored, and lives in its own namespace.
+// Key names one file of the tree. An entity may have a category (HasCategory, with its name in
+// Category) or none (kint's null category); the empty category "" is a category, and a key of
+// its own. Every other tier has none. Local marks a local-only file (a dotfile or a conflict
+// copy): it is stored durably but never anchored, and lives in its own namespace. Keys compare
+// with == and are map keys; build one with a category through InCategory, or set both fields.
 type Key struct {
-	Tier     string
-	Category *string
-	Key      string
-	Local    bool
+	Tier        string
+	Category    string // the entity category; "" and ignored unless HasCategory
+	HasCategory bool
+	Key         string
+	Local       bool
 }
 
-// Equal compares keys by value (Category is a pointer): a nil category equals only a nil one.
-func (k Key) Equal(o Key) bool {
-	return k.Tier == o.Tier && k.Key == o.Key && k.Local == o.Local &&
-		(k.Category == nil) == (o.Category == nil) && (k.Category == nil || *k.Category == *o.Category)
+// InCategory is k in category c: none when c is nil.
+func (k Key) InCategory(c *string) Key {
+	k.Category, k.HasCategory = "", false
+	if c != nil {
+		k.Category, k.HasCategory = *c, true
+	}
+	return k
+}
+
+// CategoryPtr is k's category the way a row carries it: nil when it has none, else a pointer
+// to a copy of its name.
+func (k Key) CategoryPtr() *string {
+	if !k.HasCategory {
+		return nil
+	}
+	c := k.Category
+	return &c
 }
 
 // Anchor is where a version was anchored.

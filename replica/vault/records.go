@@ -63,22 +63,21 @@ type Conflict struct {
 
 // RowKey is the conflicting row.
 func (c *Conflict) RowKey() Key {
-	k := Key{Tier: c.Tier, Key: c.Key}
-	if c.Tier == seal.TierEntity && c.Category != nil {
-		cat := *c.Category
-		k.Category = &cat
+	return c.key(c.Key, false)
+}
+
+// key is the key of name in the conflicting row's directory.
+func (c *Conflict) key(name string, local bool) Key {
+	k := Key{Tier: c.Tier, Key: name, Local: local}
+	if c.Tier == seal.TierEntity {
+		k = k.InCategory(c.Category)
 	}
 	return k
 }
 
 // CopyKey is the local file holding this machine's version of the conflicting row.
 func (c *Conflict) CopyKey() Key {
-	k := Key{Tier: c.Tier, Key: c.Copy, Local: true}
-	if c.Tier == seal.TierEntity && c.Category != nil {
-		cat := *c.Category
-		k.Category = &cat
-	}
-	return k
+	return c.key(c.Copy, true)
 }
 
 // Proof is a merkle inclusion proof of one anchored row against the rows_root of the epoch

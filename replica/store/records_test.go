@@ -1,0 +1,33 @@
+package store
+
+import (
+	"encoding/json"
+	"testing"
+
+	"kintfs/replica/vault"
+)
+
+// TestLocalRecordKeyJSON: a local file's record stores its key as it always has, field for
+// field, with a null category for none and "" for the empty one, and reads back the same key.
+func TestLocalRecordKeyJSON(t *testing.T) {
+	for _, c := range []struct {
+		k    vault.Key
+		want string
+	}{
+		{vault.Key{Tier: "state", Key: ".a", Local: true},
+			`{"key":{"Tier":"state","Category":null,"Key":".a","Local":true},"mtime":1}`},
+		{vault.Key{Tier: "entity", HasCategory: true, Key: ".b", Local: true},
+			`{"key":{"Tier":"entity","Category":"","Key":".b","Local":true},"mtime":1}`},
+		{vault.Key{Tier: "entity", Category: "person", HasCategory: true, Key: ".c", Local: true},
+			`{"key":{"Tier":"entity","Category":"person","Key":".c","Local":true},"mtime":1}`},
+	} {
+		b, err := json.Marshal(localRec{Key: recKeyOf(c.k), Mtime: 1})
+		if err != nil || string(b) != c.want {
+			t.Fatalf("%+v stored as %s %v, want %s", c.k, b, err, c.want)
+		}
+		var back localRec
+		if err := json.Unmarshal(b, &back); err != nil || back.Key.key() != c.k {
+			t.Fatalf("%s read back as %+v %v, want %+v", b, back.Key.key(), err, c.k)
+		}
+	}
+}
