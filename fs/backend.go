@@ -27,7 +27,7 @@ type Backend interface {
 	DirAttrs(ino uint64) vault.LocalAttrs
 
 	// The trash (MNT/.Trash-$UID): its directories by path (".Trash-0", ".Trash-0/files");
-	// its files are local files of replica.TrashTier whose Category is their directory.
+	// its files are local files of vault.TrashTier whose Category is their directory.
 	HasTrashDir(path string) bool
 	TrashMkdir(path string) error
 	TrashRmdir(path string) error
@@ -40,13 +40,13 @@ type Backend interface {
 	// Remove stages the deletion of a row, or deletes a local file.
 	Remove(k vault.Key) error
 	// Rename moves a row within its tier (across categories for entities), replacing the
-	// target; replica.ErrCrossTier across tiers.
+	// target; vault.ErrCrossTier across tiers.
 	Rename(from, to vault.Key) error
-	// Mkdir and Rmdir manage entity categories; Rmdir refuses with replica.ErrNotEmpty.
+	// Mkdir and Rmdir manage entity categories; Rmdir refuses with vault.ErrNotEmpty.
 	Mkdir(category string) error
 	Rmdir(category string) error
-	// SetAttr sets "status" or "meta" (nil value = null); meta must be JSON (replica.ErrInvalid).
-	// What the vault model does not allow is replica.ErrNotPermitted.
+	// SetAttr sets "status" or "meta" (nil value = null); meta must be JSON (vault.ErrInvalid).
+	// What the vault model does not allow is vault.ErrNotPermitted.
 	SetAttr(k vault.Key, name string, value *string) error
 	// OpenedForWrite and ClosedForWrite tell the engine a file is open for writing: a new
 	// state or reference row is not sealed while it is (a temporary about to be renamed).
@@ -55,7 +55,7 @@ type Backend interface {
 
 	// At is the read-only tree as anchored at or before block.
 	At(block uint64) vault.TreeReader
-	// CheckHistory refuses (replica.ErrHistoryIncomplete) a block whose versions this machine
+	// CheckHistory refuses (vault.ErrHistoryIncomplete) a block whose versions this machine
 	// does not hold: one under a snapshot whose older epochs were never fetched here.
 	CheckHistory(block uint64) error
 	// HistoryFrom is the oldest epoch from which every epoch up to the mirror is held here:
@@ -65,7 +65,7 @@ type Backend interface {
 	// change, one under it never does.
 	MirrorHead() (vault.Head, error)
 	// BlockAt is the block of the newest epoch anchored at or before t, from the block times
-	// recorded locally (0 when none is); replica.ErrHistoryIncomplete when it cannot be told.
+	// recorded locally (0 when none is); vault.ErrHistoryIncomplete when it cannot be told.
 	BlockAt(t time.Time) (uint64, error)
 
 	// Control runs one ctl command (one of replica.Commands) and returns when it is done.

@@ -18,7 +18,7 @@ import (
 // sizeMarker starts every body written here: no mount log may ever contain it.
 const sizeMarker = "SIZE-MARKER-2b9c"
 
-const fileLimit = 64 << 20 // replica.MaxFileBytes
+const fileLimit = 64 << 20 // vault.MaxFileBytes
 
 func markedBody(n int, fill byte) []byte {
 	b := bytes.Repeat([]byte{fill}, n)

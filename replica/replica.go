@@ -153,7 +153,7 @@ func Open(opt Options) (*Replica, error) {
 	return r, nil
 }
 
-// SetVaultModel changes what the vault may anchor (store.ModelKint or store.ModelFull) and
+// SetVaultModel changes what the vault may anchor (vault.ModelKint or vault.ModelFull) and
 // records it in vault.json, where the next mount finds it.
 func (r *Replica) SetVaultModel(m string) error {
 	r.pushMu.Lock() // vault.json is also written by a pull

@@ -85,7 +85,7 @@ func (s *Store) historyFrom(holes []HistoryHole) (vault.Head, error) {
 }
 
 // CheckHistory says whether the versions anchored at or before block are all on this
-// machine: ErrHistoryIncomplete when the block falls in a hole.
+// machine: vault.ErrHistoryIncomplete when the block falls in a hole.
 func (s *Store) CheckHistory(block uint64) error {
 	holes, err := s.HistoryHoles()
 	if err != nil {
@@ -242,7 +242,7 @@ func setHistory(wb *badger.WriteBatch, id string, block, seq uint64, rec *histRe
 // BlockAt is the block of the newest recorded epoch whose block timestamp is at or before t
 // (0, the tree before the first epoch, when none is). It needs no chain: the times are
 // recorded as epochs are pushed and pulled. A time that falls where this machine holds no
-// history, or before the times are read, is refused with ErrHistoryIncomplete.
+// history, or before the times are read, is refused with vault.ErrHistoryIncomplete.
 func (s *Store) BlockAt(t time.Time) (uint64, error) {
 	if t.Unix() < 0 {
 		return 0, nil

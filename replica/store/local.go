@@ -60,7 +60,7 @@ type Store struct {
 	applyHook func(batch int) error
 	// batchLimits, when set (by tests), replaces the size and entry budget of one batch.
 	batchLimits func() (size, count int64)
-	// full is the vault model: set for ModelFull, clear for kint's (see shapes.go).
+	// full is the vault model: set for vault.ModelFull, clear for kint's (see shapes.go).
 	full atomic.Bool
 	// writers are the rows open for writing, which a push does not seal yet when new.
 	writers writers

@@ -19,7 +19,7 @@ import (
 // (key, body, metadata) and journal events (the five fields); its restore deletes entities
 // only. A row anchored in any other shape is one kint reports as drifted and anchors again
 // without what it cannot hold, and a deletion it cannot replay brings the row back at its next
-// push. So, unless the vault is marked as one kint never opens (ModelFull), the store refuses
+// push. So, unless the vault is marked as one kint never opens (vault.ModelFull), the store refuses
 // here, whoever asks, what kint could not hold: status outside entities, meta outside
 // references, and the deletion of an anchored state or reference row. The journal is
 // append-only in either model.

@@ -12,7 +12,7 @@ import (
 )
 
 // The trash is the freedesktop trash of the mount (MNT/.Trash-$UID/files and info): local to
-// this machine, never anchored, outside the tiers. Its files are local files of TrashTier, in
+// this machine, never anchored, outside the tiers. Its files are local files of vault.TrashTier, in
 // the directory named by their Category, a path such as ".Trash-1000/files". Moving a row
 // there (Rename) stages its deletion and keeps its content here, with its status and meta;
 // moving it out brings the row back. Removing it frees the local copy; the row's history is

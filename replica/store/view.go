@@ -252,7 +252,7 @@ func (s *Store) removeTx(txn *badger.Txn, apply *[]func(), k vault.Key) error {
 // local file renamed onto a row's name becomes that row's new body (an editor's atomic save).
 // The file keeps its inode number and local attributes; the name it left has no number until
 // a new file takes it, and the file it replaced is gone with its attributes. A row moved into
-// the trash (TrashTier) is deleted from the vault and kept here with its status and meta,
+// the trash (vault.TrashTier) is deleted from the vault and kept here with its status and meta,
 // which it takes back when it is moved out again.
 func (s *Store) Rename(from, to vault.Key) error {
 	if from.Tier != to.Tier && !trashMove(from, to) {
