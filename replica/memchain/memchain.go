@@ -397,18 +397,20 @@ func altered(tx *types.Transaction) *types.Transaction {
 		GasFeeCap: tx.GasFeeCap(), Gas: tx.Gas(), To: tx.To(), Value: tx.Value(), Data: data})
 }
 
-// BlockTimes are the timestamps of blocks, unix seconds.
+// BlockTimes are the timestamps of blocks, unix seconds; a block not mined yet is an error,
+// as the node's null header is to the RPC client.
 func (n *Conn) BlockTimes(ctx context.Context, blocks []uint64) (map[uint64]uint64, error) {
 	if _, err := n.call(ctx, "eth_getBlockByNumber"); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read block times: %w", err)
 	}
 	n.c.mu.Lock()
 	defer n.c.mu.Unlock()
 	out := map[uint64]uint64{}
 	for _, b := range blocks {
-		if b < uint64(len(n.c.blocks)) {
-			out[b] = n.c.blocks[b].time
+		if b >= uint64(len(n.c.blocks)) {
+			return nil, fmt.Errorf("block %d: the node has no such block", b)
 		}
+		out[b] = n.c.blocks[b].time
 	}
 	return out, nil
 }
