@@ -190,11 +190,12 @@ func (c *Chain) execute(b *block, h common.Hash, rec *txRec) {
 	rec.block = b.number
 	owner, space, prev, ct, err := chain.DecodePushCalldata(rec.tx.Data())
 	if to := rec.tx.To(); to == nil || *to != c.contract || err != nil {
-		rec.failed = fmt.Errorf("%w: not a push to the contract", chain.ErrTxFailed)
+		rec.failed = fmt.Errorf("%w: reverted in block %d", chain.ErrTxFailed, b.number)
 		return
 	}
-	if err := c.check(b, rec.from, owner, space, prev, ct); err != nil {
-		rec.failed = fmt.Errorf("%w: reverted in block %d: %w", chain.ErrTxFailed, b.number, err)
+	if c.check(b, rec.from, owner, space, prev, ct) != nil {
+		// a receipt has a status, not the revert's reason
+		rec.failed = fmt.Errorf("%w: reverted in block %d", chain.ErrTxFailed, b.number)
 		return
 	}
 	k := vaultKey{owner, space}
