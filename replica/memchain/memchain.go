@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"maps"
 	"math/big"
+	"slices"
 	"sync"
 	"time"
 
@@ -255,11 +256,14 @@ func (n *Conn) Fault(fn func(f *Faults)) {
 
 var errRefused = errors.New("memchain: connection refused")
 
-// call counts one request and applies latency and an outage; it returns the faults in force.
-func (n *Conn) call(ctx context.Context, method string) (Faults, error) {
+// call counts one request (one round trip, as a batch of the given JSON-RPC methods is on
+// an RPC) and applies latency and an outage; it returns the faults in force.
+func (n *Conn) call(ctx context.Context, methods ...string) (Faults, error) {
 	n.mu.Lock()
 	n.total++
-	n.calls[method]++
+	for _, m := range methods {
+		n.calls[m]++
+	}
 	f := n.faults
 	n.mu.Unlock()
 	if f.Latency > 0 {
@@ -367,7 +371,7 @@ func (d *finder) Close() {}
 
 // FetchBlobs serves each event's push transaction and checks it as the RPC client does.
 func (n *Conn) FetchBlobs(ctx context.Context, evs []*chain.EpochEvent) ([][]byte, error) {
-	f, err := n.call(ctx, "eth_getTransactionByHash")
+	f, err := n.call(ctx, slices.Repeat([]string{"eth_getTransactionByHash"}, len(evs))...)
 	if err != nil {
 		return nil, fmt.Errorf("fetch push transactions: %w", err)
 	}
@@ -401,7 +405,7 @@ func altered(tx *types.Transaction) *types.Transaction {
 // BlockTimes are the timestamps of blocks, unix seconds; a block not mined yet is an error,
 // as the node's null header is to the RPC client.
 func (n *Conn) BlockTimes(ctx context.Context, blocks []uint64) (map[uint64]uint64, error) {
-	if _, err := n.call(ctx, "eth_getBlockByNumber"); err != nil {
+	if _, err := n.call(ctx, slices.Repeat([]string{"eth_getBlockByNumber"}, len(blocks))...); err != nil {
 		return nil, fmt.Errorf("read block times: %w", err)
 	}
 	n.c.mu.Lock()
@@ -419,7 +423,7 @@ func (n *Conn) BlockTimes(ctx context.Context, blocks []uint64) (map[uint64]uint
 // PreparePush estimates (refusing a push that would revert, as eth_estimateGas does) and
 // signs push(owner, space, prev, ct) with the pending nonce of key.
 func (n *Conn) PreparePush(ctx context.Context, key *ecdsa.PrivateKey, owner common.Address, space, prev common.Hash, ct []byte) (*chain.PreparedPush, error) {
-	if _, err := n.call(ctx, "eth_estimateGas"); err != nil {
+	if _, err := n.call(ctx, "eth_estimateGas", "eth_getBlockByNumber", "eth_maxPriorityFeePerGas", "eth_getTransactionCount"); err != nil {
 		return nil, fmt.Errorf("prepare push: estimate gas, read fees and nonce: %w", err)
 	}
 	from := crypto.PubkeyToAddress(key.PublicKey)
@@ -503,7 +507,7 @@ func (n *Conn) Send(ctx context.Context, p *chain.PreparedPush) error {
 func (n *Conn) WaitPush(ctx context.Context, p *chain.PreparedPush, owner common.Address, space common.Hash, confirmations uint64) (*chain.PushReceipt, error) {
 	confirmations = max(confirmations, 1)
 	for {
-		f, err := n.call(ctx, "eth_getTransactionReceipt")
+		f, err := n.call(ctx, "eth_getTransactionReceipt", "eth_blockNumber")
 		if err != nil {
 			return nil, fmt.Errorf("push %s: %w", p.Hash, err)
 		}
