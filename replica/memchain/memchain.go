@@ -314,7 +314,8 @@ func (n *Conn) Head(ctx context.Context, owner common.Address, space common.Hash
 	return b.heads[vaultKey{owner, space}], nil
 }
 
-// EpochAt is the exact-block log query: the Epoch event of seq in block.
+// EpochAt is the exact-block log query: the Epoch event of seq in block. A block not mined
+// yet is refused, as the node refuses a log range beyond its head.
 func (n *Conn) EpochAt(ctx context.Context, owner common.Address, space common.Hash, blockNum, seq uint64) (*chain.EpochEvent, error) {
 	f, err := n.call(ctx, "eth_getLogs")
 	if err != nil {
@@ -322,12 +323,14 @@ func (n *Conn) EpochAt(ctx context.Context, owner common.Address, space common.H
 	}
 	var evs []*chain.EpochEvent
 	n.c.mu.Lock()
-	if blockNum < uint64(len(n.c.blocks)) {
-		for _, ev := range n.c.blocks[blockNum].events {
-			if ev.Owner == owner && ev.Space == space && !f.Withhold[ev.Seq] {
-				e := *ev
-				evs = append(evs, &e)
-			}
+	if blockNum >= uint64(len(n.c.blocks)) {
+		n.c.mu.Unlock()
+		return nil, fmt.Errorf("read Epoch logs at block %d: block range extends beyond current head block", blockNum)
+	}
+	for _, ev := range n.c.blocks[blockNum].events {
+		if ev.Owner == owner && ev.Space == space && !f.Withhold[ev.Seq] {
+			e := *ev
+			evs = append(evs, &e)
 		}
 	}
 	n.c.mu.Unlock()
