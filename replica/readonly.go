@@ -3,6 +3,8 @@ package replica
 import (
 	"fmt"
 	"time"
+
+	"kintfs/seal"
 )
 
 // A replica opened with Options.ReadOnly (a --read-only mount) refuses, here in the engine,
@@ -110,4 +112,12 @@ func (r *Replica) TrashRmdir(path string) error {
 		return err
 	}
 	return r.Store.TrashRmdir(path)
+}
+
+// StageRows is Store.StageRows, refused on a read-only replica.
+func (r *Replica) StageRows(rows []seal.Row, mtime time.Time) error {
+	if err := r.refuseChange(); err != nil {
+		return err
+	}
+	return r.Store.StageRows(rows, mtime)
 }
