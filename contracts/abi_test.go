@@ -145,7 +145,7 @@ func TestBindingsCarryBuildArtifacts(t *testing.T) {
 	if got, want := common.FromHex(contracts.EpochAnchorMetaData.Bin), contracts.EpochAnchorBytecode(); !bytes.Equal(got, want) {
 		t.Error("EpochAnchor binding bytecode differs from build/EpochAnchor.bin: run make contracts")
 	}
-	if got, want := common.FromHex(contracts.TestWalletMetaData.Bin), contracts.TestWalletBytecode(); !bytes.Equal(got, want) {
+	if got, want := common.FromHex(contracts.TestWalletMetaData.Bin), contracts.WalletBytecode(); !bytes.Equal(got, want) {
 		t.Error("TestWallet binding bytecode differs from build/TestWallet.bin: run make contracts")
 	}
 	if len(contracts.EpochAnchorBytecode()) == 0 {

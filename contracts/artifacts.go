@@ -1,5 +1,6 @@
 // Package contracts holds the EpochAnchor contract (Solidity source, compiled artifacts and
-// abigen v2 bindings) and TestWallet, a minimal ERC-1271 account used by tests.
+// abigen v2 bindings) and TestWallet, a minimal ERC-1271 account used by tests (its bytecode
+// and deployment are in export_test.go, for the tests only).
 //
 // Rebuild with `make contracts`; `make contracts-check` fails when the committed artifacts
 // differ from a fresh compile.
@@ -19,8 +20,6 @@ var (
 	epochAnchorABI []byte
 	//go:embed build/EpochAnchor.bin
 	epochAnchorBin string
-	//go:embed build/TestWallet.bin
-	testWalletBin string
 )
 
 // EpochAnchorABIJSON returns the compiled ABI of EpochAnchor, byte-identical to the
@@ -30,15 +29,7 @@ func EpochAnchorABIJSON() []byte { return append([]byte(nil), epochAnchorABI...)
 // EpochAnchorBytecode returns the init code of EpochAnchor (no constructor arguments).
 func EpochAnchorBytecode() []byte { return common.FromHex(strings.TrimSpace(epochAnchorBin)) }
 
-// TestWalletBytecode returns the init code of TestWallet without its constructor argument.
-func TestWalletBytecode() []byte { return common.FromHex(strings.TrimSpace(testWalletBin)) }
-
 // DeployEpochAnchor sends the creation transaction of a new EpochAnchor.
 func DeployEpochAnchor(opts *bind.TransactOpts, backend bind.ContractBackend) (common.Address, *types.Transaction, error) {
 	return bind.DeployContract(opts, EpochAnchorBytecode(), backend, nil)
-}
-
-// DeployTestWallet sends the creation transaction of a TestWallet whose signer is signer.
-func DeployTestWallet(opts *bind.TransactOpts, backend bind.ContractBackend, signer common.Address) (common.Address, *types.Transaction, error) {
-	return bind.DeployContract(opts, TestWalletBytecode(), backend, NewTestWallet().PackConstructor(signer))
 }

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"kintfs/replica"
 	"kintfs/replica/vault"
+	"kintfs/replica/replicatest"
 )
 
 // requireTool fails in CI (which installs it, see .ci/run) and skips loudly elsewhere when a
@@ -48,7 +48,7 @@ func remount(t *testing.T, tm *testMount) *testMount {
 		time.Sleep(100 * time.Millisecond)
 	}
 	tm.m = nil
-	r := replica.ReopenTestReplica(t, tm.r)
+	r := replicatest.Reopen(t, tm.r)
 	m, err := Mount(tm.dir, r, MountOptions{Xattrs: true, Logger: log.New(tm.log, "", 0)})
 	if err != nil {
 		t.Fatal(err)

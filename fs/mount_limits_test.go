@@ -12,6 +12,7 @@ import (
 
 	"kintfs/replica"
 	"kintfs/replica/vault"
+	"kintfs/replica/replicatest"
 )
 
 // limitMarker is written into every body of these tests, so that a log line quoting a body
@@ -36,7 +37,7 @@ type remountable struct {
 
 func newRemountable(t *testing.T) *remountable {
 	requireFuse(t)
-	rm := &remountable{t: t, r: replica.NewTestReplica(t), dir: t.TempDir(), log: &testLog{t: t}}
+	rm := &remountable{t: t, r: replicatest.New(t), dir: t.TempDir(), log: &testLog{t: t}}
 	rm.mount()
 	t.Cleanup(func() {
 		rm.unmount()
@@ -75,7 +76,7 @@ func (rm *remountable) unmount() {
 // remount unmounts, closes the store, opens it again and mounts it.
 func (rm *remountable) remount() {
 	rm.unmount()
-	rm.r = replica.ReopenTestReplica(rm.t, rm.r)
+	rm.r = replicatest.Reopen(rm.t, rm.r)
 	rm.mount()
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"kintfs/replica"
 	"kintfs/replica/vault"
+	"kintfs/replica/replicatest"
 )
 
 // testMount is a live mount over a fresh test replica.
@@ -62,12 +63,12 @@ func requireFuse(t *testing.T) {
 	t.Skip(msg)
 }
 
-// mountForTest mounts replica.NewTestReplica(t) on a temporary directory and unmounts it when
+// mountForTest mounts replicatest.New(t) on a temporary directory and unmounts it when
 // the test ends. opts, when given, adjust the mount options.
 func mountForTest(t *testing.T, opts ...func(*MountOptions)) *testMount {
 	t.Helper()
 	requireFuse(t)
-	r := replica.NewTestReplica(t)
+	r := replicatest.New(t)
 	dir := t.TempDir()
 	// Many tests write entity bodies that are not JSON: the close says such a row is held
 	// (TestHeldWriteSaidAtClose checks the line).
@@ -290,7 +291,7 @@ func TestMountpointMustBeEmpty(t *testing.T) {
 	if err == nil {
 		t.Fatal("mounted without a backend")
 	}
-	r := replica.NewTestReplica(t)
+	r := replicatest.New(t)
 	_, err = Mount(dir, r, MountOptions{})
 	if err == nil || !strings.Contains(err.Error(), "--allow-non-empty") {
 		t.Fatalf("non-empty mountpoint: %v", err)
@@ -299,7 +300,7 @@ func TestMountpointMustBeEmpty(t *testing.T) {
 
 func TestMountAllowNonEmpty(t *testing.T) {
 	requireFuse(t)
-	r := replica.NewTestReplica(t)
+	r := replicatest.New(t)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "x"), nil, 0644); err != nil {
 		t.Fatal(err)

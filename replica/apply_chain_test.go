@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"kintfs/replica/store"
+	"kintfs/replica/store/storetest"
 	"kintfs/replica/vault"
 	"kintfs/seal"
 )
@@ -24,8 +25,8 @@ func TestPushPullLargestEpochs(t *testing.T) {
 	if err := w.SetBucketPolicy(PolicyKint); err != nil {
 		t.Fatal(err)
 	}
-	rows := store.TinyRows(30000, "")
-	store.StageRows(t, w.store, rows)
+	rows := storetest.TinyRows(30000, "")
+	storetest.StageRows(t, w.store, rows)
 	start := time.Now()
 	rep, err := w.Push(ctx, PushOptions{})
 	if err != nil {
@@ -38,7 +39,7 @@ func TestPushPullLargestEpochs(t *testing.T) {
 	if st, _, _, err := w.store.CollectStaged(false); err != nil || len(st) != 0 {
 		t.Fatalf("%d rows still staged, %v", len(st), err)
 	}
-	store.CheckRows(t, w.store, rows)
+	storetest.CheckRows(t, w.store, rows)
 
 	f := e.machine()
 	start = time.Now()
@@ -52,7 +53,7 @@ func TestPushPullLargestEpochs(t *testing.T) {
 	if wh != fh || fh.Seq != 2 {
 		t.Fatalf("heads: writer %+v, fresh %+v", wh, fh)
 	}
-	store.CheckRows(t, f.store, rows)
+	storetest.CheckRows(t, f.store, rows)
 	wl, _ := w.List(seal.TierState, nil)
 	fl, _ := f.List(seal.TierState, nil)
 	if len(wl) != len(rows) || len(fl) != len(rows) {
@@ -92,11 +93,11 @@ func TestPullUnapplicableSnapshotSaysWhy(t *testing.T) {
 	e := newChainEnv(t)
 	ctx := context.Background()
 	w := e.machine()
-	store.StageRows(t, w.store, []seal.Row{{Tier: seal.TierState, Key: "a", Body: cat("1")}})
+	storetest.StageRows(t, w.store, []seal.Row{{Tier: seal.TierState, Key: "a", Body: cat("1")}})
 	if _, err := w.Push(ctx, PushOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	store.StageRows(t, w.store, []seal.Row{{Tier: seal.TierState, Key: "b", Body: cat("2")}})
+	storetest.StageRows(t, w.store, []seal.Row{{Tier: seal.TierState, Key: "b", Body: cat("2")}})
 	if _, err := w.Push(ctx, PushOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +105,7 @@ func TestPullUnapplicableSnapshotSaysWhy(t *testing.T) {
 	// hand, as another writer might
 	secret := "secret-meta-" + strings.Repeat("m", 10)
 	long := seal.Row{Tier: seal.TierState, Key: strings.Repeat("k", store.MaxKeyBytes-41), Body: cat("body-secret"), Meta: &secret}
-	store.StageRows(t, w.store, []seal.Row{long})
+	storetest.StageRows(t, w.store, []seal.Row{long})
 	if _, err := w.Push(ctx, PushOptions{Snapshot: true}); err == nil || !strings.Contains(err.Error(), "cannot be applied") {
 		// the row is held, and a snapshot without it is anchored instead
 		t.Logf("push --snapshot: %v", err)

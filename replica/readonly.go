@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"kintfs/replica/vault"
+	"kintfs/seal"
 )
 
 // A replica opened with Options.ReadOnly (a --read-only mount) refuses, here in the engine,
@@ -114,4 +115,12 @@ func (r *Replica) TrashRmdir(path string) error {
 		return err
 	}
 	return r.store.TrashRmdir(path)
+}
+
+// StageRows is Store.StageRows, refused on a read-only replica.
+func (r *Replica) StageRows(rows []seal.Row, mtime time.Time) error {
+	if err := r.refuseChange(); err != nil {
+		return err
+	}
+	return r.store.StageRows(rows, mtime)
 }

@@ -63,10 +63,13 @@ func TestReadOnlyRefusesEveryChange(t *testing.T) {
 		"set dir attrs": func() error { return r.SetDirAttrs(1, vault.AttrChange{}) },
 		"trash mkdir":   func() error { return r.TrashMkdir("d") },
 		"trash rmdir":   func() error { return r.TrashRmdir("d") },
-		"push":          func() error { _, err := r.Push(ctx, PushOptions{}); return err },
-		"compact":       func() error { return r.Control(ctx, "compact") },
-		"flush":         func() error { return r.Control(ctx, "flush") },
-		"rekey":         func() error { _, _, err := r.Rekey(ctx, [32]byte{1}, seal.KindPassphrase, PushOptions{}); return err },
+		"stage rows": func() error {
+			return r.StageRows([]seal.Row{{Tier: seal.TierState, Key: "rows", Body: strp("r")}}, time.Now())
+		},
+		"push":    func() error { _, err := r.Push(ctx, PushOptions{}); return err },
+		"compact": func() error { return r.Control(ctx, "compact") },
+		"flush":   func() error { return r.Control(ctx, "flush") },
+		"rekey":   func() error { _, _, err := r.Rekey(ctx, [32]byte{1}, seal.KindPassphrase, PushOptions{}); return err },
 	} {
 		err := op()
 		if !errors.Is(err, vault.ErrReadOnly) || !strings.Contains(err.Error(), "--read-only") {

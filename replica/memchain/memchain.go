@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"maps"
 	"math/big"
+	"slices"
 	"sync"
 	"time"
 
@@ -190,11 +191,12 @@ func (c *Chain) execute(b *block, h common.Hash, rec *txRec) {
 	rec.block = b.number
 	owner, space, prev, ct, err := chain.DecodePushCalldata(rec.tx.Data())
 	if to := rec.tx.To(); to == nil || *to != c.contract || err != nil {
-		rec.failed = fmt.Errorf("%w: not a push to the contract", chain.ErrTxFailed)
+		rec.failed = fmt.Errorf("%w: reverted in block %d", chain.ErrTxFailed, b.number)
 		return
 	}
-	if err := c.check(b, rec.from, owner, space, prev, ct); err != nil {
-		rec.failed = fmt.Errorf("%w: reverted in block %d: %w", chain.ErrTxFailed, b.number, err)
+	if c.check(b, rec.from, owner, space, prev, ct) != nil {
+		// a receipt has a status, not the revert's reason
+		rec.failed = fmt.Errorf("%w: reverted in block %d", chain.ErrTxFailed, b.number)
 		return
 	}
 	k := vaultKey{owner, space}
@@ -254,11 +256,14 @@ func (n *Conn) Fault(fn func(f *Faults)) {
 
 var errRefused = errors.New("memchain: connection refused")
 
-// call counts one request and applies latency and an outage; it returns the faults in force.
-func (n *Conn) call(ctx context.Context, method string) (Faults, error) {
+// call counts one request (one round trip, as a batch of the given JSON-RPC methods is on
+// an RPC) and applies latency and an outage; it returns the faults in force.
+func (n *Conn) call(ctx context.Context, methods ...string) (Faults, error) {
 	n.mu.Lock()
 	n.total++
-	n.calls[method]++
+	for _, m := range methods {
+		n.calls[m]++
+	}
 	f := n.faults
 	n.mu.Unlock()
 	if f.Latency > 0 {
@@ -309,7 +314,8 @@ func (n *Conn) Head(ctx context.Context, owner common.Address, space common.Hash
 	return b.heads[vaultKey{owner, space}], nil
 }
 
-// EpochAt is the exact-block log query: the Epoch event of seq in block.
+// EpochAt is the exact-block log query: the Epoch event of seq in block. A block not mined
+// yet is refused, as the node refuses a log range beyond its head.
 func (n *Conn) EpochAt(ctx context.Context, owner common.Address, space common.Hash, blockNum, seq uint64) (*chain.EpochEvent, error) {
 	f, err := n.call(ctx, "eth_getLogs")
 	if err != nil {
@@ -317,12 +323,14 @@ func (n *Conn) EpochAt(ctx context.Context, owner common.Address, space common.H
 	}
 	var evs []*chain.EpochEvent
 	n.c.mu.Lock()
-	if blockNum < uint64(len(n.c.blocks)) {
-		for _, ev := range n.c.blocks[blockNum].events {
-			if ev.Owner == owner && ev.Space == space && !f.Withhold[ev.Seq] {
-				e := *ev
-				evs = append(evs, &e)
-			}
+	if blockNum >= uint64(len(n.c.blocks)) {
+		n.c.mu.Unlock()
+		return nil, fmt.Errorf("read Epoch logs at block %d: block range extends beyond current head block", blockNum)
+	}
+	for _, ev := range n.c.blocks[blockNum].events {
+		if ev.Owner == owner && ev.Space == space && !f.Withhold[ev.Seq] {
+			e := *ev
+			evs = append(evs, &e)
 		}
 	}
 	n.c.mu.Unlock()
@@ -366,7 +374,7 @@ func (d *finder) Close() {}
 
 // FetchBlobs serves each event's push transaction and checks it as the RPC client does.
 func (n *Conn) FetchBlobs(ctx context.Context, evs []*chain.EpochEvent) ([][]byte, error) {
-	f, err := n.call(ctx, "eth_getTransactionByHash")
+	f, err := n.call(ctx, slices.Repeat([]string{"eth_getTransactionByHash"}, len(evs))...)
 	if err != nil {
 		return nil, fmt.Errorf("fetch push transactions: %w", err)
 	}
@@ -397,18 +405,20 @@ func altered(tx *types.Transaction) *types.Transaction {
 		GasFeeCap: tx.GasFeeCap(), Gas: tx.Gas(), To: tx.To(), Value: tx.Value(), Data: data})
 }
 
-// BlockTimes are the timestamps of blocks, unix seconds.
+// BlockTimes are the timestamps of blocks, unix seconds; a block not mined yet is an error,
+// as the node's null header is to the RPC client.
 func (n *Conn) BlockTimes(ctx context.Context, blocks []uint64) (map[uint64]uint64, error) {
-	if _, err := n.call(ctx, "eth_getBlockByNumber"); err != nil {
-		return nil, err
+	if _, err := n.call(ctx, slices.Repeat([]string{"eth_getBlockByNumber"}, len(blocks))...); err != nil {
+		return nil, fmt.Errorf("read block times: %w", err)
 	}
 	n.c.mu.Lock()
 	defer n.c.mu.Unlock()
 	out := map[uint64]uint64{}
 	for _, b := range blocks {
-		if b < uint64(len(n.c.blocks)) {
-			out[b] = n.c.blocks[b].time
+		if b >= uint64(len(n.c.blocks)) {
+			return nil, fmt.Errorf("block %d: the node has no such block", b)
 		}
+		out[b] = n.c.blocks[b].time
 	}
 	return out, nil
 }
@@ -416,7 +426,7 @@ func (n *Conn) BlockTimes(ctx context.Context, blocks []uint64) (map[uint64]uint
 // PreparePush estimates (refusing a push that would revert, as eth_estimateGas does) and
 // signs push(owner, space, prev, ct) with the pending nonce of key.
 func (n *Conn) PreparePush(ctx context.Context, key *ecdsa.PrivateKey, owner common.Address, space, prev common.Hash, ct []byte) (*chain.PreparedPush, error) {
-	if _, err := n.call(ctx, "eth_estimateGas"); err != nil {
+	if _, err := n.call(ctx, "eth_estimateGas", "eth_getBlockByNumber", "eth_maxPriorityFeePerGas", "eth_getTransactionCount"); err != nil {
 		return nil, fmt.Errorf("prepare push: estimate gas, read fees and nonce: %w", err)
 	}
 	from := crypto.PubkeyToAddress(key.PublicKey)
@@ -434,13 +444,35 @@ func (n *Conn) PreparePush(ctx context.Context, key *ecdsa.PrivateKey, owner com
 		return nil, fmt.Errorf("%w: %w", chain.ErrWouldRevert, err)
 	}
 	to := n.c.contract
+	data := chain.EncodePushCalldata(owner, space, prev, ct)
+	gas := pushGas(data)
 	tx, err := types.SignNewTx(key, n.c.signer, &types.DynamicFeeTx{ChainID: big.NewInt(ChainID), Nonce: nonce,
-		GasTipCap: big.NewInt(1e9), GasFeeCap: big.NewInt(3e9), Gas: 60_000 + 40*uint64(len(ct)), To: &to,
-		Data: chain.EncodePushCalldata(owner, space, prev, ct)})
+		GasTipCap: big.NewInt(1e9), GasFeeCap: big.NewInt(3e9), Gas: gas + gas*gasMargin/100, To: &to, Data: data})
 	if err != nil {
 		return nil, fmt.Errorf("prepare push: sign: %w", err)
 	}
 	return &chain.PreparedPush{Tx: tx, Hash: tx.Hash(), Digest: crypto.Keccak256Hash(ct), Nonce: nonce, GasPrice: chain.QuotedPrice(tx)}, nil
+}
+
+// gasMargin is what the RPC client adds to a gas estimate, in percent.
+const gasMargin = 10
+
+// pushExecGas is about what push itself costs on the dev chain: the head record and the event.
+const pushExecGas = 49_000
+
+// pushGas is the gas a push with calldata data uses, and so what eth_estimateGas answers:
+// the transaction's base cost plus its calldata's and push's own, or EIP-7623's calldata
+// floor when that is more (as it is for a ciphertext of a few kilobytes).
+func pushGas(data []byte) uint64 {
+	std := uint64(21_000 + pushExecGas)
+	for _, b := range data {
+		if b == 0 {
+			std += 4
+		} else {
+			std += 16
+		}
+	}
+	return max(std, chain.CalldataFloor(data))
 }
 
 // Send puts the signed push in the pool (a transaction the node knows already is accepted
@@ -478,7 +510,7 @@ func (n *Conn) Send(ctx context.Context, p *chain.PreparedPush) error {
 func (n *Conn) WaitPush(ctx context.Context, p *chain.PreparedPush, owner common.Address, space common.Hash, confirmations uint64) (*chain.PushReceipt, error) {
 	confirmations = max(confirmations, 1)
 	for {
-		f, err := n.call(ctx, "eth_getTransactionReceipt")
+		f, err := n.call(ctx, "eth_getTransactionReceipt", "eth_blockNumber")
 		if err != nil {
 			return nil, fmt.Errorf("push %s: %w", p.Hash, err)
 		}
@@ -501,8 +533,9 @@ func (n *Conn) WaitPush(ctx context.Context, p *chain.PreparedPush, owner common
 			if ev.Owner != owner || ev.Space != space || ev.Digest != p.Digest {
 				return nil, fmt.Errorf("push %s: %w", p.Hash, chain.ErrEventMismatch)
 			}
+			used := pushGas(rec.tx.Data())
 			return &chain.PushReceipt{TxHash: p.Hash, Block: ev.Block, Seq: ev.Seq, Digest: ev.Digest,
-				GasUsed: rec.tx.Gas(), EffectiveGasPrice: big.NewInt(1e9), Cost: new(big.Int).Mul(big.NewInt(1e9), new(big.Int).SetUint64(rec.tx.Gas())), Event: &ev}, nil
+				GasUsed: used, EffectiveGasPrice: big.NewInt(1e9), Cost: new(big.Int).Mul(big.NewInt(1e9), new(big.Int).SetUint64(used)), Event: &ev}, nil
 		case rec != nil && rec.block > 0 && n.c.autoMine:
 			n.c.mineLocked() // a confirmation
 			n.c.mu.Unlock()

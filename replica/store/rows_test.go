@@ -5,12 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
-
 	"kintfs/seal"
 )
 
-// Fixtures shared by the tests of the store and of the engine above it.
+// Rows for the store's own tests; the engine's tests have the same in replica/store/storetest.
 
 // TinyRows are n of the smallest rows: state rows with short keys and one-byte bodies.
 func TinyRows(n int, tag string) []seal.Row {
@@ -41,17 +39,7 @@ func CheckRows(t testing.TB, s *Store, rows []seal.Row) {
 // StageRows stages rows a few hundred to a transaction, as many writes would.
 func StageRows(t testing.TB, s *Store, rows []seal.Row) {
 	t.Helper()
-	for i := 0; i < len(rows); i += 500 {
-		err := s.update(func(txn *badger.Txn, apply *[]func()) error {
-			for _, row := range rows[i:min(i+500, len(rows))] {
-				if _, err := s.stagePut(txn, apply, row, time.Now()); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+	if err := s.StageRows(rows, time.Now()); err != nil {
+		t.Fatal(err)
 	}
 }
