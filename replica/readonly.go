@@ -48,6 +48,14 @@ func (r *Replica) Rename(from, to Key) error {
 	return r.Store.Rename(from, to)
 }
 
+// RenameKeepingAttrs is Store.RenameKeepingAttrs, refused on a read-only replica.
+func (r *Replica) RenameKeepingAttrs(from, to Key) error {
+	if err := r.refuseChange(); err != nil {
+		return err
+	}
+	return r.Store.RenameKeepingAttrs(from, to)
+}
+
 // Mkdir is Store.Mkdir, refused on a read-only replica.
 func (r *Replica) Mkdir(category string) error {
 	if err := r.refuseChange(); err != nil {

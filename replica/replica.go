@@ -259,3 +259,13 @@ func (r *Replica) warnf(format string, args ...any) { r.opt.Logf("warn: "+format
 
 // At is the read-only tree as anchored at or before block.
 func (r *Replica) At(block uint64) TreeReader { return r.Store.At(block) }
+
+// HistoryView is At, refused with ErrHistoryIncomplete when this machine does not hold the
+// versions the block's tree shows (Store.HistoryView).
+func (r *Replica) HistoryView(block uint64) (TreeReader, error) {
+	h, err := r.Store.HistoryView(block)
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
+}
