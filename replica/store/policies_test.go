@@ -258,9 +258,19 @@ func BenchmarkHistoryView(b *testing.B) {
 		}
 	}
 	putEpochRecords(b, r.Store, infos...)
-	for b.Loop() {
-		if _, err := r.HistoryView(15000); err != nil {
-			b.Fatal(err)
+	b.Run("cached", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := r.HistoryView(15000); err != nil {
+				b.Fatal(err)
+			}
 		}
-	}
+	})
+	b.Run("after an epoch", func(b *testing.B) {
+		for b.Loop() {
+			r.holeBlocks.forget()
+			if _, err := r.HistoryView(15000); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
