@@ -17,7 +17,8 @@ type Backend interface {
 	// fields; the event is stored under its content key, which the returned version names.
 	Write(k vault.Key, content []byte, mtime time.Time) (*vault.Version, error)
 	// Create makes an empty file (a row staged empty, or a local file) whose local mode is
-	// perm; an existing one is emptied and keeps its mode.
+	// perm; an existing one is emptied and keeps its mode. A new row takes the attributes a
+	// row renamed away from its name moments ago left (RenameKeepingAttrs).
 	Create(k vault.Key, perm uint32, mtime time.Time) (*vault.Version, error)
 	// SetLocalAttrs sets the local times and mode of a file and returns it. They are never
 	// staged or anchored; the row is left as it is.
@@ -40,8 +41,13 @@ type Backend interface {
 	// Remove stages the deletion of a row, or deletes a local file.
 	Remove(k vault.Key) error
 	// Rename moves a row within its tier (across categories for entities), replacing the
-	// target; vault.ErrCrossTier across tiers.
+	// target; vault.ErrCrossTier across tiers. A local file of the journal renamed to an
+	// event's name is appended as an event and removed, in one step.
 	Rename(from, to vault.Key) error
+	// RenameKeepingAttrs is Rename that, in the same step, gives a row moved onto a row the
+	// replaced row's status and meta when it has none, and keeps those of a row moved to a free
+	// name for a row created there moments later (Create).
+	RenameKeepingAttrs(from, to vault.Key) error
 	// Mkdir and Rmdir manage entity categories; Rmdir refuses with vault.ErrNotEmpty.
 	Mkdir(category string) error
 	Rmdir(category string) error
@@ -53,14 +59,10 @@ type Backend interface {
 	OpenedForWrite(k vault.Key)
 	ClosedForWrite(k vault.Key)
 
-	// At is the read-only tree as anchored at or before block.
-	At(block uint64) vault.TreeReader
-	// CheckHistory refuses (vault.ErrHistoryIncomplete) a block whose versions this machine
-	// does not hold: one under a snapshot whose older epochs were never fetched here.
-	CheckHistory(block uint64) error
-	// HistoryFrom is the oldest epoch from which every epoch up to the mirror is held here:
-	// no block at or past its block lies in a hole CheckHistory refuses.
-	HistoryFrom() (vault.Head, error)
+	// HistoryView is the read-only tree as anchored at or before block; it refuses
+	// (vault.ErrHistoryIncomplete) a block whose versions this machine does not hold: one
+	// under a snapshot whose older epochs were never fetched here.
+	HistoryView(block uint64) (TreeReader, error)
 	// MirrorHead is the newest epoch applied here; @<block> at or past its block can still
 	// change, one under it never does.
 	MirrorHead() (vault.Head, error)
@@ -77,3 +79,7 @@ type Backend interface {
 	// pull changed.
 	Subscribe(fn func(changed []vault.Key))
 }
+
+// TreeReader reads one tree: the live one or a history view. It is defined by the replica
+// so that its history views can be returned through Backend.HistoryView.
+type TreeReader = vault.TreeReader

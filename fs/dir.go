@@ -353,7 +353,6 @@ func (d *rowDir) Create(ctx context.Context, name string, flags uint32, mode uin
 			return nil, nil, 0, d.fs.fail("create", &d.node, name, err)
 		}
 		r.v = v
-		d.fs.restoreMoved(r.key)
 	}
 	var ch *fusefs.Inode
 	if fn != nil {
@@ -395,7 +394,6 @@ func (d *rowDir) Mknod(ctx context.Context, name string, mode uint32, dev uint32
 	if err != nil {
 		return nil, d.fs.fail("mknod", &d.node, name, err)
 	}
-	d.fs.restoreMoved(r.key)
 	fn := newFileNode(d.fs, d.v, r.key)
 	ch := d.NewInode(ctx, fn, d.fs.stable(syscall.S_IFREG, v.Ino))
 	if errno := fn.attr(&out.Attr); errno != 0 {

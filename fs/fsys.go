@@ -42,20 +42,14 @@ type mountFS struct {
 	cancel   context.CancelFunc
 	stopOnce sync.Once
 
-	mu    sync.Mutex
-	gens  map[uint64]uint64 // bumped when a node stops standing for its row (rename, unlink)
-	moved map[vault.Key]movedAttrs
+	mu   sync.Mutex
+	gens map[uint64]uint64 // bumped when a node stops standing for its row (rename, unlink)
 	// refused are the @<block> names refused for missing history and logged once
 	refused map[string]bool
 
 	inv invalidator
 	// head is the block of the newest epoch applied, as of the last change told (see changed)
 	head atomic.Uint64
-	// histFrom is a block at or past which CheckHistory has nothing to refuse. It grows only
-	// with a change told (a restore past a snapshot), which marks it stale; it is read again,
-	// reading every epoch record, at the next @<block> looked up.
-	histFrom  atomic.Uint64
-	histStale atomic.Bool
 }
 
 // view is one tree: the live one, or a history view under @<block>.
@@ -77,11 +71,8 @@ func newMountFS(b Backend, o MountOptions) *mountFS {
 		started: time.Now(),
 		live:    &view{tree: b},
 		gens:    map[uint64]uint64{},
-		moved:   map[vault.Key]movedAttrs{},
 		refused: map[string]bool{},
 	}
-	f.histFrom.Store(^uint64(0)) // until read: check every block
-	f.histStale.Store(true)
 	f.ctx, f.cancel = context.WithCancel(context.Background())
 	f.inv.init()
 	f.root = &rootNode{node: node{fs: f}, fixedDir: fixedDir{f.fixedShape()}}

@@ -35,41 +35,26 @@ var (
 	_ = (fusefs.NodeRenamer)((*histRoot)(nil))
 )
 
-// historyBlock resolves the name of a history root, @<block> or @<time> (RFC 3339 in UTC with
-// a Z), to a block whose history this machine holds. Like a block past the head, a time past
-// the newest epoch shows the newest state.
-func (f *mountFS) historyBlock(name string) (uint64, syscall.Errno) {
+// historyView resolves the name of a history root, @<block> or @<time> (RFC 3339 in UTC with
+// a Z), to a block and its tree, which the engine refuses when this machine does not hold its
+// history. Like a block past the head, a time past the newest epoch shows the newest state.
+func (f *mountFS) historyView(name string) (uint64, TreeReader, syscall.Errno) {
 	arg := name[1:]
 	block, err := strconv.ParseUint(arg, 10, 64)
 	if err != nil || arg[0] == '+' {
 		t, terr := time.Parse(time.RFC3339, arg)
 		if terr != nil || !strings.HasSuffix(arg, "Z") {
-			return 0, syscall.ENOENT
+			return 0, nil, syscall.ENOENT
 		}
 		if block, err = f.b.BlockAt(t); err != nil {
-			return 0, f.refuseHistory(name, err)
+			return 0, nil, f.refuseHistory(name, err)
 		}
 	}
-	// the check reads every epoch record; a block past every hole needs none
-	if block < f.historyFrom() {
-		if err := f.b.CheckHistory(block); err != nil {
-			return 0, f.refuseHistory(name, err)
-		}
+	tree, err := f.b.HistoryView(block)
+	if err != nil {
+		return 0, nil, f.refuseHistory(name, err)
 	}
-	return block, 0
-}
-
-// historyFrom is the block from which on history has no holes (max when it cannot be told). A
-// backfill lowers it unannounced, which only leaves checks that pass.
-func (f *mountFS) historyFrom() uint64 {
-	if f.histStale.CompareAndSwap(true, false) {
-		from := ^uint64(0)
-		if h, err := f.b.HistoryFrom(); err == nil {
-			from = h.Block
-		}
-		f.histFrom.Store(from)
-	}
-	return f.histFrom.Load()
+	return block, tree, 0
 }
 
 // refuseHistory answers a lookup of @<block> that this machine cannot show truthfully:
@@ -90,9 +75,9 @@ func (f *mountFS) refuseHistory(name string, err error) syscall.Errno {
 	return syscall.ENODATA
 }
 
-func newHistRoot(ctx context.Context, parent *node, block uint64, out *fuse.EntryOut) *fusefs.Inode {
+func newHistRoot(ctx context.Context, parent *node, block uint64, tree TreeReader, out *fuse.EntryOut) *fusefs.Inode {
 	f := parent.fs
-	h := &histRoot{node: node{fs: f}, fixedDir: fixedDir{syscall.EROFS}, v: &view{tree: f.b.At(block), history: true, block: block}}
+	h := &histRoot{node: node{fs: f}, fixedDir: fixedDir{syscall.EROFS}, v: &view{tree: tree, history: true, block: block}}
 	f.dirAttr(&out.Attr, inoHistory, tierNlink, 0755)
 	entryTimeouts(h.v, out)
 	// One inode number for all history roots; the block tells them apart.

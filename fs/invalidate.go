@@ -121,14 +121,11 @@ func (f *mountFS) changed(keys []vault.Key) {
 	})
 }
 
-// noteHead records the block of the newest epoch applied; where history has no holes is read
-// again when next needed.
+// noteHead records the block of the newest epoch applied.
 func (f *mountFS) noteHead() {
 	if h, err := f.b.MirrorHead(); err == nil {
 		f.head.Store(h.Block)
 	}
-	f.histFrom.Store(^uint64(0)) // check every block until it is read again
-	f.histStale.Store(true)
 }
 
 // invalidateHistory drops what the kernel holds under the history roots an epoch may have

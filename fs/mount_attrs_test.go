@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"kintfs/replica/vault"
 	"kintfs/replica/replicatest"
+	"kintfs/replica/vault"
 )
 
 // requireTool fails in CI (which installs it, see .ci/run) and skips loudly elsewhere when a

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"kintfs/replica"
-	"kintfs/replica/vault"
 	"kintfs/replica/replicatest"
+	"kintfs/replica/vault"
 )
 
 // limitMarker is written into every body of these tests, so that a log line quoting a body

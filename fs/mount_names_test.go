@@ -72,6 +72,13 @@ func TestJournalAppend(t *testing.T) {
 	if got := lsNames(t, tm.path("journal")); len(got) != 3 {
 		t.Fatalf("journal lists %q after moving an event in", got)
 	}
+	// One that is no event is refused, and stays as it was.
+	tm.expectLog("warn: rename: EINVAL: an invalid value")
+	mustSh(t, "echo nope > "+tm.path("journal", ".nope"))
+	wantErrno(t, "move a file that is no event in", os.Rename(tm.path("journal", ".nope"), tm.path("journal", "nope")), syscall.EINVAL)
+	if got := readFile(t, tm.path("journal", ".nope")); got != "nope\n" {
+		t.Fatalf("the refused file reads %q", got)
+	}
 	// While open, the created name can be reopened.
 	f, err = os.Create(tm.path("journal", "open"))
 	if err != nil {

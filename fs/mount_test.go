@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"kintfs/replica"
-	"kintfs/replica/vault"
 	"kintfs/replica/replicatest"
+	"kintfs/replica/vault"
 )
 
 // testMount is a live mount over a fresh test replica.

@@ -3,7 +3,6 @@ package fs
 import (
 	"context"
 	"syscall"
-	"time"
 
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 
@@ -107,95 +106,10 @@ func (d *rowDir) flushMoved(name string, key vault.Key) (*fileNode, syscall.Errn
 	return n, n.flush("rename")
 }
 
-// moveRow moves src onto dst in the backend; kept reports whether the file kept its inode
-// number (every move but a local file appended to the journal as an event).
+// moveRow moves src onto dst in the backend, keeping the replaced row's attributes (see
+// Backend.RenameKeepingAttrs); kept reports whether the file kept its inode number (every move
+// but a finished local file moved into journal/, which is appended as an event).
 func (f *mountFS) moveRow(src, dst resolved) (kept bool, err error) {
-	if src.key.Tier == seal.TierJournal && src.key.Local && !dst.key.Local {
-		// Moving a finished local file into journal/ appends it as an event.
-		content, err := f.b.Content(src.key)
-		if err != nil {
-			return false, err
-		}
-		if _, err := f.b.Write(dst.key, content, src.v.Mtime); err != nil {
-			return false, err
-		}
-		return false, f.b.Remove(src.key)
-	}
-	if err := f.b.Rename(src.key, dst.key); err != nil {
-		return false, err
-	}
-	f.keepAttrs(src, dst)
-	if dst.v == nil {
-		f.rememberMove(src)
-	}
-	return true, nil
-}
-
-// keepAttrs gives the row a rename replaced its status and meta back when the file moved onto
-// it had none: sed -i and write-then-rename saves go through a fresh temporary row, and
-// saving a file must not drop its attributes.
-func (f *mountFS) keepAttrs(src, dst resolved) {
-	if src.key.Local || dst.key.Local || dst.v == nil || !tierHasAttrs(dst.key.Tier) {
-		return
-	}
-	if src.v.Row.Status != nil || src.v.Row.Meta != nil {
-		return
-	}
-	f.applyAttrs(dst.key, dst.v.Row.Status, dst.v.Row.Meta)
-}
-
-// applyAttrs sets the non-null ones of status and meta on k; a failure is logged, since the
-// change it belongs to has already happened.
-func (f *mountFS) applyAttrs(k vault.Key, status, meta *string) {
-	for _, a := range []struct {
-		name  string
-		value *string
-	}{{"status", status}, {"meta", meta}} {
-		if a.value == nil {
-			continue
-		}
-		if err := f.b.SetAttr(k, a.name, a.value); err != nil {
-			f.logf("warn: keeping %s of a renamed %s row: %v", a.name, k.Tier, err)
-		}
-	}
-}
-
-// movedWindow is how long the attributes of a row renamed away are kept for a new file of the
-// same name: an editor renames the file to its backup and writes a fresh one at once.
-const movedWindow = 10 * time.Second
-
-// movedAttrs are the status and meta of a row renamed to a new name.
-type movedAttrs struct {
-	status, meta *string
-	at           time.Time
-}
-
-// rememberMove notes the attributes of a row renamed to a name that did not exist (Emacs
-// saves this way by default: file becomes file~, and a fresh file is written).
-func (f *mountFS) rememberMove(src resolved) {
-	if src.key.Local || !tierHasAttrs(src.key.Tier) || src.v.Row.Status == nil && src.v.Row.Meta == nil {
-		return
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	now := time.Now()
-	for k, m := range f.moved {
-		if now.Sub(m.at) > movedWindow {
-			delete(f.moved, k)
-		}
-	}
-	f.moved[src.key] = movedAttrs{status: src.v.Row.Status, meta: src.v.Row.Meta, at: now}
-}
-
-// restoreMoved gives a newly created row the attributes of the row that left its name moments
-// ago.
-func (f *mountFS) restoreMoved(k vault.Key) {
-	f.mu.Lock()
-	m, ok := f.moved[k]
-	delete(f.moved, k)
-	f.mu.Unlock()
-	if !ok || time.Since(m.at) > movedWindow {
-		return
-	}
-	f.applyAttrs(k, m.status, m.meta)
+	kept = !(src.key.Tier == seal.TierJournal && src.key.Local && !dst.key.Local)
+	return kept, f.b.RenameKeepingAttrs(src.key, dst.key)
 }

@@ -66,11 +66,11 @@ func (r *rootNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 		}
 		return newTrashDir(ctx, r.EmbeddedInode(), r.fs, name, out), 0
 	case len(name) > 1 && name[0] == '@':
-		block, errno := r.fs.historyBlock(name)
+		block, tree, errno := r.fs.historyView(name)
 		if errno != 0 {
 			return nil, errno
 		}
-		return newHistRoot(ctx, &r.node, block, out), 0
+		return newHistRoot(ctx, &r.node, block, tree, out), 0
 	}
 	return nil, syscall.ENOENT
 }

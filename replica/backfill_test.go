@@ -49,10 +49,11 @@ func historyWriter(t *testing.T, e *chainEnv) (*Replica, []uint64) {
 func sameHistory(t *testing.T, a, b *Replica, blocks []uint64) {
 	t.Helper()
 	for blk := blocks[0] - 1; blk <= blocks[len(blocks)-1]; blk++ {
-		if err := b.CheckHistory(blk); err != nil {
+		view, err := b.HistoryView(blk)
+		if err != nil {
 			t.Fatalf("block %d: %v", blk, err)
 		}
-		want, got := viewOf(t, a.At(blk), historyPaths), viewOf(t, b.At(blk), historyPaths)
+		want, got := viewOf(t, a.At(blk), historyPaths), viewOf(t, view, historyPaths)
 		if d := diffModels(want, got); d != "" {
 			t.Fatalf("@%d on the fresh machine: %s", blk, d)
 		}
@@ -73,7 +74,7 @@ func TestBackfillHistoryUnderSnapshot(t *testing.T) {
 	if rep.Applied != 2 {
 		t.Fatalf("the restore applied %d epochs, want the snapshot and the diff after it", rep.Applied)
 	}
-	err = b.CheckHistory(blocks[0])
+	_, err = b.HistoryView(blocks[0])
 	if !errors.Is(err, vault.ErrHistoryIncomplete) || !strings.Contains(err.Error(), "kintfs pull --full") {
 		t.Fatalf("history at the first epoch before the backfill: %v", err)
 	}

@@ -53,6 +53,14 @@ func (r *Replica) Rename(from, to vault.Key) error {
 	return r.store.Rename(from, to)
 }
 
+// RenameKeepingAttrs is Store.RenameKeepingAttrs, refused on a read-only replica.
+func (r *Replica) RenameKeepingAttrs(from, to vault.Key) error {
+	if err := r.refuseChange(); err != nil {
+		return err
+	}
+	return r.store.RenameKeepingAttrs(from, to)
+}
+
 // Mkdir is Store.Mkdir, refused on a read-only replica.
 func (r *Replica) Mkdir(category string) error {
 	if err := r.refuseChange(); err != nil {

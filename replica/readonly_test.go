@@ -46,8 +46,11 @@ func TestReadOnlyRefusesEveryChange(t *testing.T) {
 			_, err := r.Write(vault.Key{Tier: seal.TierState, Key: "y"}, []byte("y"), time.Now())
 			return err
 		},
-		"remove":  func() error { return r.Remove(x) },
-		"rename":  func() error { return r.Rename(x, vault.Key{Tier: seal.TierState, Key: "z"}) },
+		"remove": func() error { return r.Remove(x) },
+		"rename": func() error { return r.Rename(x, vault.Key{Tier: seal.TierState, Key: "z"}) },
+		"rename keeping attrs": func() error {
+			return r.RenameKeepingAttrs(x, vault.Key{Tier: seal.TierState, Key: "z"})
+		},
 		"mkdir":   func() error { return r.Mkdir("c") },
 		"rmdir":   func() error { return r.Rmdir("c") },
 		"setattr": func() error { return r.SetAttr(x, "meta", &null) },

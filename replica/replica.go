@@ -261,6 +261,16 @@ func (r *Replica) warnf(format string, args ...any) { r.opt.Logf("warn: "+format
 // At is the read-only tree as anchored at or before block.
 func (r *Replica) At(block uint64) vault.TreeReader { return r.store.At(block) }
 
+// HistoryView is At, refused with vault.ErrHistoryIncomplete when this machine does not hold the
+// versions the block's tree shows (Store.HistoryView).
+func (r *Replica) HistoryView(block uint64) (vault.TreeReader, error) {
+	h, err := r.store.HistoryView(block)
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
 // RenderContent is the file content of a row: its body, or for a journal event the JSON
 // object of its five fields.
 func RenderContent(r *seal.Row) []byte { return store.RenderContent(r) }

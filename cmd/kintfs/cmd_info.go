@@ -248,10 +248,11 @@ func runHistory(ctx context.Context, o *infoOptions, args []string) error {
 	}
 	defer e.Close()
 	if o.block > 0 {
-		if err := e.rep.CheckHistory(o.block); err != nil {
+		view, err := e.rep.HistoryView(o.block)
+		if err != nil {
 			return err
 		}
-		body, err := e.rep.At(o.block).Content(k)
+		body, err := view.Content(k)
 		if err != nil {
 			return fmt.Errorf("%s at block %d: %w", args[1], o.block, err)
 		}

@@ -64,6 +64,13 @@ type Store struct {
 	full atomic.Bool
 	// writers are the rows open for writing, which a push does not seal yet when new.
 	writers writers
+	// moved are the status and meta of rows renamed to a free name, by the key they left, for a row created there within movedWindow (see RenameKeepingAttrs). Guarded by t.mu.
+	moved map[vault.Key]movedAttrs
+	// stepHook, when set (by tests), runs between the steps of one multi-step transaction; an
+	// error aborts the transaction there.
+	stepHook func(step string) error
+	// holeBlocks caches where history has holes, for CheckHistory.
+	holeBlocks holeBlocks
 }
 
 // OpenStore opens the state database in dir and loads the live tree.
@@ -80,7 +87,7 @@ func OpenStore(dir string) (*Store, error) {
 		return nil, fmt.Errorf("upgrade state database: %w", err)
 	}
 	s := &Store{db: db, t: newTree(), anchors: map[uint64]*vault.Anchor{}, release: release, StagingCap: DefaultStagingCap, now: time.Now,
-		sealing: map[string]bool{}, attrs: map[uint64]attrRec{}, trashDirs: map[string]bool{}}
+		sealing: map[string]bool{}, attrs: map[uint64]attrRec{}, trashDirs: map[string]bool{}, moved: map[vault.Key]movedAttrs{}}
 	if err := s.load(); err != nil {
 		release.Stop()
 		db.Close()

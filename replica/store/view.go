@@ -121,7 +121,8 @@ func (s *Store) Write(k vault.Key, content []byte, mtime time.Time) (*vault.Vers
 }
 
 // Create makes the file k, empty, with the permission bits perm kept as its local mode, in
-// one durable step; an existing k is emptied and keeps its mode.
+// one durable step; an existing k is emptied and keeps its mode. A new row takes the status and
+// meta of a row renamed away from k moments ago (see RenameKeepingAttrs), in the same step.
 func (s *Store) Create(k vault.Key, perm uint32, mtime time.Time) (*vault.Version, error) {
 	return s.write(k, nil, mtime, &perm)
 }
@@ -152,6 +153,8 @@ func (s *Store) write(k vault.Key, content []byte, mtime time.Time, perm *uint32
 			if old != nil {
 				row = old.row
 				row.Category = k.CategoryPtr()
+			} else if perm != nil {
+				row.Status, row.Meta = s.takeMoved(apply, k)
 			}
 			body := string(content)
 			row.Body = &body
@@ -169,6 +172,9 @@ func (s *Store) write(k vault.Key, content []byte, mtime time.Time, perm *uint32
 			}
 		}
 		if perm != nil && old == nil {
+			if err := s.step("create"); err != nil {
+				return err
+			}
 			if err := s.changeAttr(txn, apply, n.ino, n.mtime, n.leaf, vault.AttrChange{Perm: perm, Create: true}); err != nil {
 				return err
 			}
@@ -191,25 +197,32 @@ func (s *Store) appendJournal(content []byte, mtime time.Time) (*vault.Version, 
 	}
 	var n *node
 	err = s.update(func(txn *badger.Txn, apply *[]func()) error {
-		rows := []seal.Row{row}
-		seal.AssignJournalKeys(rows, func(key string) bool {
-			if s.t.get(vault.Key{Tier: seal.TierJournal, Key: key}) != nil {
-				return true
-			}
-			// a staged deletion hides the mirror row, but the key stays taken until anchored
-			_, err := txn.Get([]byte(pMirror + seal.CanonicalID(seal.TierJournal, nil, key)))
-			return err == nil
-		})
 		var err error
-		if n, err = s.stagePut(txn, apply, rows[0], mtime); err != nil {
-			return err
-		}
-		return s.touchDir(txn, apply, seal.TierJournal, nil)
+		n, err = s.appendJournalTx(txn, apply, row, mtime)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return n.version(), nil
+}
+
+// appendJournalTx is appendJournal inside its transaction, given the event's row.
+func (s *Store) appendJournalTx(txn *badger.Txn, apply *[]func(), row seal.Row, mtime time.Time) (*node, error) {
+	rows := []seal.Row{row}
+	seal.AssignJournalKeys(rows, func(key string) bool {
+		if s.t.get(vault.Key{Tier: seal.TierJournal, Key: key}) != nil {
+			return true
+		}
+		// a staged deletion hides the mirror row, but the key stays taken until anchored
+		_, err := txn.Get([]byte(pMirror + seal.CanonicalID(seal.TierJournal, nil, key)))
+		return err == nil
+	})
+	n, err := s.stagePut(txn, apply, rows[0], mtime)
+	if err != nil {
+		return nil, err
+	}
+	return n, s.touchDir(txn, apply, seal.TierJournal, nil)
 }
 
 // Remove stages the deletion of a row, or deletes a local file. Its local attributes go with
@@ -253,22 +266,30 @@ func (s *Store) removeTx(txn *badger.Txn, apply *[]func(), k vault.Key) error {
 // The file keeps its inode number and local attributes; the name it left has no number until
 // a new file takes it, and the file it replaced is gone with its attributes. A row moved into
 // the trash (vault.TrashTier) is deleted from the vault and kept here with its status and meta,
-// which it takes back when it is moved out again.
+// which it takes back when it is moved out again. A local file of the journal renamed to an
+// event's name is appended as an event, in the one transaction that removes it.
 func (s *Store) Rename(from, to vault.Key) error {
+	return s.rename(from, to, false)
+}
+
+func (s *Store) rename(from, to vault.Key, keep bool) error {
 	if from.Tier != to.Tier && !trashMove(from, to) {
 		return vault.ErrCrossTier
 	}
 	if err := checkKey(to); err != nil {
 		return err
 	}
+	if from.Tier == seal.TierJournal && from.Local && to.Tier == seal.TierJournal && !to.Local {
+		return s.appendByRename(from)
+	}
 	if (from.Tier == seal.TierJournal || to.Tier == seal.TierJournal) && !(from.Local && to.Local) {
 		return fmt.Errorf("%w: the journal is append-only: its events cannot be renamed", vault.ErrNotPermitted)
 	}
-	return s.update(func(txn *badger.Txn, apply *[]func()) error { return s.renameTx(txn, apply, from, to) })
+	return s.update(func(txn *badger.Txn, apply *[]func()) error { return s.renameTx(txn, apply, from, to, keep) })
 }
 
-// renameTx is Rename inside its transaction.
-func (s *Store) renameTx(txn *badger.Txn, apply *[]func(), from, to vault.Key) error {
+// renameTx is Rename inside its transaction; keep is RenameKeepingAttrs's policy.
+func (s *Store) renameTx(txn *badger.Txn, apply *[]func(), from, to vault.Key, keep bool) error {
 	src := s.t.get(from)
 	if src == nil {
 		return vault.ErrNotFound
@@ -306,7 +327,17 @@ func (s *Store) renameTx(txn *badger.Txn, apply *[]func(), from, to vault.Key) e
 	if to.Local {
 		n, err = s.putLocalAttrs(txn, apply, to, content, src.mtime, src.row.Status, src.row.Meta)
 	} else {
-		n, err = s.stagePut(txn, apply, renamedRow(from, to, src, dst, trashed, content), src.mtime)
+		row := renamedRow(from, to, src, dst, trashed, content)
+		if keep {
+			s.keepReplacedAttrs(&row, from, to, src, dst)
+		}
+		n, err = s.stagePut(txn, apply, row, src.mtime)
+	}
+	if err == nil {
+		err = s.step("rename")
+	}
+	if keep && dst == nil {
+		s.rememberMove(apply, from, src)
 	}
 	if err != nil {
 		return err
