@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 	"errors"
+	"math/big"
 	"strings"
 	"testing"
 	"time"
@@ -105,6 +106,39 @@ func TestPushRefusedSend(t *testing.T) {
 		t.Fatalf("staged after the refusal: %v", p)
 	}
 	a = e.reopen(a)
+	flushAll(t, a)
+	if got := chainHead(t, a).Seq; got != 1 {
+		t.Fatalf("head seq %d, want 1", got)
+	}
+	if d := diffModels(w.m, restored(t, e, faultPaths)); d != "" {
+		t.Fatalf("fresh machine: %s", d)
+	}
+}
+
+// TestPushUnfundedKey: a send the node refuses because the session key cannot pay leaves
+// nothing on the chain, nothing in the push journal and every row staged, with an error that
+// says what to fund; once the key is funded the next flush anchors them once.
+func TestPushUnfundedKey(t *testing.T) {
+	e := newChainEnv(t)
+	a := e.machine()
+	w := &writer{t: t, r: a, m: model{}}
+	w.write("state/a", "A")
+	key := crypto.PubkeyToAddress(a.opt.SessionKey.PublicKey)
+	e.mem.SetBalance(key, big.NewInt(1000))
+	_, err := a.Push(context.Background(), PushOptions{})
+	if !errors.Is(err, chain.ErrInsufficientFunds) || !strings.Contains(err.Error(), "fund "+key.Hex()) {
+		t.Fatalf("push from a key without funds: %v, want %v naming the key to fund", err, chain.ErrInsufficientFunds)
+	}
+	if got := chainHead(t, a).Seq; got != 0 || e.mem.Pending() != 0 {
+		t.Fatalf("a refused send reached the chain: head seq %d, %d pending", got, e.mem.Pending())
+	}
+	if pend, err := a.PendingPushes(); err != nil || len(pend) != 0 {
+		t.Fatalf("push journal after a refused send: %+v, %v; want empty", pend, err)
+	}
+	if p := stagedPaths(t, a, faultPaths); len(p) != 1 {
+		t.Fatalf("staged after the refusal: %v", p)
+	}
+	e.mem.SetBalance(key, new(big.Int).Exp(big.NewInt(10), big.NewInt(18), nil))
 	flushAll(t, a)
 	if got := chainHead(t, a).Seq; got != 1 {
 		t.Fatalf("head seq %d, want 1", got)

@@ -40,6 +40,8 @@ type Env struct {
 	Owner *ecdsa.PrivateKey
 	// Authorize returns a new key that may push for Owner, able to pay for its pushes.
 	Authorize func(t *testing.T) *ecdsa.PrivateKey
+	// AuthorizeUnfunded returns a new key that may push for Owner and holds nothing to pay with.
+	AuthorizeUnfunded func(t *testing.T) *ecdsa.PrivateKey
 }
 
 // Run runs every test of the suite on the chain newEnv starts (once, for all of them: each
@@ -63,6 +65,7 @@ func Run(t *testing.T, newEnv func(t *testing.T) *Env) {
 		{"GasAndFees", testGasAndFees},
 		{"SendIsIdempotent", testSendIdempotent},
 		{"SendOfAUsedNonce", testSendUsedNonce},
+		{"SendFromAKeyWithoutFunds", testSendUnfunded},
 		{"RevertOnAStaleHeadInTheBlock", testRevertInBlock},
 		{"PushBehindANonceGap", testNonceGap},
 		{"WaitPushConfirmations", testWaitConfirmations},
@@ -454,6 +457,25 @@ func testSendUsedNonce(t *testing.T, s *suite) {
 		t.Fatalf("send of a push with nonce %d, which another push used, succeeded", b.Nonce)
 	}
 	if found, _, err := s.c.TxStatus(s.ctx, b.Hash); err != nil || found {
+		t.Fatalf("TxStatus of the refused push = %v, %v; want not found", found, err)
+	}
+}
+
+// testSendUnfunded sends a push from a key that cannot pay for it: the estimate passes
+// (it prices nothing), the node refuses the transaction and names what it would cost.
+func testSendUnfunded(t *testing.T, s *suite) {
+	key := s.AuthorizeUnfunded(t)
+	p := s.prepare(t, key, common.Hash{}, ciphertext(t, 10))
+	err := s.c.Send(s.ctx, p)
+	var fe *chain.FundsError
+	if !errors.Is(err, chain.ErrInsufficientFunds) || !errors.As(err, &fe) {
+		t.Fatalf("send from a key without funds: %v, want %v", err, chain.ErrInsufficientFunds)
+	}
+	if fe.Address != crypto.PubkeyToAddress(key.PublicKey) || fe.Have.Sign() != 0 || fe.Want.Cmp(p.Tx.Cost()) != 0 {
+		t.Fatalf("funds error names %s holding %v for %v; want the key holding 0 for the transaction's most %v",
+			fe.Address, fe.Have, fe.Want, p.Tx.Cost())
+	}
+	if found, _, err := s.c.TxStatus(s.ctx, p.Hash); err != nil || found {
 		t.Fatalf("TxStatus of the refused push = %v, %v; want not found", found, err)
 	}
 }

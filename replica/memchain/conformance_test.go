@@ -33,6 +33,12 @@ func TestConformanceMemchain(t *testing.T) {
 				mem.Authorize(crypto.PubkeyToAddress(owner.PublicKey), crypto.PubkeyToAddress(key.PublicKey), time.Now().Add(24*time.Hour))
 				return key
 			},
+			AuthorizeUnfunded: func(t *testing.T) *ecdsa.PrivateKey {
+				key := newKey(t)
+				mem.Authorize(crypto.PubkeyToAddress(owner.PublicKey), crypto.PubkeyToAddress(key.PublicKey), time.Now().Add(24*time.Hour))
+				mem.SetBalance(crypto.PubkeyToAddress(key.PublicKey), new(big.Int))
+				return key
+			},
 		}
 	})
 }
@@ -56,24 +62,30 @@ func TestConformanceDevchain(t *testing.T) {
 			return c
 		}
 		owner := devchain.AccountKey(0)
+		authorize := func(t *testing.T, wei *big.Int) *ecdsa.PrivateKey {
+			key := newKey(t)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			c, addr := dial(t), crypto.PubkeyToAddress(key.PublicKey)
+			if wei.Sign() > 0 {
+				if err := c.Fund(ctx, owner, addr, wei); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := c.SetSessionKey(ctx, owner, addr, uint64(time.Now().Add(24*time.Hour).Unix())); err != nil {
+				t.Fatal(err)
+			}
+			return key
+		}
 		return &chaintest.Env{
 			Conn:     func(t *testing.T) replica.Chain { return dial(t) },
 			Contract: dc.Contract(),
 			ChainID:  devchain.ChainID,
 			Owner:    owner,
 			Authorize: func(t *testing.T) *ecdsa.PrivateKey {
-				key := newKey(t)
-				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-				defer cancel()
-				c, addr := dial(t), crypto.PubkeyToAddress(key.PublicKey)
-				if err := c.Fund(ctx, owner, addr, new(big.Int).Exp(big.NewInt(10), big.NewInt(19), nil)); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := c.SetSessionKey(ctx, owner, addr, uint64(time.Now().Add(24*time.Hour).Unix())); err != nil {
-					t.Fatal(err)
-				}
-				return key
+				return authorize(t, new(big.Int).Exp(big.NewInt(10), big.NewInt(19), nil))
 			},
+			AuthorizeUnfunded: func(t *testing.T) *ecdsa.PrivateKey { return authorize(t, new(big.Int)) },
 		}
 	})
 }

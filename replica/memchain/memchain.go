@@ -2,7 +2,7 @@
 // events and signed push transactions as the contract and a node keep them, blocks mined on
 // demand, and the faults a test switches on per connection (latency, an unreachable RPC, a
 // refused send, a lost receipt, a stale head, withheld, extra or altered events and
-// calldata) or on the whole chain (a reorg of the newest block).
+// calldata) or on the whole chain (a reorg of the newest block, a sender without funds).
 //
 // A Conn serves the sync engine's Chain interface (replica.Chain), so the engine is tested
 // without a chain process. memchain imports chain for its types and its checks of what an
@@ -65,7 +65,8 @@ type Chain struct {
 	blocks   []*block // blocks[0] is genesis
 	pool     []common.Hash
 	txs      map[common.Hash]*txRec
-	writers  map[writerKey]uint64 // session key expiry, unix seconds
+	writers  map[writerKey]uint64        // session key expiry, unix seconds
+	balances map[common.Address]*big.Int // set by SetBalance; any other sender pays from unlimited funds
 	autoMine bool
 	mined    chan struct{} // closed when a block is mined or dropped
 }
@@ -79,6 +80,7 @@ func New() *Chain {
 		blocks:   []*block{genesis},
 		txs:      map[common.Hash]*txRec{},
 		writers:  map[writerKey]uint64{},
+		balances: map[common.Address]*big.Int{},
 		autoMine: true,
 		mined:    make(chan struct{}),
 	}
@@ -99,6 +101,15 @@ func (c *Chain) Authorize(owner, key common.Address, expiry time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.writers[writerKey{owner, key}] = uint64(expiry.Unix())
+}
+
+// SetBalance gives addr wei to pay for its transactions with: the node then refuses a
+// transaction that may cost more than addr holds, and each mined one is paid from it. An
+// address never given a balance pays for anything.
+func (c *Chain) SetBalance(addr common.Address, wei *big.Int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.balances[addr] = new(big.Int).Set(wei)
 }
 
 // BlockNumber is the newest block.
@@ -134,6 +145,7 @@ func (c *Chain) Reorg(depth int, requeue bool) {
 	for _, b := range dropped {
 		for _, h := range b.txs {
 			rec := c.txs[h]
+			c.pay(rec.from, fee(rec.tx), +1) // the block that charged it is gone
 			rec.block, rec.failed, rec.event = 0, nil, nil
 			if requeue {
 				c.pool = append(c.pool, h)
@@ -189,6 +201,7 @@ func (c *Chain) mineLocked() uint64 {
 func (c *Chain) execute(b *block, h common.Hash, rec *txRec) {
 	b.txs = append(b.txs, h)
 	rec.block = b.number
+	c.pay(rec.from, fee(rec.tx), -1)
 	owner, space, prev, ct, err := chain.DecodePushCalldata(rec.tx.Data())
 	if to := rec.tx.To(); to == nil || *to != c.contract || err != nil {
 		rec.failed = fmt.Errorf("%w: reverted in block %d", chain.ErrTxFailed, b.number)
@@ -206,6 +219,21 @@ func (c *Chain) execute(b *block, h common.Hash, rec *txRec) {
 	b.heads[k] = chain.Head{Digest: ev.Digest, Seq: ev.Seq, Block: b.number}
 	b.events = append(b.events, ev)
 	rec.event = ev
+}
+
+// gasPrice is what each gas of a mined transaction costs.
+var gasPrice = big.NewInt(1e9)
+
+// fee is what tx costs once mined: the gas a push uses at gasPrice.
+func fee(tx *types.Transaction) *big.Int {
+	return new(big.Int).Mul(gasPrice, new(big.Int).SetUint64(pushGas(tx.Data())))
+}
+
+// pay adds sign*wei to the balance of addr, when it has one.
+func (c *Chain) pay(addr common.Address, wei *big.Int, sign int) {
+	if bal, ok := c.balances[addr]; ok {
+		c.balances[addr] = new(big.Int).Add(bal, new(big.Int).Mul(wei, big.NewInt(int64(sign))))
+	}
 }
 
 // check is push's require list: the writer may write for owner, ct is not empty, prev is the head.
@@ -497,6 +525,9 @@ func (n *Conn) Send(ctx context.Context, p *chain.PreparedPush) error {
 	if p.Tx.Nonce() < n.c.tip().nonces[from] {
 		return fmt.Errorf("send push %s: nonce too low", p.Hash)
 	}
+	if bal, ok := n.c.balances[from]; ok && bal.Cmp(p.Tx.Cost()) < 0 {
+		return fmt.Errorf("send push %s: %w", p.Hash, &chain.FundsError{Address: from, Have: new(big.Int).Set(bal), Want: p.Tx.Cost()})
+	}
 	n.c.txs[p.Hash] = &txRec{tx: p.Tx, from: from}
 	n.c.pool = append(n.c.pool, p.Hash)
 	if n.c.autoMine {
@@ -533,9 +564,8 @@ func (n *Conn) WaitPush(ctx context.Context, p *chain.PreparedPush, owner common
 			if ev.Owner != owner || ev.Space != space || ev.Digest != p.Digest {
 				return nil, fmt.Errorf("push %s: %w", p.Hash, chain.ErrEventMismatch)
 			}
-			used := pushGas(rec.tx.Data())
 			return &chain.PushReceipt{TxHash: p.Hash, Block: ev.Block, Seq: ev.Seq, Digest: ev.Digest,
-				GasUsed: used, EffectiveGasPrice: big.NewInt(1e9), Cost: new(big.Int).Mul(big.NewInt(1e9), new(big.Int).SetUint64(used)), Event: &ev}, nil
+				GasUsed: pushGas(rec.tx.Data()), EffectiveGasPrice: new(big.Int).Set(gasPrice), Cost: fee(rec.tx), Event: &ev}, nil
 		case rec != nil && rec.block > 0 && n.c.autoMine:
 			n.c.mineLocked() // a confirmation
 			n.c.mu.Unlock()

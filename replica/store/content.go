@@ -95,8 +95,6 @@ func heldReason(r *seal.Row) string {
 	return ""
 }
 
-func strp(s string) *string { return &s }
-
 func eqStrp(a, b *string) bool {
 	if a == nil || b == nil {
 		return a == b

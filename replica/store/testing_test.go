@@ -25,8 +25,8 @@ type testVault struct {
 	Space  common.Hash
 }
 
-// newTestStore opens a store on real badger in a temporary directory, as the engine's
-// NewTestReplica does without its chain and keys.
+// newTestStore opens a store on real badger in a temporary directory, as replicatest.New
+// opens a replica, without its keys.
 func newTestStore(t testing.TB) *testStore {
 	t.Helper()
 	r := &testStore{dir: t.TempDir(), vault: testVault{Tenant: "test", Space: seal.SpaceID("test")}}
