@@ -36,15 +36,18 @@ var (
 // LyingRPC reports whether err is the chain package refusing what an RPC served: an Epoch
 // event it withheld, or a transaction that is not the push the event names.
 func LyingRPC(err error) bool {
-	for _, e := range []error{ErrStaleRPC, chain.ErrNoEvent, chain.ErrTxNotFound, chain.ErrTxMismatch,
-		chain.ErrWrongContract, chain.ErrNotPush, chain.ErrCalldataMismatch, chain.ErrDigestMismatch, chain.ErrBrokenChain,
-		chain.ErrEventMismatch} {
+	for _, e := range lyingRPC {
 		if errors.Is(err, e) {
 			return true
 		}
 	}
 	return false
 }
+
+// lyingRPC are the chain package's refusals of what an RPC served.
+var lyingRPC = []error{ErrStaleRPC, chain.ErrNoEvent, chain.ErrTxNotFound, chain.ErrTxMismatch,
+	chain.ErrWrongContract, chain.ErrNotPush, chain.ErrCalldataMismatch, chain.ErrDigestMismatch, chain.ErrBrokenChain,
+	chain.ErrEventMismatch}
 
 // Offline reports whether err means the chain cannot be reached: no client, or an RPC that
 // refused or lost every attempt of a call, or never answered. The CLI exits 5 on it, ctl

@@ -13,10 +13,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"kintfs/chain"
 	"kintfs/replica"
 	"kintfs/replica/homedir"
-	"kintfs/seal"
 )
 
 // Exit codes, kint's plus the mount's own.
@@ -156,35 +154,45 @@ func (c *command) flagSet(out io.Writer) (*pflag.FlagSet, runFunc) {
 	return fl, runc
 }
 
-// exitCode maps an error to kint's exit codes, in this one place.
+// exitCodes gives each cause (replica.KindOf) its exit code; a cause not here, and a fault
+// kintfs did not foresee, exits 1.
+var exitCodes = map[replica.Kind]int{
+	replica.KindInUse:             exitUsage,
+	replica.KindKeyMissing:        exitKey,
+	replica.KindKeyExpired:        exitKey,
+	replica.KindKeyRejected:       exitKey,
+	replica.KindMoved:             exitMoved,
+	replica.KindLyingRPC:          exitStaleRPC,
+	replica.KindNothingToPush:     exitUsage,
+	replica.KindNoVault:           exitUsage,
+	replica.KindBadSecret:         exitUsage,
+	replica.KindInvalid:           exitUsage,
+	replica.KindReadOnly:          exitUsage,
+	replica.KindNotPermitted:      exitUsage,
+	replica.KindSnapshotTooLarge:  exitUsage,
+	replica.KindGapOpen:           exitRefused,
+	replica.KindOffline:           exitRefused,
+	replica.KindReverted:          exitRefused,
+	replica.KindGasCap:            exitRefused,
+	replica.KindHistoryIncomplete: exitRefused,
+	replica.KindRowTooLarge:       exitRefused,
+}
+
+// exitCode maps an error to kint's exit codes: the command's own errors, then its cause.
 func exitCode(err error) int {
-	var ue usageError
 	if ce := (exitCodeError{}); errors.As(err, &ce) {
 		return ce.code
 	}
 	switch {
-	case errors.As(err, &ue), errors.As(err, new(mountedError)), errors.Is(err, replica.ErrInUse):
+	case errors.As(err, new(usageError)), errors.As(err, new(mountedError)):
 		return exitUsage
-	case errors.Is(err, homedir.ErrKeyMissing), errors.Is(err, homedir.ErrKeyExpired), errors.Is(err, replica.ErrNotAuthorized),
-		errors.Is(err, chain.ErrNotAuthorized), errors.Is(err, chain.ErrAuthorizationExpired), errors.Is(err, chain.ErrInsufficientFunds):
-		return exitKey
-	case errors.Is(err, replica.ErrChainMoved), errors.Is(err, replica.ErrFork), errors.Is(err, chain.ErrStaleHead):
-		return exitMoved
-	case replica.LyingRPC(err):
-		return exitStaleRPC
-	case errors.Is(err, replica.ErrNothingToPush), errors.Is(err, homedir.ErrNoVault), errors.Is(err, seal.ErrEmptyPassphrase),
-		errors.Is(err, seal.ErrRecoveryChecksum), errors.Is(err, seal.ErrSignatureOwner), errors.Is(err, seal.ErrDekIDMismatch),
-		errors.Is(err, replica.ErrInvalid), errors.Is(err, replica.ErrReadOnly), errors.Is(err, replica.ErrWrongSecret),
-		errors.Is(err, replica.ErrNotPermitted),
-		errors.Is(err, seal.ErrSnapshotTooLarge), errors.Is(err, replica.ErrNoSuchVault):
-		return exitUsage
-	case errors.Is(err, replica.ErrGapOpen), replica.Offline(err), errors.Is(err, chain.ErrWouldRevert),
-		errors.Is(err, replica.ErrReverted), errors.Is(err, chain.ErrTxFailed), errors.Is(err, replica.ErrGasPriceCap),
-		errors.Is(err, replica.ErrHistoryIncomplete), errors.Is(err, errSingleRPC),
-		errors.As(err, new(*seal.RowTooLargeError)):
+	case errors.Is(err, errSingleRPC):
 		return exitRefused
 	case errors.Is(err, errMountBusy):
 		return exitMountBusy
+	}
+	if code, ok := exitCodes[replica.KindOf(err)]; ok {
+		return code
 	}
 	return exitFailure
 }
