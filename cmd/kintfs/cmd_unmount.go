@@ -103,7 +103,7 @@ func mountCommand(ctx context.Context, dir, cmd string, timeout, total time.Dura
 	if timeout <= 0 {
 		return fmt.Errorf("not finished after %s", total)
 	}
-	if home, err := defaultHome(); err == nil {
+	if home, err := defaultHome(setOf(ctx)); err == nil {
 		if at, ok := mountedAt(home); ok && at == dir {
 			return commandBySocket(ctx, home, cmd, timeout, total)
 		}

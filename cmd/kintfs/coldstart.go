@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"strings"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -27,8 +26,8 @@ const (
 var errSingleRPC = errors.New("cold start needs a second, independent RPC")
 
 // secondRPC is KINT_RPC_URL_2, else the public Base endpoint that is not the primary.
-func secondRPC(primary string) string {
-	if u := os.Getenv("KINT_RPC_URL_2"); u != "" {
+func secondRPC(set settings, primary string) string {
+	if u := set.given("KINT_RPC_URL_2"); u != "" {
 		return u
 	}
 	if sameEndpoint(primary, baseRPC) {
@@ -61,20 +60,20 @@ func redactURL(u string) string {
 }
 
 // coldStartCheck is the check for a vault on chainID, nil on the dev chain.
-func coldStartCheck(v *homedir.VaultConfig) func(ctx context.Context, head replica.Head) error {
+func coldStartCheck(set settings, v *homedir.VaultConfig) func(ctx context.Context, head replica.Head) error {
 	if v.ChainID == devchain.ChainID {
 		return nil
 	}
 	return func(ctx context.Context, head replica.Head) error {
-		return checkSecondRPC(ctx, v.RPC, v.Contract, v.ChainID, v.Owner, v.Space, head)
+		return checkSecondRPC(ctx, set, v.RPC, v.Contract, v.ChainID, v.Owner, v.Space, head)
 	}
 }
 
 // checkSecondRPC asks the second RPC for the head and compares it with the primary's.
 // KINT_ALLOW_SINGLE_RPC=1 goes ahead when there is no second one to ask.
-func checkSecondRPC(ctx context.Context, primary string, contract common.Address, chainID uint64, owner common.Address, space common.Hash, head replica.Head) error {
-	allowSingle := os.Getenv("KINT_ALLOW_SINGLE_RPC") == "1"
-	second := secondRPC(primary)
+func checkSecondRPC(ctx context.Context, set settings, primary string, contract common.Address, chainID uint64, owner common.Address, space common.Hash, head replica.Head) error {
+	allowSingle := set.on("KINT_ALLOW_SINGLE_RPC")
+	second := secondRPC(set, primary)
 	if sameEndpoint(primary, second) {
 		if allowSingle {
 			return nil

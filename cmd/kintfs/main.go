@@ -74,15 +74,21 @@ func main() {
 	os.Exit(run(os.Args[1:]))
 }
 
-func run(argv []string) int {
-	homedir.SetLocal(localFromEnv())
-	return runIO(context.Background(), argv, &cmdIO{out: os.Stdout, err: os.Stderr})
+func run(argv []string) int { return runWith(envSettings(), argv) }
+
+// runWith runs one command with the settings main read, once.
+func runWith(set settings, argv []string) int {
+	homedir.SetLocal(localOf(set))
+	return runIO(context.Background(), argv, &cmdIO{out: os.Stdout, err: os.Stderr, set: set})
 }
 
 // runIO runs one command writing to io; io.env is set when it runs inside a mount.
 func runIO(base context.Context, argv []string, cio *cmdIO) int {
 	if cio.env == nil {
 		cio.argv = argv
+	}
+	if cio.set.vals == nil {
+		cio.set = envSettings()
 	}
 	if code, done := runBuiltin(argv, cio); done {
 		return code
@@ -101,7 +107,7 @@ func runIO(base context.Context, argv []string, cio *cmdIO) int {
 		return exitUsage
 	}
 	if cio.env == nil && forwarded[c.name] {
-		if reply, ok := forward(argv); ok {
+		if reply, ok := forward(cio.set, argv); ok {
 			fmt.Fprint(cio.out, reply.Out)
 			fmt.Fprint(cio.err, reply.Err)
 			return reply.Code
