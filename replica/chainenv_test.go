@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"kintfs/replica/homedir"
+	"log/slog"
 	"math/big"
 	"os"
 	"sync"
@@ -164,7 +165,7 @@ func (e *chainEnv) machineWith(logf func(string, ...any)) *Replica {
 	// any tier, deletions of any tier): the full model. kint's model has tests of its own
 	// (replica/store's shapes_test.go, integration's shapes_test.go).
 	res.Vault.Model = ModelFull
-	r, err := Open(Options{Home: home, Vault: res.Vault, DEK: dek, Client: c, SessionKey: key, Logf: logf})
+	r, err := Open(Options{Home: home, Vault: res.Vault, DEK: dek, Client: c, SessionKey: key, Log: lineLog(logf)})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -209,3 +210,20 @@ func sendRaw(t testing.TB, r *Replica, prev common.Hash, ct []byte) *chain.PushR
 func strp(s string) *string { return &s }
 
 func cat(s string) *string { return &s }
+
+// lineLog hands each line of the engine's log to logf as the mount's log writes it: "warn: "
+// and "debug: " in front of those levels.
+func lineLog(logf func(string, ...any)) *slog.Logger {
+	return slog.New(lineHandler{logf})
+}
+
+type lineHandler struct{ logf func(string, ...any) }
+
+func (lineHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h lineHandler) Handle(_ context.Context, r slog.Record) error {
+	prefix := map[slog.Level]string{slog.LevelDebug: "debug: ", slog.LevelWarn: "warn: ", slog.LevelError: "error: "}[r.Level]
+	h.logf("%s%s", prefix, r.Message)
+	return nil
+}
+func (h lineHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h lineHandler) WithGroup(string) slog.Handler      { return h }

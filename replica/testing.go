@@ -2,8 +2,11 @@ package replica
 
 import (
 	"crypto/rand"
-	"kintfs/replica/homedir"
+	"log/slog"
+	"strings"
 	"testing"
+
+	"kintfs/replica/homedir"
 
 	"github.com/ethereum/go-ethereum/common"
 
@@ -23,7 +26,7 @@ func NewTestReplica(t testing.TB) *Replica {
 		t.Fatal(err)
 	}
 	v := &homedir.VaultConfig{Owner: owner, Tenant: "test", Space: seal.SpaceID("test"), ChainID: 1337}
-	r, err := Open(Options{Home: homedir.Home(t.TempDir()), Vault: v, DEK: dek, Logf: t.Logf})
+	r, err := Open(Options{Home: homedir.Home(t.TempDir()), Vault: v, DEK: dek, Log: testLog(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,4 +48,16 @@ func ReopenTestReplica(t testing.TB, r *Replica) *Replica {
 	}
 	t.Cleanup(func() { r2.Close() })
 	return r2
+}
+
+// testLog is a log whose lines go to t.Log, every level.
+func testLog(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
 }

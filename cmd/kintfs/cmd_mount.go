@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"log/slog"
 	"net"
 	"os"
 	"os/signal"
@@ -103,19 +104,14 @@ type mountRun struct {
 
 func (r *mountRun) say(format string, a ...any) { r.logger.Printf(format, a...) }
 
-// replicaLog prints the replica's lines: failures always, what it anchors and pulls by
-// default, routine polls at -v.
-func (r *mountRun) replicaLog(format string, a ...any) {
-	switch {
-	case strings.HasPrefix(format, "warn: "):
-		r.logger.Printf(format, a...)
-	case strings.HasPrefix(format, "debug: "):
-		if r.o.verbose >= 1 {
-			r.logger.Printf(format, a...)
-		}
-	default:
-		r.logger.Printf("info: "+format, a...)
+// replicaLog is the log of the replica's lines: failures always, what it anchors and pulls
+// by default, routine polls at -v.
+func (r *mountRun) replicaLog() *slog.Logger {
+	min := slog.LevelInfo
+	if r.o.verbose >= 1 {
+		min = slog.LevelDebug
 	}
+	return newLineLog(func(line string) { r.logger.Print(line) }, min, "info: ")
 }
 
 // fail reports why the mount did not start: to a waiting --daemon parent, and to the log
@@ -193,7 +189,7 @@ func runMount(ctx context.Context, o *mountOptions, args []string) error {
 		}
 	}
 	restoreGC := collectOftenWhileLoading()
-	r.env, err = openVault(ctx, openOptions{dek: true, redial: true, readOnly: o.readOnly, logf: r.replicaLog})
+	r.env, err = openVault(ctx, openOptions{dek: true, redial: true, readOnly: o.readOnly, log: r.replicaLog()})
 	restoreGC()
 	if err != nil {
 		return r.fail(err)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -81,8 +82,8 @@ type openOptions struct {
 	readOnly bool // refuse every change and push (a --read-only mount)
 	noStore  bool // the vault and the chain only: the state database is not opened, so the
 	// command runs beside a mount
-	noDial bool // KINT_OFFLINE=1 for a command kint lets skip the chain: do not dial it
-	logf   func(string, ...any)
+	noDial bool         // KINT_OFFLINE=1 for a command kint lets skip the chain: do not dial it
+	log    *slog.Logger // nil: a command's failures and what it changed, on stderr
 }
 
 // openVault opens the vault this KINT_HOME is connected to.
@@ -138,14 +139,10 @@ func openVault(ctx context.Context, o openOptions) (*vaultEnv, error) {
 		return nil, err
 	}
 	key, _ := loadSessionKey(home)
-	logf := o.logf
-	if logf == nil {
+	log := o.log
+	if log == nil {
 		// a command outside a mount: its failures and what it changed, not its routine steps
-		logf = func(format string, args ...any) {
-			if !strings.HasPrefix(format, "debug: ") {
-				fmt.Fprintf(os.Stderr, "kintfs: "+format+"\n", args...)
-			}
-		}
+		log = newLineLog(func(line string) { fmt.Fprintln(os.Stderr, "kintfs: "+line) }, slog.LevelInfo, "")
 	}
 	gasCap, err := maxGasPrice(setOf(ctx))
 	if err != nil {
@@ -153,7 +150,7 @@ func openVault(ctx context.Context, o openOptions) (*vaultEnv, error) {
 		return nil, err
 	}
 	e.rep, err = replica.Open(replica.Options{Home: home, Vault: v, DEK: dek, Client: engineChain, Connect: connect, SessionKey: key,
-		Confirmations: uint64(setOf(ctx).positive("KINT_CONFIRMATIONS")), Logf: logf, ReadOnly: o.readOnly, ColdStart: coldStartCheck(setOf(ctx), v), RowPath: fs.PathOfKey,
+		Confirmations: uint64(setOf(ctx).positive("KINT_CONFIRMATIONS")), Log: log, ReadOnly: o.readOnly, ColdStart: coldStartCheck(setOf(ctx), v), RowPath: fs.PathOfKey,
 		MaxGasPrice: gasCap})
 	if err != nil {
 		e.Close()
