@@ -53,8 +53,8 @@ var localErrnos = []struct {
 	{context.DeadlineExceeded, syscall.ETIMEDOUT},
 }
 
-// errnoOfKind is the errno of a cause, 0 for one without an errno of its own.
-func errnoOfKind(k replica.Kind) syscall.Errno {
+// ErrnoOfKind is the errno of a cause, 0 for one without an errno of its own.
+func ErrnoOfKind(k replica.Kind) syscall.Errno {
 	for _, e := range errnos {
 		if e.kind == k {
 			return e.errno
@@ -81,7 +81,7 @@ func toErrno(err error) (errno syscall.Errno, unexpected bool) {
 	if err == nil {
 		return 0, false
 	}
-	if en := errnoOfKind(replica.KindOf(err)); en != 0 {
+	if en := ErrnoOfKind(replica.KindOf(err)); en != 0 {
 		return en, false
 	}
 	for _, e := range localErrnos {

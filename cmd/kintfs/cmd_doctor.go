@@ -212,7 +212,7 @@ func (d *doctorRun) checkPrimary(ctx context.Context, v *homedir.VaultConfig) *c
 		d.fail("primary RPC", "no RPC URL (KINT_RPC_URL)")
 		return nil
 	}
-	c, err := dialChain(ctx, v.RPC, v.Contract)
+	c, err := dialChain(ctx, setOf(ctx), v.RPC, v.Contract)
 	if err != nil {
 		d.fail("primary RPC", "%s cannot be reached", redactURL(v.RPC))
 		return nil
@@ -242,7 +242,7 @@ func (d *doctorRun) checkSecondary(ctx context.Context, v *homedir.VaultConfig) 
 	if allowSingle {
 		bad = d.warn
 	}
-	c, err := dialChain(ctx, second, v.Contract)
+	c, err := dialChain(ctx, set, second, v.Contract)
 	if err != nil {
 		bad("secondary RPC", "%s cannot be reached: a cold start refuses (set KINT_RPC_URL_2, or KINT_ALLOW_SINGLE_RPC=1)", redactURL(second))
 		return

@@ -147,7 +147,7 @@ func readInitSecret(o *initOptions, io *replica.InitOptions) error {
 // initOnline connects this machine to the vault on the chain, or creates it there. Off the
 // dev chain, a vault that has epochs is checked against a second RPC first.
 func initOnline(ctx context.Context, o *initOptions, io replica.InitOptions) error {
-	c, err := dialChain(ctx, o.rpc, io.Contract)
+	c, err := dialChain(ctx, setOf(ctx), o.rpc, io.Contract)
 	if err != nil {
 		return fmt.Errorf("%w: %v", replica.ErrOffline, err)
 	}

@@ -52,7 +52,7 @@ func runRecoveryCode(ctx context.Context, args []string) error {
 			return usagef("the cached data key is not the vault's current key %s: kintfs init again first", v.DekID)
 		}
 	} else {
-		c, err := dialVaultChain(ctx, v)
+		c, err := dialVaultChain(ctx, setOf(ctx), v)
 		if err != nil {
 			return fmt.Errorf("%w: %v (KINT_OFFLINE=1 checks against the vault config instead)", replica.ErrOffline, err)
 		}

@@ -80,7 +80,7 @@ func checkSecondRPC(ctx context.Context, set settings, primary string, contract 
 		}
 		return fmt.Errorf("%w, and KINT_RPC_URL_2 resolves to the same endpoint as the primary (KINT_ALLOW_SINGLE_RPC=1 accepts one)", errSingleRPC)
 	}
-	c, err := dialChain(ctx, second, contract)
+	c, err := dialChain(ctx, set, second, contract)
 	if err != nil {
 		if allowSingle {
 			return nil

@@ -97,7 +97,7 @@ func devConnect(ctx context.Context, home homedir.Home, info devchain.Info, say 
 		return err
 	}
 	contract := common.HexToAddress(info.Contract)
-	c, err := dialChain(ctx, info.RPC, contract)
+	c, err := dialChain(ctx, setOf(ctx), info.RPC, contract)
 	if err != nil {
 		return err
 	}

@@ -91,13 +91,14 @@ func openVault(ctx context.Context, o openOptions) (*vaultEnv, error) {
 	if e := ioOf(ctx).env; e != nil {
 		return &vaultEnv{home: e.home, vault: e.vault, rep: e.rep, shared: true}, nil
 	}
-	home, v, err := loadHomeVault(setOf(ctx))
+	set := setOf(ctx) // read here: the engine's own contexts (a redial, a cold start) carry none
+	home, v, err := loadHomeVault(set)
 	if err != nil {
 		return nil, err
 	}
 	e := &vaultEnv{home: home, vault: v}
 	if o.noStore {
-		if e.chain, err = dialVaultChain(ctx, v); err != nil {
+		if e.chain, err = dialVaultChain(ctx, set, v); err != nil {
 			if errors.Is(err, errWrongChain) {
 				return nil, err
 			}
@@ -111,7 +112,7 @@ func openVault(ctx context.Context, o openOptions) (*vaultEnv, error) {
 	}
 	var client *chain.Client
 	if !o.noDial {
-		client, err = dialVaultChain(ctx, v)
+		client, err = dialVaultChain(ctx, set, v)
 	}
 	if errors.Is(err, errWrongChain) {
 		return nil, err
@@ -122,7 +123,7 @@ func openVault(ctx context.Context, o openOptions) (*vaultEnv, error) {
 	var connect func(context.Context) (replica.Chain, error)
 	if o.redial {
 		connect = func(ctx context.Context) (replica.Chain, error) {
-			c, err := dialVaultChain(ctx, v)
+			c, err := dialVaultChain(ctx, set, v)
 			if err != nil {
 				return nil, err // a nil Chain, not a nil *chain.Client inside one
 			}
@@ -144,13 +145,13 @@ func openVault(ctx context.Context, o openOptions) (*vaultEnv, error) {
 		// a command outside a mount: its failures and what it changed, not its routine steps
 		log = newLineLog(func(line string) { fmt.Fprintln(os.Stderr, "kintfs: "+line) }, slog.LevelInfo, "")
 	}
-	gasCap, err := maxGasPrice(setOf(ctx))
+	gasCap, err := maxGasPrice(set)
 	if err != nil {
 		e.Close()
 		return nil, err
 	}
 	e.rep, err = replica.Open(replica.Options{Home: home, Vault: v, DEK: dek, Client: engineChain, Connect: connect, SessionKey: key,
-		Confirmations: uint64(setOf(ctx).positive("KINT_CONFIRMATIONS")), Log: log, ReadOnly: o.readOnly, ColdStart: coldStartCheck(setOf(ctx), v), RowPath: fs.PathOfKey,
+		Confirmations: uint64(set.positive("KINT_CONFIRMATIONS")), Log: log, ReadOnly: o.readOnly, ColdStart: coldStartCheck(set, v), RowPath: fs.PathOfKey,
 		MaxGasPrice: gasCap})
 	if err != nil {
 		e.Close()
@@ -200,8 +201,8 @@ func offlineError(v *homedir.VaultConfig, err error) error {
 var errWrongChain = errors.New("the RPC serves another chain")
 
 // dialVaultChain dials the vault's RPC and checks that it serves the vault's chain.
-func dialVaultChain(ctx context.Context, v *homedir.VaultConfig) (*chain.Client, error) {
-	c, err := dialChain(ctx, v.RPC, v.Contract)
+func dialVaultChain(ctx context.Context, set settings, v *homedir.VaultConfig) (*chain.Client, error) {
+	c, err := dialChain(ctx, set, v.RPC, v.Contract)
 	if err != nil {
 		return nil, err
 	}
@@ -210,13 +211,13 @@ func dialVaultChain(ctx context.Context, v *homedir.VaultConfig) (*chain.Client,
 		return nil, fmt.Errorf("%w: %s serves chain %d, but the vault lives on chain %d", errWrongChain, v.RPC, c.ChainID(), v.ChainID)
 	}
 	// calldata a pruned primary answers null for comes from KINT_RPC_URL_2, when it is set
-	if second := setOf(ctx).given("KINT_RPC_URL_2"); second != "" && !sameEndpoint(second, v.RPC) {
-		c.SetSecondary(func(ctx context.Context) (*chain.Client, error) { return dialChain(ctx, second, v.Contract) })
+	if second := set.given("KINT_RPC_URL_2"); second != "" && !sameEndpoint(second, v.RPC) {
+		c.SetSecondary(func(ctx context.Context) (*chain.Client, error) { return dialChain(ctx, set, second, v.Contract) })
 	}
 	return c, nil
 }
 
-func dialChain(ctx context.Context, rpc string, contract common.Address) (*chain.Client, error) {
+func dialChain(ctx context.Context, set settings, rpc string, contract common.Address) (*chain.Client, error) {
 	if rpc == "" {
 		return nil, errors.New("no RPC URL (KINT_RPC_URL)")
 	}
@@ -226,7 +227,7 @@ func dialChain(ctx context.Context, rpc string, contract common.Address) (*chain
 	if err != nil {
 		return nil, err
 	}
-	c.SetBlockTime(chainBlockTime(setOf(ctx), c.ChainID()))
+	c.SetBlockTime(chainBlockTime(set, c.ChainID()))
 	return c, nil
 }
 
