@@ -109,9 +109,6 @@ func (s settings) given(env string) string {
 	return s.vals[env]
 }
 
-// flag is a flag's default: the setting's value, so a flag given wins over it.
-func (s settings) flag(env string) string { return s.given(env) }
-
 // duration is a setting in seconds (decimals allowed) or as a Go duration; a value that is
 // neither is the default.
 func (s settings) duration(env string) time.Duration {
