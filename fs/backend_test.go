@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"slices"
 	"strings"
@@ -48,6 +49,9 @@ var (
 		"Rename": func(b Backend) error {
 			return b.Rename(vault.Key{Tier: seal.TierState, Key: "x"}, vault.Key{Tier: seal.TierState, Key: "y"})
 		},
+		"RenameKeepingAttrs": func(b Backend) error {
+			return b.RenameKeepingAttrs(vault.Key{Tier: seal.TierState, Key: "x"}, vault.Key{Tier: seal.TierState, Key: "y"})
+		},
 		"Mkdir": func(b Backend) error { return b.Mkdir("people") },
 		"Rmdir": func(b Backend) error { return b.Rmdir("people") },
 		"SetAttr": func(b Backend) error {
@@ -66,8 +70,8 @@ var (
 		},
 	}
 	backendReads = []string{"Get", "Content", "List", "HasCategory", "CategoryCount", "DirIno", "DirAttrs",
-		"HasTrashDir", "TrashList", "LocalRule", "OpenedForWrite", "ClosedForWrite", "At", "CheckHistory",
-		"HistoryFrom", "MirrorHead", "BlockAt", "StatusJSON", "BlocksText", "Subscribe"}
+		"HasTrashDir", "TrashList", "LocalRule", "OpenedForWrite", "ClosedForWrite", "HistoryView",
+		"MirrorHead", "BlockAt", "StatusJSON", "BlocksText", "Subscribe"}
 )
 
 func refusedReadOnly(err error) bool {
@@ -85,7 +89,7 @@ func TestReadOnlyBackendRefusesEveryChange(t *testing.T) {
 	rand.Read(owner[:])
 	rand.Read(dek[:])
 	v := &homedir.VaultConfig{Owner: owner, Tenant: "test", Space: seal.SpaceID("test"), ChainID: 1337}
-	rw, err := replica.Open(replica.Options{Home: home, Vault: v, DEK: dek, Logf: t.Logf})
+	rw, err := replica.Open(replica.Options{Home: home, Vault: v, DEK: dek, Log: slog.New(slog.NewTextHandler(t.Output(), nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +100,7 @@ func TestReadOnlyBackendRefusesEveryChange(t *testing.T) {
 	if err := rw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	r, err := replica.Open(replica.Options{Home: home, Vault: v, DEK: dek, Logf: t.Logf, ReadOnly: true})
+	r, err := replica.Open(replica.Options{Home: home, Vault: v, DEK: dek, Log: slog.New(slog.NewTextHandler(t.Output(), nil)), ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,57 +6,73 @@ import (
 	"strings"
 	"syscall"
 
-	"kintfs/chain"
 	"kintfs/replica"
-	"kintfs/replica/homedir"
 	"kintfs/replica/vault"
 )
 
-// errnos are the errors with an errno of their own, in the order they are asked for: the
-// first that matches wins.
+// errnos gives each cause (replica.KindOf) that has an errno of its own its errno. The ctl
+// refusals come last: where two kinds share an errno (macOS answers a rejected key with EPERM),
+// kindOfErrno reads it back as the later one.
 var errnos = []struct {
-	match func(error) bool
+	kind  replica.Kind
 	errno syscall.Errno
 }{
-	{is(vault.ErrNotFound), syscall.ENOENT},
-	{is(vault.ErrExists), syscall.EEXIST},
-	{is(vault.ErrNotEmpty), syscall.ENOTEMPTY},
-	{is(vault.ErrReadOnly), syscall.EROFS},
-	{is(vault.ErrNotPermitted), syscall.EPERM},
-	{is(vault.ErrInvalid), syscall.EINVAL},
-	{is(vault.ErrStagingFull), syscall.ENOSPC},
-	{is(vault.ErrFileTooBig, vault.ErrValueTooLarge), syscall.EFBIG},
-	{is(vault.ErrCrossTier), syscall.EXDEV},
+	{replica.KindNotFound, syscall.ENOENT},
+	{replica.KindExists, syscall.EEXIST},
+	{replica.KindNotEmpty, syscall.ENOTEMPTY},
+	{replica.KindReadOnly, syscall.EROFS},
+	{replica.KindNotPermitted, syscall.EPERM},
+	{replica.KindInvalid, syscall.EINVAL},
+	{replica.KindStagingFull, syscall.ENOSPC},
+	{replica.KindTooBig, syscall.EFBIG},
+	{replica.KindCrossTier, syscall.EXDEV},
 	// The RPC cannot be reached (refused, or never answered): a ctl command can be tried
 	// again later; not a fault, and not ENOTCONN, which says the mount died.
-	{replica.Offline, syscall.EHOSTUNREACH},
+	{replica.KindOffline, syscall.EHOSTUNREACH},
 	// What stops a ctl flush or pull, as the CLI's exit codes tell them apart.
-	{is(replica.ErrGapOpen), syscall.EBADMSG}, // an epoch that cannot be applied: see gaps in status
-	{is(replica.ErrChainMoved, replica.ErrFork), syscall.ESTALE},
-	{replica.LyingRPC, syscall.EPROTO},
-	{is(homedir.ErrKeyMissing), errnoKeyMissing},
-	{is(homedir.ErrKeyExpired), errnoKeyExpired},
-	{is(replica.ErrNotAuthorized, chain.ErrNotAuthorized, chain.ErrAuthorizationExpired, chain.ErrInsufficientFunds), errnoKeyRejected},
-	{is(replica.ErrReverted, chain.ErrTxFailed, chain.ErrWouldRevert), errnoReverted},
+	{replica.KindGapOpen, syscall.EBADMSG}, // an epoch that cannot be applied: see gaps in status
+	{replica.KindMoved, syscall.ESTALE},
+	{replica.KindLyingRPC, syscall.EPROTO},
+	{replica.KindKeyMissing, errnoKeyMissing},
+	{replica.KindKeyExpired, errnoKeyExpired},
+	{replica.KindKeyRejected, errnoKeyRejected},
+	{replica.KindReverted, errnoReverted},
 	// the gas price is out of the range the cap allows: flush again later, or raise the cap
-	{is(replica.ErrGasPriceCap), syscall.ERANGE},
-	{is(errBadName, errUnknownCommand), syscall.EINVAL},
-	{is(errNameTooLong), syscall.ENAMETOOLONG},
-	// Only the mount's own context is ever canceled: the mount is going away.
-	{is(context.Canceled), syscall.ECANCELED},
-	{is(context.DeadlineExceeded), syscall.ETIMEDOUT},
+	{replica.KindGasCap, syscall.ERANGE},
 }
 
-// is matches an error that is one of targets.
-func is(targets ...error) func(error) bool {
-	return func(err error) bool {
-		for _, t := range targets {
-			if errors.Is(err, t) {
-				return true
-			}
+// localErrnos are the mount's own errors, asked for after the causes.
+var localErrnos = []struct {
+	err   error
+	errno syscall.Errno
+}{
+	{errBadName, syscall.EINVAL},
+	{errUnknownCommand, syscall.EINVAL},
+	{errNameTooLong, syscall.ENAMETOOLONG},
+	// Only the mount's own context is ever canceled: the mount is going away.
+	{context.Canceled, syscall.ECANCELED},
+	{context.DeadlineExceeded, syscall.ETIMEDOUT},
+}
+
+// ErrnoOfKind is the errno of a cause, 0 for one without an errno of its own.
+func ErrnoOfKind(k replica.Kind) syscall.Errno {
+	for _, e := range errnos {
+		if e.kind == k {
+			return e.errno
 		}
-		return false
 	}
+	return 0
+}
+
+// KindOfErrno reads a ctl command's errno back as the cause it was answered for
+// (replica.KindUnknown for an errno no cause has).
+func KindOfErrno(en syscall.Errno) replica.Kind {
+	for i := len(errnos) - 1; i >= 0; i-- {
+		if errnos[i].errno == en {
+			return errnos[i].kind
+		}
+	}
+	return replica.KindUnknown
 }
 
 // toErrno is the one place an error becomes an errno. It unwraps (go-fuse's own ToErrno does
@@ -66,8 +82,11 @@ func toErrno(err error) (errno syscall.Errno, unexpected bool) {
 	if err == nil {
 		return 0, false
 	}
-	for _, e := range errnos {
-		if e.match(err) {
+	if en := ErrnoOfKind(replica.KindOf(err)); en != 0 {
+		return en, false
+	}
+	for _, e := range localErrnos {
+		if errors.Is(err, e.err) {
 			return e.errno, false
 		}
 	}
@@ -121,11 +140,15 @@ func (f *mountFS) logf(format string, args ...any) {
 // IsKeyErrno reports whether a ctl command's errno says the data key or session key is
 // missing, expired or not authorized.
 func IsKeyErrno(en syscall.Errno) bool {
-	return en == errnoKeyMissing || en == errnoKeyExpired || en == errnoKeyRejected
+	switch KindOfErrno(en) {
+	case replica.KindKeyMissing, replica.KindKeyExpired, replica.KindKeyRejected:
+		return true
+	}
+	return false
 }
 
 // IsRevertErrno reports whether a ctl command's errno says the chain reverted a transaction.
-func IsRevertErrno(en syscall.Errno) bool { return en == errnoReverted }
+func IsRevertErrno(en syscall.Errno) bool { return KindOfErrno(en) == replica.KindReverted }
 
 // ErrnoOf is the errno a ctl command answers err with (EIO for a fault kintfs did not foresee).
 func ErrnoOf(err error) syscall.Errno {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"kintfs/replica/homedir"
 	"kintfs/replica/vault"
+	"log/slog"
 	"math/big"
 	"os"
 	"sync"
@@ -165,7 +166,7 @@ func (e *chainEnv) machineWith(logf func(string, ...any)) *Replica {
 	// any tier, deletions of any tier): the full model. kint's model has tests of its own
 	// (replica/store's shapes_test.go, integration's shapes_test.go).
 	res.Vault.Model = vault.ModelFull
-	r, err := Open(Options{Home: home, Vault: res.Vault, DEK: dek, Client: c, SessionKey: key, Logf: logf})
+	r, err := Open(Options{Home: home, Vault: res.Vault, DEK: dek, Client: c, SessionKey: key, Log: lineLog(logf)})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -210,3 +211,23 @@ func sendRaw(t testing.TB, r *Replica, prev common.Hash, ct []byte) *chain.PushR
 func strp(s string) *string { return &s }
 
 func cat(s string) *string { return &s }
+
+// lineLog hands each line of the engine's log to logf as the mount's log writes it: "warn: "
+// and "debug: " in front of those levels.
+func lineLog(logf func(string, ...any)) *slog.Logger {
+	return slog.New(lineHandler{logf})
+}
+
+type lineHandler struct{ logf func(string, ...any) }
+
+func (lineHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h lineHandler) Handle(_ context.Context, r slog.Record) error {
+	prefix := map[slog.Level]string{slog.LevelDebug: "debug: ", slog.LevelWarn: "warn: ", slog.LevelError: "error: "}[r.Level]
+	h.logf("%s%s", prefix, r.Message)
+	return nil
+}
+func (h lineHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h lineHandler) WithGroup(string) slog.Handler      { return h }
+
+// testLog is a log whose lines go to t.Logf, every level.
+func testLog(t testing.TB) *slog.Logger { return lineLog(t.Logf) }

@@ -24,7 +24,7 @@ func TestReadOnlyRefusesEveryChange(t *testing.T) {
 	rand.Read(owner[:])
 	rand.Read(dek[:])
 	v := &homedir.VaultConfig{Owner: owner, Tenant: "test", Space: seal.SpaceID("test"), ChainID: 1337}
-	rw, err := Open(Options{Home: home, Vault: v, DEK: dek, Logf: t.Logf})
+	rw, err := Open(Options{Home: home, Vault: v, DEK: dek, Log: testLog(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func TestReadOnlyRefusesEveryChange(t *testing.T) {
 	}
 	rw.Close()
 
-	r, err := Open(Options{Home: home, Vault: v, DEK: dek, Logf: t.Logf, ReadOnly: true})
+	r, err := Open(Options{Home: home, Vault: v, DEK: dek, Log: testLog(t), ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}

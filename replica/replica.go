@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/big"
 	"sync"
 	"sync/atomic"
@@ -37,15 +38,18 @@ var (
 // LyingRPC reports whether err is the chain package refusing what an RPC served: an Epoch
 // event it withheld, or a transaction that is not the push the event names.
 func LyingRPC(err error) bool {
-	for _, e := range []error{ErrStaleRPC, chain.ErrNoEvent, chain.ErrTxNotFound, chain.ErrTxMismatch,
-		chain.ErrWrongContract, chain.ErrNotPush, chain.ErrCalldataMismatch, chain.ErrDigestMismatch, chain.ErrBrokenChain,
-		chain.ErrEventMismatch} {
+	for _, e := range lyingRPC {
 		if errors.Is(err, e) {
 			return true
 		}
 	}
 	return false
 }
+
+// lyingRPC are the chain package's refusals of what an RPC served.
+var lyingRPC = []error{ErrStaleRPC, chain.ErrNoEvent, chain.ErrTxNotFound, chain.ErrTxMismatch,
+	chain.ErrWrongContract, chain.ErrNotPush, chain.ErrCalldataMismatch, chain.ErrDigestMismatch, chain.ErrBrokenChain,
+	chain.ErrEventMismatch}
 
 // Offline reports whether err means the chain cannot be reached: no client, or an RPC that
 // refused or lost every attempt of a call, or never answered. The CLI exits 5 on it, ctl
@@ -68,7 +72,9 @@ type Options struct {
 	// SendAhead bounds the epochs of one push sent ahead of their receipts (0: 16; 1: one at a
 	// time, each waited for before the next is sent).
 	SendAhead int
-	Logf      func(format string, args ...any)
+	// Log takes the engine's lines at their levels: Debug its routine background steps, Info
+	// what it changed, Warn a failure a quiet log still shows. nil: nothing is logged.
+	Log *slog.Logger
 	// ColdStart checks the head the RPC gave on a machine with no watermark yet against a
 	// second, independent RPC; nil: no check (the dev chain).
 	ColdStart func(ctx context.Context, head vault.Head) error
@@ -113,8 +119,8 @@ func Open(opt Options) (*Replica, error) {
 	if opt.Confirmations == 0 {
 		opt.Confirmations = 2
 	}
-	if opt.Logf == nil {
-		opt.Logf = func(string, ...any) {}
+	if opt.Log == nil {
+		opt.Log = slog.New(slog.DiscardHandler)
 	}
 	dir, err := opt.Home.Ensure("db", opt.Vault.Space16())
 	if err != nil {
@@ -250,13 +256,20 @@ func (r *Replica) epochContext(seq uint64, prev [32]byte) seal.EpochContext {
 	return seal.EpochContext{ChainID: r.vault.ChainID, Owner: r.vault.Owner, Space: r.vault.Space, Seq: seq, Prev: prev}
 }
 
-func (r *Replica) logf(format string, args ...any) { r.opt.Logf(format, args...) }
+func (r *Replica) logf(format string, args ...any) { r.logAt(slog.LevelInfo, format, args) }
 
-// debugf logs routine background steps: the line starts with "debug: ".
-func (r *Replica) debugf(format string, args ...any) { r.opt.Logf("debug: "+format, args...) }
+// debugf logs routine background steps, at Debug.
+func (r *Replica) debugf(format string, args ...any) { r.logAt(slog.LevelDebug, format, args) }
 
-// warnf logs a failure: the line starts with "warn: " so a quiet log still shows it.
-func (r *Replica) warnf(format string, args ...any) { r.opt.Logf("warn: "+format, args...) }
+// warnf logs a failure, at Warn, so a quiet log still shows it.
+func (r *Replica) warnf(format string, args ...any) { r.logAt(slog.LevelWarn, format, args) }
+
+// logAt logs one line at level, formatted only when the log takes that level.
+func (r *Replica) logAt(level slog.Level, format string, args []any) {
+	if ctx := context.Background(); r.opt.Log.Enabled(ctx, level) {
+		r.opt.Log.Log(ctx, level, fmt.Sprintf(format, args...))
+	}
+}
 
 // At is the read-only tree as anchored at or before block.
 func (r *Replica) At(block uint64) vault.TreeReader { return r.store.At(block) }

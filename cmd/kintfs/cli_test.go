@@ -273,19 +273,19 @@ func TestMountOptionsMatchFstab(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			fstabFlags := mountFlagValues(t, fm.args[1:], false)
+			fstabFlags, _ := mountFlagValues(t, fm.args[1:], false)
 			fstabEnv := map[string]string{}
 			for _, kv := range fm.env {
 				k, v, _ := strings.Cut(kv, "=")
 				fstabEnv[k] = v
 			}
 			// mount -o
-			mountFlags := mountFlagValues(t, []string{"--daemon", "-o", "home=/var/lib/kint," + opt, "/mnt/kint"}, true)
+			mountFlags, mountSettings := mountFlagValues(t, []string{"--daemon", "-o", "home=/var/lib/kint," + opt, "/mnt/kint"}, true)
 			for k, v := range fstabEnv {
 				if k == "KINT_TENANT" && m.name != "tenant" {
 					continue // the helper's first argument; mount -o leaves the tenant to the environment
 				}
-				if got := os.Getenv(k); got != v {
+				if got := envSettings().with(mountSettings).given(k); got != v {
 					t.Errorf("%s: the helper sets %s=%q, mount -o %q", opt, k, v, got)
 				}
 			}
@@ -311,8 +311,8 @@ func TestMountOptionsMatchFstab(t *testing.T) {
 }
 
 // mountFlagValues parses argv with kintfs mount's flags, applying -o when withOpts, and
-// returns every flag's value.
-func mountFlagValues(t *testing.T, argv []string, withOpts bool) map[string]string {
+// returns every flag's value and the settings -o gave.
+func mountFlagValues(t *testing.T, argv []string, withOpts bool) (flags, set map[string]string) {
 	t.Helper()
 	fl := commandFlags(commands["mount"])
 	if err := fl.Parse(argv); err != nil {
@@ -323,13 +323,13 @@ func mountFlagValues(t *testing.T, argv []string, withOpts bool) map[string]stri
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := applyMountOpts(fl, opts); err != nil {
+		if set, err = applyMountOpts(fl, opts); err != nil {
 			t.Fatalf("%v: %v", argv, err)
 		}
 	}
-	out := map[string]string{}
-	fl.VisitAll(func(f *pflag.Flag) { out[f.Name] = f.Value.String() })
-	return out
+	flags = map[string]string{}
+	fl.VisitAll(func(f *pflag.Flag) { flags[f.Name] = f.Value.String() })
+	return flags, set
 }
 
 // TestMountChecksMountpointFirst: a missing, non-directory or non-empty mountpoint is refused
@@ -375,7 +375,7 @@ func TestNextStepsQuoting(t *testing.T) {
 		t.Errorf("shellQuote of a plain path: %s", got)
 	}
 	t.Setenv("KINT_HOME", "/var/lib/kint home")
-	cmd := kintfsCommand()
+	cmd := kintfsCommand(envSettings())
 	if !strings.HasPrefix(cmd, `KINT_HOME='/var/lib/kint home' `) {
 		t.Errorf("kintfsCommand: %s", cmd)
 	}

@@ -39,8 +39,8 @@ func init() {
 	})
 }
 
-func defaultDevDir() (string, error) {
-	home, err := defaultHome()
+func defaultDevDir(set settings) (string, error) {
+	home, err := defaultHome(set)
 	if err != nil {
 		return "", err
 	}
@@ -54,7 +54,7 @@ func runDevchain(ctx context.Context, o *devchainOptions, args []string) error {
 	dir := o.datadir
 	if dir == "" {
 		var err error
-		if dir, err = defaultDevDir(); err != nil {
+		if dir, err = defaultDevDir(setOf(ctx)); err != nil {
 			return err
 		}
 	}

@@ -101,7 +101,7 @@ func runDoctor(ctx context.Context, o *doctorOptions, args []string) error {
 	}
 	d := &doctorRun{ctx: ctx, json: o.json}
 	defer d.printJSON()
-	home, err := defaultHome()
+	home, err := defaultHome(setOf(ctx))
 	if err != nil {
 		d.fail("KINT_HOME", "%v", err)
 		return exitCodeError{code: exitFailure, msg: "1 check(s) failed"}
@@ -160,7 +160,7 @@ func (d *doctorRun) checkHome(home homedir.Home) {
 }
 
 func (d *doctorRun) checkVault(home homedir.Home) *homedir.VaultConfig {
-	v, err := loadVaultConfig(home)
+	v, err := loadVaultConfig(setOf(d.ctx), home)
 	if err != nil {
 		d.fail("vault", "%v", err)
 		return nil
@@ -213,7 +213,7 @@ func (d *doctorRun) checkPrimary(ctx context.Context, v *homedir.VaultConfig) *c
 		d.fail("primary RPC", "no RPC URL (KINT_RPC_URL)")
 		return nil
 	}
-	c, err := dialChain(ctx, v.RPC, v.Contract)
+	c, err := dialChain(ctx, setOf(ctx), v.RPC, v.Contract)
 	if err != nil {
 		d.fail("primary RPC", "%s cannot be reached", redactURL(v.RPC))
 		return nil
@@ -228,12 +228,13 @@ func (d *doctorRun) checkPrimary(ctx context.Context, v *homedir.VaultConfig) *c
 }
 
 func (d *doctorRun) checkSecondary(ctx context.Context, v *homedir.VaultConfig) {
-	allowSingle := os.Getenv("KINT_ALLOW_SINGLE_RPC") == "1"
-	if v.ChainID == devchain.ChainID && os.Getenv("KINT_RPC_URL_2") == "" {
+	set := setOf(ctx)
+	allowSingle := set.on("KINT_ALLOW_SINGLE_RPC")
+	if v.ChainID == devchain.ChainID && set.given("KINT_RPC_URL_2") == "" {
 		d.ok("secondary RPC", "not needed on the dev chain (chain id %d)", v.ChainID)
 		return
 	}
-	second := secondRPC(v.RPC)
+	second := secondRPC(set, v.RPC)
 	if sameEndpoint(v.RPC, second) {
 		d.warn("secondary RPC", "%s is the same endpoint as the primary: a cold start trusts one operator", redactURL(second))
 		return
@@ -242,7 +243,7 @@ func (d *doctorRun) checkSecondary(ctx context.Context, v *homedir.VaultConfig) 
 	if allowSingle {
 		bad = d.warn
 	}
-	c, err := dialChain(ctx, second, v.Contract)
+	c, err := dialChain(ctx, set, second, v.Contract)
 	if err != nil {
 		bad("secondary RPC", "%s cannot be reached: a cold start refuses (set KINT_RPC_URL_2, or KINT_ALLOW_SINGLE_RPC=1)", redactURL(second))
 		return
@@ -320,9 +321,9 @@ func (d *doctorRun) checkSessionKey(ctx context.Context, home homedir.Home, v *h
 
 // doctorStatus is the replica's status: from the mount when one holds the database (the
 // forwarded status --json), else from the database opened offline.
-func doctorStatus(home homedir.Home, v *homedir.VaultConfig) (*replica.Status, string, error) {
+func doctorStatus(set settings, home homedir.Home, v *homedir.VaultConfig) (*replica.Status, string, error) {
 	if _, mounted := mountedAt(home); mounted {
-		reply, ok := forward([]string{"status", "--json"})
+		reply, ok := forward(set, []string{"status", "--json"})
 		if !ok || reply.Code != 0 {
 			return nil, "", fmt.Errorf("the mount did not answer status: %s", reply.Err)
 		}
@@ -342,7 +343,7 @@ func doctorStatus(home homedir.Home, v *homedir.VaultConfig) (*replica.Status, s
 }
 
 func (d *doctorRun) checkMirror(ctx context.Context, home homedir.Home, v *homedir.VaultConfig, c *chain.Client) {
-	st, from, err := doctorStatus(home, v)
+	st, from, err := doctorStatus(setOf(d.ctx), home, v)
 	if err != nil {
 		d.fail("mirror", "%v", err)
 		d.fail("staged", "not checked: %v", err)
@@ -385,7 +386,7 @@ func (d *doctorRun) checkMirror(ctx context.Context, home homedir.Home, v *homed
 	staged := fmt.Sprintf("%d rows (%d bytes) and %d deletions staged, oldest %ds", st.StagedRows, st.StagedBytes, st.StagedDels, st.OldestStaged)
 	if st.StagedRows+st.StagedDels == 0 {
 		d.ok("staged", "nothing staged: the store matches the last anchored epoch")
-	} else if st.OldestStaged > 2*int64(envDuration("KINT_QUIET_SECONDS", 300*time.Second)/time.Second)+60 {
+	} else if st.OldestStaged > 2*int64(setOf(ctx).duration("KINT_QUIET_SECONDS")/time.Second)+60 {
 		d.warn("staged", "%s: unanchored for longer than the quiet delay (kintfs push)", staged)
 	} else {
 		d.ok("staged", "%s", staged)

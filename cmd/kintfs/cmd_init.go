@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -36,9 +35,9 @@ func init() {
 		setup: func(fs *pflag.FlagSet) runFunc {
 			o := &initOptions{}
 			fs.StringVar(&o.owner, "owner", "", "the owner's address")
-			fs.StringVar(&o.tenant, "tenant", os.Getenv("KINT_TENANT"), "the tenant (KINT_TENANT)")
-			fs.StringVar(&o.rpc, "rpc", os.Getenv("KINT_RPC_URL"), "JSON-RPC URL (KINT_RPC_URL)")
-			fs.StringVar(&o.contract, "contract", os.Getenv("KINT_CONTRACT"), "EpochAnchor address (KINT_CONTRACT)")
+			fs.StringVar(&o.tenant, "tenant", "", "the tenant (KINT_TENANT)")
+			fs.StringVar(&o.rpc, "rpc", "", "JSON-RPC URL (KINT_RPC_URL)")
+			fs.StringVar(&o.contract, "contract", "", "EpochAnchor address (KINT_CONTRACT)")
 			fs.BoolVar(&o.passStdin, "passphrase-stdin", false, "read the vault passphrase from stdin")
 			fs.StringVar(&o.passFile, "passphrase-file", "", "read the vault passphrase from a file")
 			fs.StringVar(&o.signature, "signature", "", "read the owner's vault signature (hex) from - (stdin)")
@@ -48,7 +47,10 @@ func init() {
 			fs.StringVar(&o.recoveryFile, "recovery-code-file", "", "read a recovery code from a file")
 			fs.BoolVar(&o.newVault, "new-vault", false, "create the vault when the chain has none for this owner and tenant (without it, init only joins)")
 			fs.BoolVar(&o.pull, "pull", false, "after joining, run the first pull here, with its progress, so that the first mount is current at once")
-			return func(ctx context.Context, args []string) error { return runInit(ctx, o, args) }
+			return func(ctx context.Context, args []string) error {
+				settingFlags(fs, setOf(ctx), map[string]*string{"KINT_TENANT": &o.tenant, "KINT_RPC_URL": &o.rpc, "KINT_CONTRACT": &o.contract})
+				return runInit(ctx, o, args)
+			}
 		},
 	})
 	register(&command{
@@ -76,10 +78,10 @@ func runInit(ctx context.Context, o *initOptions, args []string) error {
 	if !common.IsHexAddress(o.owner) {
 		return usagef("--owner must be an address")
 	}
-	if !offline() && (o.rpc == "" || !common.IsHexAddress(o.contract)) {
+	if !offline(setOf(ctx)) && (o.rpc == "" || !common.IsHexAddress(o.contract)) {
 		return usagef("init needs --rpc (KINT_RPC_URL) and --contract (KINT_CONTRACT)")
 	}
-	home, err := defaultHome()
+	home, err := defaultHome(setOf(ctx))
 	if err != nil {
 		return err
 	}
@@ -88,7 +90,7 @@ func runInit(ctx context.Context, o *initOptions, args []string) error {
 	if err := readInitSecret(o, &io); err != nil {
 		return err
 	}
-	if offline() {
+	if offline(setOf(ctx)) {
 		if o.pull {
 			return usagef("init --pull reads the chain: unset KINT_OFFLINE, or leave out --pull")
 		}
@@ -146,7 +148,7 @@ func readInitSecret(o *initOptions, io *replica.InitOptions) error {
 // initOnline connects this machine to the vault on the chain, or creates it there. Off the
 // dev chain, a vault that has epochs is checked against a second RPC first.
 func initOnline(ctx context.Context, o *initOptions, io replica.InitOptions) error {
-	c, err := dialChain(ctx, o.rpc, io.Contract)
+	c, err := dialChain(ctx, setOf(ctx), o.rpc, io.Contract)
 	if err != nil {
 		return fmt.Errorf("%w: %v", replica.ErrOffline, err)
 	}
@@ -159,7 +161,7 @@ func initOnline(ctx context.Context, o *initOptions, io replica.InitOptions) err
 			return fmt.Errorf("read head: %w", err)
 		}
 		if h.Seq > 0 {
-			if err := checkSecondRPC(ctx, o.rpc, io.Contract, c.ChainID(), owner, space, vault.Head{Seq: h.Seq, Digest: h.Digest, Block: h.Block}); err != nil {
+			if err := checkSecondRPC(ctx, setOf(ctx), o.rpc, io.Contract, c.ChainID(), owner, space, vault.Head{Seq: h.Seq, Digest: h.Digest, Block: h.Block}); err != nil {
 				return err
 			}
 		}
@@ -203,7 +205,7 @@ func initPull(ctx context.Context) error {
 // machine keeps in its vault config, and the head epoch's header is not read. Only a machine
 // that connected before can do it; a new vault needs the chain.
 func initOffline(ctx context.Context, io replica.InitOptions) error {
-	v, err := loadVaultConfig(io.Home)
+	v, err := loadVaultConfig(setOf(ctx), io.Home)
 	if err != nil {
 		return usagef("KINT_OFFLINE=1: this machine has no vault config to unlock from (%v); run kintfs init online first", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"log/slog"
 	"net"
 	"os"
 	"os/signal"
@@ -77,9 +78,12 @@ func init() {
 			fs.Int64Var(&o.gid, "gid", -1, "the group id that owns every file (default: the mounting user's group)")
 			fs.StringSliceVarP(&o.opts, "options", "o", nil, "mount options as in fstab, comma-separated: "+mountOptNames())
 			return func(ctx context.Context, args []string) error {
-				if err := applyMountOpts(fs, o.opts); err != nil {
+				over, err := applyMountOpts(fs, o.opts)
+				if err != nil {
 					return err
 				}
+				cio := ioOf(ctx)
+				cio.set = cio.set.with(over)
 				return runMount(ctx, o, args)
 			}
 		},
@@ -94,25 +98,21 @@ type mountRun struct {
 	fileMode, dirMode uint32
 	umask             uint32
 	logger            *log.Logger
+	set               settings
 	home              homedir.Home
 	env               *vaultEnv
 }
 
 func (r *mountRun) say(format string, a ...any) { r.logger.Printf(format, a...) }
 
-// replicaLog prints the replica's lines: failures always, what it anchors and pulls by
-// default, routine polls at -v.
-func (r *mountRun) replicaLog(format string, a ...any) {
-	switch {
-	case strings.HasPrefix(format, "warn: "):
-		r.logger.Printf(format, a...)
-	case strings.HasPrefix(format, "debug: "):
-		if r.o.verbose >= 1 {
-			r.logger.Printf(format, a...)
-		}
-	default:
-		r.logger.Printf("info: "+format, a...)
+// replicaLog is the log of the replica's lines: failures always, what it anchors and pulls
+// by default, routine polls at -v.
+func (r *mountRun) replicaLog() *slog.Logger {
+	min := slog.LevelInfo
+	if r.o.verbose >= 1 {
+		min = slog.LevelDebug
 	}
+	return newLineLog(func(line string) { r.logger.Print(line) }, min, "info: ")
 }
 
 // fail reports why the mount did not start: to a waiting --daemon parent, and to the log
@@ -163,7 +163,7 @@ func runMount(ctx context.Context, o *mountOptions, args []string) error {
 		return err
 	}
 	if o.daemon && os.Getenv(readyFDEnv) == "" {
-		return daemonize(ioOf(ctx).argv, o.logFile)
+		return daemonize(ioOf(ctx).argv, setOf(ctx).environ(), o.logFile)
 	}
 	logger, closeLog, err := openLog(o.logFile)
 	if err != nil {
@@ -172,10 +172,10 @@ func runMount(ctx context.Context, o *mountOptions, args []string) error {
 	defer closeLog()
 	r.logger = logger
 	limitMemory()
-	if stop := startCPUProfile(r.say); stop != nil {
+	if stop := startCPUProfile(setOf(ctx), r.say); stop != nil {
 		defer stop()
 	}
-	if stop := startHeapProfile(r.say); stop != nil {
+	if stop := startHeapProfile(setOf(ctx), r.say); stop != nil {
 		defer stop()
 	}
 	stopDev, err := r.prepare(ctx)
@@ -183,13 +183,14 @@ func runMount(ctx context.Context, o *mountOptions, args []string) error {
 		return r.fail(err)
 	}
 	defer stopDev()
+	r.set = setOf(ctx) // with what --dev added
 	if o.vaultModel != "" {
 		if err := replica.SaveVaultModel(r.home, o.vaultModel); err != nil {
 			return r.fail(err)
 		}
 	}
 	restoreGC := collectOftenWhileLoading()
-	r.env, err = openVault(ctx, openOptions{dek: true, redial: true, readOnly: o.readOnly, logf: r.replicaLog})
+	r.env, err = openVault(ctx, openOptions{dek: true, redial: true, readOnly: o.readOnly, log: r.replicaLog()})
 	restoreGC()
 	if err != nil {
 		return r.fail(err)
@@ -209,7 +210,7 @@ func (r *mountRun) prepare(ctx context.Context) (stop func(), err error) {
 	if err := clearStaleMount(r.dir, r.say); err != nil {
 		return stop, err
 	}
-	if r.home, err = defaultHome(); err != nil {
+	if r.home, err = defaultHome(setOf(ctx)); err != nil {
 		return stop, err
 	}
 	if _, err := r.home.Ensure(); err != nil {
@@ -283,7 +284,7 @@ func (r *mountRun) serve(ctx context.Context) error {
 		sdNotify("READY=1")
 		sdNotify("STATUS=" + state)
 		if showNextSteps(r.o, os.Stderr) {
-			fmt.Fprint(os.Stderr, nextSteps(r.absDir, kintfsCommand(), envDuration("KINT_QUIET_SECONDS", 300*time.Second)))
+			fmt.Fprint(os.Stderr, nextSteps(r.absDir, kintfsCommand(setOf(ctx)), setOf(ctx).duration("KINT_QUIET_SECONDS")))
 		}
 	}()
 	r.waitUnmounted(m, sig)
@@ -297,16 +298,16 @@ func (r *mountRun) serve(ctx context.Context) error {
 // startWorker starts the replica's background worker: the quiet delay and size trigger of
 // sealing, the poll, the websocket.
 func (r *mountRun) startWorker() {
-	wsURL := liveURL(r.env.vault)
+	wsURL := liveURL(r.set, r.env.vault)
 	r.env.rep.StartWorker(replica.WorkerOptions{
-		Quiet:       envDuration("KINT_QUIET_SECONDS", 300*time.Second),
-		SizeTrigger: envInt("KINT_SIZE_TRIGGER_BYTES", 32768),
+		Quiet:       r.set.duration("KINT_QUIET_SECONDS"),
+		SizeTrigger: r.set.positive("KINT_SIZE_TRIGGER_BYTES"),
 		Poll:        r.o.poll,
 		// other machines' epochs: at once by websocket when there is one, else at each poll
 		Subscribe: liveSubscriber(r.env.vault, wsURL),
 		LiveName:  redactURL(wsURL),
 		// history under a snapshot fills in after the start-up pull
-		BackfillAfter: envDuration("KINT_BACKFILL_START_SECONDS", 2*time.Second),
+		BackfillAfter: r.set.duration("KINT_BACKFILL_START_SECONDS"),
 	})
 }
 
@@ -422,8 +423,8 @@ func collectOftenWhileLoading() (restore func()) {
 
 // startCPUProfile writes a CPU profile of the whole mount to $KINTFS_CPUPROFILE when it is set
 // (for benchmarks); the returned func stops it and is nil when profiling is off.
-func startCPUProfile(say func(string, ...any)) func() {
-	path := os.Getenv("KINTFS_CPUPROFILE")
+func startCPUProfile(set settings, say func(string, ...any)) func() {
+	path := set.given("KINTFS_CPUPROFILE")
 	if path == "" {
 		return nil
 	}
@@ -449,8 +450,8 @@ func startCPUProfile(say func(string, ...any)) func() {
 // startHeapProfile writes heap profiles to $KINTFS_MEMPROFILE when it is set (for
 // benchmarks): one to PATH.N on each SIGUSR1, and one to PATH when the returned func runs at
 // exit; it is nil when profiling is off.
-func startHeapProfile(say func(string, ...any)) func() {
-	path := os.Getenv("KINTFS_MEMPROFILE")
+func startHeapProfile(set settings, say func(string, ...any)) func() {
+	path := set.given("KINTFS_MEMPROFILE")
 	if path == "" {
 		return nil
 	}

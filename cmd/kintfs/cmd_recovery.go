@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 
 	"kintfs/replica"
 	"kintfs/replica/homedir"
@@ -20,7 +19,7 @@ func init() {
 }
 
 // offline is KINT_OFFLINE=1: the commands kint lets skip reading the chain do so.
-func offline() bool { return os.Getenv("KINT_OFFLINE") == "1" }
+func offline(set settings) bool { return set.on("KINT_OFFLINE") }
 
 // offlineIn is offline for a command that may run inside a mount, where the caller's
 // KINT_OFFLINE counts, not the mount's own.
@@ -28,14 +27,14 @@ func offlineIn(ctx context.Context) bool {
 	if c := ioOf(ctx); c.env != nil {
 		return c.offline
 	}
-	return offline()
+	return offline(setOf(ctx))
 }
 
 func runRecoveryCode(ctx context.Context, args []string) error {
 	if len(args) > 0 {
 		return usagef("recovery-code takes no arguments")
 	}
-	home, v, err := loadHomeVault()
+	home, v, err := loadHomeVault(setOf(ctx))
 	if err != nil {
 		return err
 	}
@@ -47,13 +46,13 @@ func runRecoveryCode(ctx context.Context, args []string) error {
 		return err
 	}
 	id := seal.DEKID(dek)
-	if offline() {
+	if offline(setOf(ctx)) {
 		// the vault config names the key this machine last sealed or adopted
 		if v.DekID != fmt.Sprintf("%x", id[:]) {
 			return usagef("the cached data key is not the vault's current key %s: kintfs init again first", v.DekID)
 		}
 	} else {
-		c, err := dialVaultChain(ctx, v)
+		c, err := dialVaultChain(ctx, setOf(ctx), v)
 		if err != nil {
 			return fmt.Errorf("%w: %v (KINT_OFFLINE=1 checks against the vault config instead)", replica.ErrOffline, err)
 		}

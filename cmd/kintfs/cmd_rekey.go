@@ -72,7 +72,7 @@ func runRekey(ctx context.Context, o *rekeyOptions, args []string) error {
 	if err := checkRekeyFlags(o); err != nil {
 		return err
 	}
-	home, v, err := loadHomeVault()
+	home, v, err := loadHomeVault(setOf(ctx))
 	if err != nil {
 		return err
 	}
@@ -82,7 +82,7 @@ func runRekey(ctx context.Context, o *rekeyOptions, args []string) error {
 	}
 	// a running mount holds the database: the rekey runs there, with the derived keys (never
 	// the passphrase or signature) sent over its socket
-	if reply, ok := forwardRequestTo(home, forwardRequest{Argv: cio.argv, Keys: encodeKeys(keys), Offline: offline()}); ok {
+	if reply, ok := forwardRequestTo(home, forwardRequest{Argv: cio.argv, Keys: encodeKeys(keys), Offline: offline(setOf(ctx))}); ok {
 		fmt.Fprint(cio.out, reply.Out)
 		fmt.Fprint(cio.err, reply.Err)
 		if reply.Code != exitOK {

@@ -52,7 +52,7 @@ func runSessionKey(ctx context.Context, args []string) error {
 	if len(args) != 1 || (args[0] != "create" && args[0] != "show" && args[0] != "rotate") {
 		return usagef("session-key create | show | rotate")
 	}
-	home, err := defaultHome()
+	home, err := defaultHome(setOf(ctx))
 	if err != nil {
 		return err
 	}
@@ -165,7 +165,7 @@ func runAuthorize(ctx context.Context, o *authorizeOptions, args []string) error
 			return err
 		}
 	default:
-		owner, err := ownerKey(e, "or use --print-digest and --signature-file")
+		owner, err := ownerKey(setOf(ctx), e, "or use --print-digest and --signature-file")
 		if err != nil {
 			return err
 		}
@@ -178,8 +178,8 @@ func runAuthorize(ctx context.Context, o *authorizeOptions, args []string) error
 }
 
 // ownerKey is KINT_OWNER_KEY, refused unless it is the key of the vault's owner.
-func ownerKey(e *vaultEnv, alt string) (*ecdsa.PrivateKey, error) {
-	hexKey := os.Getenv("KINT_OWNER_KEY")
+func ownerKey(set settings, e *vaultEnv, alt string) (*ecdsa.PrivateKey, error) {
+	hexKey := set.given("KINT_OWNER_KEY")
 	if hexKey == "" {
 		return nil, usagef("set KINT_OWNER_KEY to the owner's private key%s", alt)
 	}
@@ -196,7 +196,7 @@ func ownerKey(e *vaultEnv, alt string) (*ecdsa.PrivateKey, error) {
 // burnNonce sends setSessionKey from the owner with the session key's current expiry: the
 // authorization nonce goes up by one, cancelling every authorization signed and never sent.
 func burnNonce(ctx context.Context, e *vaultEnv, addr common.Address) error {
-	owner, err := ownerKey(e, "")
+	owner, err := ownerKey(setOf(ctx), e, "")
 	if err != nil {
 		return err
 	}

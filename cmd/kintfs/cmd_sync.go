@@ -195,7 +195,7 @@ func runPull(ctx context.Context, o *syncOptions, args []string) error {
 		return err
 	}
 	defer e.Close()
-	if stop := startCPUProfile(func(f string, a ...any) { fmt.Fprintf(errw(ctx), "kintfs: "+f+"\n", a...) }); stop != nil {
+	if stop := startCPUProfile(setOf(ctx), func(f string, a ...any) { fmt.Fprintf(errw(ctx), "kintfs: "+f+"\n", a...) }); stop != nil {
 		defer stop() // KINTFS_CPUPROFILE, for benchmarks of a restore
 	}
 	pctx, endProgress := withProgress(ctx)
@@ -221,7 +221,7 @@ func runPull(ctx context.Context, o *syncOptions, args []string) error {
 // discardLocal moves the local state aside before a pull --discard-local. The mount holds
 // the state, so it refuses there.
 func discardLocal(ctx context.Context) error {
-	home, err := defaultHome()
+	home, err := defaultHome(setOf(ctx))
 	if err != nil {
 		return err
 	}
@@ -232,7 +232,7 @@ func discardLocal(ctx context.Context) error {
 	if err := refuseIfMounted(home); err != nil {
 		return err
 	}
-	v, err := loadVaultConfig(home)
+	v, err := loadVaultConfig(setOf(ctx), home)
 	if err != nil {
 		return err
 	}

@@ -103,7 +103,7 @@ func mountCommand(ctx context.Context, dir, cmd string, timeout, total time.Dura
 	if timeout <= 0 {
 		return fmt.Errorf("not finished after %s", total)
 	}
-	if home, err := defaultHome(); err == nil {
+	if home, err := defaultHome(setOf(ctx)); err == nil {
 		if at, ok := mountedAt(home); ok && at == dir {
 			return commandBySocket(ctx, home, cmd, timeout, total)
 		}
@@ -166,24 +166,21 @@ func commandBySocket(ctx context.Context, home homedir.Home, cmd string, timeout
 	return nil
 }
 
-// ctlExitError gives a failed ctl write the exit code the CLI gives the same refusal.
+// ctlExitError gives a failed ctl write the exit code the CLI gives the same refusal: its
+// errno read back as the cause it was answered for.
 func ctlExitError(err error) error {
 	var en syscall.Errno
 	if err == nil || !errors.As(err, &en) {
 		return err
 	}
-	code := map[syscall.Errno]int{syscall.ENOTCONN: exitRefused, syscall.EHOSTUNREACH: exitRefused, syscall.EBADMSG: exitRefused,
-		syscall.ERANGE: exitRefused, syscall.ESTALE: exitMoved, syscall.EPROTO: exitStaleRPC}[en]
-	if fs.IsRevertErrno(en) {
-		code = exitRefused
-	}
-	if fs.IsKeyErrno(en) {
-		code = exitKey
-	}
+	code, ok := exitCodes[fs.KindOfErrno(en)]
 	switch {
 	case en == syscall.EROFS:
 		return nil // a read-only mount: nothing to anchor
-	case code == 0:
+	case en == syscall.ENOTCONN:
+		code, ok = exitRefused, true // the mount died under the write: try again once it is back
+	}
+	if !ok {
 		return err
 	}
 	return exitCodeError{code: code, msg: err.Error()}

@@ -34,7 +34,7 @@ func runVaultModel(ctx context.Context, args []string) error {
 		fmt.Fprintln(outw(ctx), e.rep.Model())
 		return nil
 	}
-	home, err := defaultHome()
+	home, err := defaultHome(setOf(ctx))
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"strings"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -28,8 +27,8 @@ const (
 var errSingleRPC = errors.New("cold start needs a second, independent RPC")
 
 // secondRPC is KINT_RPC_URL_2, else the public Base endpoint that is not the primary.
-func secondRPC(primary string) string {
-	if u := os.Getenv("KINT_RPC_URL_2"); u != "" {
+func secondRPC(set settings, primary string) string {
+	if u := set.given("KINT_RPC_URL_2"); u != "" {
 		return u
 	}
 	if sameEndpoint(primary, baseRPC) {
@@ -62,27 +61,27 @@ func redactURL(u string) string {
 }
 
 // coldStartCheck is the check for a vault on chainID, nil on the dev chain.
-func coldStartCheck(v *homedir.VaultConfig) func(ctx context.Context, head vault.Head) error {
+func coldStartCheck(set settings, v *homedir.VaultConfig) func(ctx context.Context, head vault.Head) error {
 	if v.ChainID == devchain.ChainID {
 		return nil
 	}
 	return func(ctx context.Context, head vault.Head) error {
-		return checkSecondRPC(ctx, v.RPC, v.Contract, v.ChainID, v.Owner, v.Space, head)
+		return checkSecondRPC(ctx, set, v.RPC, v.Contract, v.ChainID, v.Owner, v.Space, head)
 	}
 }
 
 // checkSecondRPC asks the second RPC for the head and compares it with the primary's.
 // KINT_ALLOW_SINGLE_RPC=1 goes ahead when there is no second one to ask.
-func checkSecondRPC(ctx context.Context, primary string, contract common.Address, chainID uint64, owner common.Address, space common.Hash, head vault.Head) error {
-	allowSingle := os.Getenv("KINT_ALLOW_SINGLE_RPC") == "1"
-	second := secondRPC(primary)
+func checkSecondRPC(ctx context.Context, set settings, primary string, contract common.Address, chainID uint64, owner common.Address, space common.Hash, head vault.Head) error {
+	allowSingle := set.on("KINT_ALLOW_SINGLE_RPC")
+	second := secondRPC(set, primary)
 	if sameEndpoint(primary, second) {
 		if allowSingle {
 			return nil
 		}
 		return fmt.Errorf("%w, and KINT_RPC_URL_2 resolves to the same endpoint as the primary (KINT_ALLOW_SINGLE_RPC=1 accepts one)", errSingleRPC)
 	}
-	c, err := dialChain(ctx, second, contract)
+	c, err := dialChain(ctx, set, second, contract)
 	if err != nil {
 		if allowSingle {
 			return nil

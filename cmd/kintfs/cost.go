@@ -84,7 +84,7 @@ func nextFlushLine(ctx context.Context, rep *replica.Replica) string {
 // vault opened here.
 func doctorNextFlush(ctx context.Context, home homedir.Home, v *homedir.VaultConfig, c *chain.Client) string {
 	if _, mounted := mountedAt(home); mounted {
-		reply, ok := forward([]string{"status", "--next-flush"})
+		reply, ok := forward(setOf(ctx), []string{"status", "--next-flush"})
 		if !ok || reply.Code != 0 {
 			return "not estimated: the mount did not answer: " + strings.TrimSpace(reply.Err)
 		}

@@ -7,16 +7,20 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"syscall"
 )
 
 // readyFDEnv names the descriptor a daemonized child reports readiness on.
 const readyFDEnv = "KINTFS_READY_FD"
 
+// readyReported is set once the parent was told: it is told once.
+var readyReported atomic.Bool
+
 // daemonize starts argv again in the background, without --daemon, and returns once the
 // child's mount answers, or with the child's error. With no log file the child's output goes
 // to /dev/null.
-func daemonize(argv []string, logFile string) error {
+func daemonize(argv, env []string, logFile string) error {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return err
@@ -32,7 +36,7 @@ func daemonize(argv []string, logFile string) error {
 		}
 	}
 	cmd := exec.Command(exe, args...)
-	cmd.Env = append(os.Environ(), readyFDEnv+"=3")
+	cmd.Env = append(append(os.Environ(), env...), readyFDEnv+"=3") // with what fstab or -o gave
 	cmd.ExtraFiles = []*os.File{w}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if logFile == "" {
@@ -73,28 +77,26 @@ func daemonize(argv []string, logFile string) error {
 // reportReadyState tells a waiting parent that the mount is up, and in what state (current
 // at a seq, offline, ...).
 func reportReadyState(state string) {
-	if os.Getenv(readyFDEnv) == "" {
+	if os.Getenv(readyFDEnv) == "" || !readyReported.CompareAndSwap(false, true) {
 		return
 	}
 	f := os.NewFile(3, "ready")
 	if f == nil {
 		return
 	}
-	defer os.Unsetenv(readyFDEnv)
 	defer f.Close()
 	fmt.Fprintf(f, "ok %s\n", strings.ReplaceAll(state, "\n", " "))
 }
 
 // reportReady tells a waiting parent whether the mount came up, and passes err through.
 func reportReady(err error) error {
-	if os.Getenv(readyFDEnv) == "" {
+	if os.Getenv(readyFDEnv) == "" || !readyReported.CompareAndSwap(false, true) {
 		return err
 	}
 	f := os.NewFile(3, "ready")
 	if f == nil {
 		return err
 	}
-	defer os.Unsetenv(readyFDEnv)
 	defer f.Close()
 	if err != nil {
 		fmt.Fprintf(f, "error: %d %s\n", exitCode(err), strings.ReplaceAll(err.Error(), "\n", " "))

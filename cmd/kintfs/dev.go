@@ -40,6 +40,9 @@ func devSetup(ctx context.Context, home homedir.Home, chainID uint64, say func(s
 	if err != nil {
 		return nil, err
 	}
+	if cio := ioOf(ctx); cio.set.given("KINT_WS_URL") == "" && info.WS != "" {
+		cio.set = cio.set.with(map[string]string{"KINT_WS_URL": info.WS}) // the mount subscribes on the dev chain's websocket
+	}
 	if err := devConnect(ctx, home, info, say); err != nil {
 		if dc != nil {
 			dc.Close()
@@ -80,9 +83,6 @@ func startDevChain(dir string, chainID uint64, say func(string, ...any)) (*devch
 		}
 		say("the development chain in %s is already running (%v); using it at %s", dir, err, info.RPC)
 	}
-	if os.Getenv("KINT_WS_URL") == "" && info.WS != "" {
-		os.Setenv("KINT_WS_URL", info.WS) // the mount subscribes on the dev chain's websocket
-	}
 	return dc, info, nil
 }
 
@@ -97,7 +97,7 @@ func devConnect(ctx context.Context, home homedir.Home, info devchain.Info, say 
 		return err
 	}
 	contract := common.HexToAddress(info.Contract)
-	c, err := dialChain(ctx, info.RPC, contract)
+	c, err := dialChain(ctx, setOf(ctx), info.RPC, contract)
 	if err != nil {
 		return err
 	}
@@ -124,11 +124,11 @@ func devConnect(ctx context.Context, home homedir.Home, info devchain.Info, say 
 // devInit creates the dev owner's vault (tenant KINT_TENANT, else dev) under a passphrase of
 // devPassphrase.
 func devInit(ctx context.Context, home homedir.Home, info devchain.Info, c *chain.Client, owner common.Address, say func(string, ...any)) error {
-	pass, where, err := devPassphrase(home)
+	pass, where, err := devPassphrase(setOf(ctx), home)
 	if err != nil {
 		return err
 	}
-	tenant := os.Getenv("KINT_TENANT")
+	tenant := setOf(ctx).given("KINT_TENANT")
 	if tenant == "" {
 		tenant = "dev"
 	}
@@ -148,8 +148,8 @@ func devInit(ctx context.Context, home homedir.Home, info devchain.Info, c *chai
 
 // devPassphrase is KINT_PASSPHRASE, else the one saved under KINT_HOME, else a new one saved
 // there; where is set when it was generated.
-func devPassphrase(home homedir.Home) (pass, where string, err error) {
-	if p, ok := os.LookupEnv("KINT_PASSPHRASE"); ok && p != "" {
+func devPassphrase(set settings, home homedir.Home) (pass, where string, err error) {
+	if p := set.given("KINT_PASSPHRASE"); p != "" {
 		p, err := cleanSecret(p, "passphrase in KINT_PASSPHRASE")
 		return p, "", err
 	}

@@ -7,10 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/big"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -56,8 +56,8 @@ func (e *vaultEnv) client() *chain.Client {
 }
 
 // defaultHome is KINT_HOME, else ~/.kint.
-func defaultHome() (homedir.Home, error) {
-	if h := os.Getenv("KINT_HOME"); h != "" {
+func defaultHome(set settings) (homedir.Home, error) {
+	if h := set.given("KINT_HOME"); h != "" {
 		return homedir.Home(h), nil
 	}
 	dir, err := os.UserHomeDir()
@@ -67,17 +67,11 @@ func defaultHome() (homedir.Home, error) {
 	return homedir.Home(filepath.Join(dir, ".kint")), nil
 }
 
-// localFromEnv is how the homes of this process keep their local secret and cached keys:
+// localOf is how the homes of this process keep their local secret and cached keys:
 // KINT_SESSION_PASSPHRASE, KINT_NO_KEYCHAIN=1 and KINT_KEY_TTL (a Go duration or seconds).
-func localFromEnv() homedir.Local {
-	l := homedir.Local{SessionPassphrase: os.Getenv("KINT_SESSION_PASSPHRASE"), NoKeychain: os.Getenv("KINT_NO_KEYCHAIN") == "1"}
-	v := os.Getenv("KINT_KEY_TTL")
-	if d, err := time.ParseDuration(v); err == nil && d > 0 {
-		l.KeyTTL = d
-	} else if n, err := strconv.Atoi(v); err == nil && n > 0 {
-		l.KeyTTL = time.Duration(n) * time.Second
-	}
-	return l
+func localOf(set settings) homedir.Local {
+	return homedir.Local{SessionPassphrase: set.given("KINT_SESSION_PASSPHRASE"), NoKeychain: set.on("KINT_NO_KEYCHAIN"),
+		KeyTTL: set.duration("KINT_KEY_TTL")}
 }
 
 // openOptions say what a command needs.
@@ -88,8 +82,8 @@ type openOptions struct {
 	readOnly bool // refuse every change and push (a --read-only mount)
 	noStore  bool // the vault and the chain only: the state database is not opened, so the
 	// command runs beside a mount
-	noDial bool // KINT_OFFLINE=1 for a command kint lets skip the chain: do not dial it
-	logf   func(string, ...any)
+	noDial bool         // KINT_OFFLINE=1 for a command kint lets skip the chain: do not dial it
+	log    *slog.Logger // nil: a command's failures and what it changed, on stderr
 }
 
 // openVault opens the vault this KINT_HOME is connected to.
@@ -97,13 +91,14 @@ func openVault(ctx context.Context, o openOptions) (*vaultEnv, error) {
 	if e := ioOf(ctx).env; e != nil {
 		return &vaultEnv{home: e.home, vault: e.vault, rep: e.rep, shared: true}, nil
 	}
-	home, v, err := loadHomeVault()
+	set := setOf(ctx) // read here: the engine's own contexts (a redial, a cold start) carry none
+	home, v, err := loadHomeVault(set)
 	if err != nil {
 		return nil, err
 	}
 	e := &vaultEnv{home: home, vault: v}
 	if o.noStore {
-		if e.chain, err = dialVaultChain(ctx, v); err != nil {
+		if e.chain, err = dialVaultChain(ctx, set, v); err != nil {
 			if errors.Is(err, errWrongChain) {
 				return nil, err
 			}
@@ -117,7 +112,7 @@ func openVault(ctx context.Context, o openOptions) (*vaultEnv, error) {
 	}
 	var client *chain.Client
 	if !o.noDial {
-		client, err = dialVaultChain(ctx, v)
+		client, err = dialVaultChain(ctx, set, v)
 	}
 	if errors.Is(err, errWrongChain) {
 		return nil, err
@@ -128,7 +123,7 @@ func openVault(ctx context.Context, o openOptions) (*vaultEnv, error) {
 	var connect func(context.Context) (replica.Chain, error)
 	if o.redial {
 		connect = func(ctx context.Context) (replica.Chain, error) {
-			c, err := dialVaultChain(ctx, v)
+			c, err := dialVaultChain(ctx, set, v)
 			if err != nil {
 				return nil, err // a nil Chain, not a nil *chain.Client inside one
 			}
@@ -145,22 +140,18 @@ func openVault(ctx context.Context, o openOptions) (*vaultEnv, error) {
 		return nil, err
 	}
 	key, _ := loadSessionKey(home)
-	logf := o.logf
-	if logf == nil {
+	log := o.log
+	if log == nil {
 		// a command outside a mount: its failures and what it changed, not its routine steps
-		logf = func(format string, args ...any) {
-			if !strings.HasPrefix(format, "debug: ") {
-				fmt.Fprintf(os.Stderr, "kintfs: "+format+"\n", args...)
-			}
-		}
+		log = newLineLog(func(line string) { fmt.Fprintln(os.Stderr, "kintfs: "+line) }, slog.LevelInfo, "")
 	}
-	gasCap, err := maxGasPrice()
+	gasCap, err := maxGasPrice(set)
 	if err != nil {
 		e.Close()
 		return nil, err
 	}
 	e.rep, err = replica.Open(replica.Options{Home: home, Vault: v, DEK: dek, Client: engineChain, Connect: connect, SessionKey: key,
-		Confirmations: confirmations(), Logf: logf, ReadOnly: o.readOnly, ColdStart: coldStartCheck(v), RowPath: fs.PathOfKey,
+		Confirmations: uint64(set.positive("KINT_CONFIRMATIONS")), Log: log, ReadOnly: o.readOnly, ColdStart: coldStartCheck(set, v), RowPath: fs.PathOfKey,
 		MaxGasPrice: gasCap})
 	if err != nil {
 		e.Close()
@@ -170,31 +161,31 @@ func openVault(ctx context.Context, o openOptions) (*vaultEnv, error) {
 }
 
 // loadHomeVault is KINT_HOME and the vault it is connected to (see loadVaultConfig).
-func loadHomeVault() (homedir.Home, *homedir.VaultConfig, error) {
-	home, err := defaultHome()
+func loadHomeVault(set settings) (homedir.Home, *homedir.VaultConfig, error) {
+	home, err := defaultHome(set)
 	if err != nil {
 		return "", nil, err
 	}
-	v, err := loadVaultConfig(home)
+	v, err := loadVaultConfig(set, home)
 	return home, v, err
 }
 
 // loadVaultConfig is the vault home is connected to, with KINT_RPC_URL and KINT_CONTRACT
 // applied over its RPC and contract.
-func loadVaultConfig(home homedir.Home) (*homedir.VaultConfig, error) {
+func loadVaultConfig(set settings, home homedir.Home) (*homedir.VaultConfig, error) {
 	v, err := home.LoadVault()
 	if err != nil {
 		return nil, err
 	}
-	applyEnvOverrides(v)
+	applyEnvOverrides(set, v)
 	return v, nil
 }
 
-func applyEnvOverrides(v *homedir.VaultConfig) {
-	if u := os.Getenv("KINT_RPC_URL"); u != "" {
+func applyEnvOverrides(set settings, v *homedir.VaultConfig) {
+	if u := set.given("KINT_RPC_URL"); u != "" {
 		v.RPC = u
 	}
-	if c := os.Getenv("KINT_CONTRACT"); common.IsHexAddress(c) {
+	if c := set.given("KINT_CONTRACT"); common.IsHexAddress(c) {
 		v.Contract = common.HexToAddress(c)
 	}
 }
@@ -210,8 +201,8 @@ func offlineError(v *homedir.VaultConfig, err error) error {
 var errWrongChain = errors.New("the RPC serves another chain")
 
 // dialVaultChain dials the vault's RPC and checks that it serves the vault's chain.
-func dialVaultChain(ctx context.Context, v *homedir.VaultConfig) (*chain.Client, error) {
-	c, err := dialChain(ctx, v.RPC, v.Contract)
+func dialVaultChain(ctx context.Context, set settings, v *homedir.VaultConfig) (*chain.Client, error) {
+	c, err := dialChain(ctx, set, v.RPC, v.Contract)
 	if err != nil {
 		return nil, err
 	}
@@ -220,13 +211,13 @@ func dialVaultChain(ctx context.Context, v *homedir.VaultConfig) (*chain.Client,
 		return nil, fmt.Errorf("%w: %s serves chain %d, but the vault lives on chain %d", errWrongChain, v.RPC, c.ChainID(), v.ChainID)
 	}
 	// calldata a pruned primary answers null for comes from KINT_RPC_URL_2, when it is set
-	if second := os.Getenv("KINT_RPC_URL_2"); second != "" && !sameEndpoint(second, v.RPC) {
-		c.SetSecondary(func(ctx context.Context) (*chain.Client, error) { return dialChain(ctx, second, v.Contract) })
+	if second := set.given("KINT_RPC_URL_2"); second != "" && !sameEndpoint(second, v.RPC) {
+		c.SetSecondary(func(ctx context.Context) (*chain.Client, error) { return dialChain(ctx, set, second, v.Contract) })
 	}
 	return c, nil
 }
 
-func dialChain(ctx context.Context, rpc string, contract common.Address) (*chain.Client, error) {
+func dialChain(ctx context.Context, set settings, rpc string, contract common.Address) (*chain.Client, error) {
 	if rpc == "" {
 		return nil, errors.New("no RPC URL (KINT_RPC_URL)")
 	}
@@ -236,16 +227,16 @@ func dialChain(ctx context.Context, rpc string, contract common.Address) (*chain
 	if err != nil {
 		return nil, err
 	}
-	c.SetBlockTime(chainBlockTime(c.ChainID()))
+	c.SetBlockTime(chainBlockTime(set, c.ChainID()))
 	return c, nil
 }
 
 // chainBlockTime is the chain's steady block interval, which paces receipt polls: KINT_BLOCK_TIME
 // (seconds; 0 for none), else the known one of the chain, else 0 (the dev chain mines on
 // demand).
-func chainBlockTime(chainID uint64) time.Duration {
-	if os.Getenv("KINT_BLOCK_TIME") != "" {
-		return envDuration("KINT_BLOCK_TIME", 0)
+func chainBlockTime(set settings, chainID uint64) time.Duration {
+	if set.given("KINT_BLOCK_TIME") != "" {
+		return set.duration("KINT_BLOCK_TIME")
 	}
 	switch chainID {
 	case 8453, 84532, 10, 11155420: // Base, Base Sepolia, OP Mainnet, OP Sepolia
@@ -291,8 +282,8 @@ func loadSessionKey(home homedir.Home) (*ecdsa.PrivateKey, error) {
 
 // maxGasPrice is KINT_MAX_GAS_PRICE_GWEI in wei per gas: a push priced above it is refused
 // before anything is sent. Unset or empty: no cap.
-func maxGasPrice() (*big.Int, error) {
-	v := strings.TrimSpace(os.Getenv("KINT_MAX_GAS_PRICE_GWEI"))
+func maxGasPrice(set settings) (*big.Int, error) {
+	v := strings.TrimSpace(set.given("KINT_MAX_GAS_PRICE_GWEI"))
 	if v == "" {
 		return nil, nil
 	}
@@ -302,34 +293,6 @@ func maxGasPrice() (*big.Int, error) {
 	}
 	r.Mul(r, big.NewRat(1e9, 1))
 	return new(big.Int).Quo(r.Num(), r.Denom()), nil
-}
-
-func confirmations() uint64 {
-	if n, err := strconv.ParseUint(os.Getenv("KINT_CONFIRMATIONS"), 10, 64); err == nil && n > 0 {
-		return n
-	}
-	return 2
-}
-
-func envDuration(name string, def time.Duration) time.Duration {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	if f, err := strconv.ParseFloat(v, 64); err == nil && f >= 0 {
-		return time.Duration(f * float64(time.Second))
-	}
-	if d, err := time.ParseDuration(v); err == nil {
-		return d
-	}
-	return def
-}
-
-func envInt(name string, def int64) int64 {
-	if n, err := strconv.ParseInt(os.Getenv(name), 10, 64); err == nil && n > 0 {
-		return n
-	}
-	return def
 }
 
 // readSecret reads one secret from stdin or a file (removed after reading when asked) as

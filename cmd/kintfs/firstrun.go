@@ -35,7 +35,7 @@ func nextSteps(absDir, kintfs string, quiet time.Duration) string {
 // kintfsCommand is how another shell runs this binary: "kintfs" when that name on PATH is
 // this binary, else its absolute path; KINT_HOME goes in front when it is set, since another
 // shell may not have it.
-func kintfsCommand() string {
+func kintfsCommand(set settings) string {
 	self, err := os.Executable()
 	if err != nil {
 		self = os.Args[0]
@@ -47,7 +47,7 @@ func kintfsCommand() string {
 			cmd = "kintfs"
 		}
 	}
-	if home := os.Getenv("KINT_HOME"); home != "" {
+	if home := set.given("KINT_HOME"); home != "" {
 		if abs, err := filepath.Abs(home); err == nil {
 			cmd = "KINT_HOME=" + shellQuote(abs) + " " + cmd
 		}

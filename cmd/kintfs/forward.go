@@ -41,6 +41,7 @@ type cmdIO struct {
 	keys     []replica.RekeyKey // rekey's, derived by the caller
 	offline  bool               // the caller's KINT_OFFLINE=1
 	argv     []string           // the command line, outside a mount: to run it again (--daemon, rekey)
+	set      settings           // the settings main read (inside a mount: the mount's)
 	// progress, when set, takes the steps of a long task as they happen: a forwarded command
 	// streams them to its caller
 	progress func(replica.Progress)
@@ -50,8 +51,11 @@ func ioOf(ctx context.Context) *cmdIO {
 	if c, ok := ctx.Value(ioKey{}).(*cmdIO); ok {
 		return c
 	}
-	return &cmdIO{out: os.Stdout, err: os.Stderr}
+	return &cmdIO{out: os.Stdout, err: os.Stderr, set: envSettings()}
 }
+
+// setOf is the settings of the command running in ctx.
+func setOf(ctx context.Context) settings { return ioOf(ctx).set }
 
 func outw(ctx context.Context) io.Writer { return ioOf(ctx).out }
 func errw(ctx context.Context) io.Writer { return ioOf(ctx).err }
@@ -84,12 +88,12 @@ type forwardReply struct {
 }
 
 // forward runs argv inside the mount of this KINT_HOME; ok is false when no mount answers.
-func forward(argv []string) (reply forwardReply, ok bool) {
-	home, err := defaultHome()
+func forward(set settings, argv []string) (reply forwardReply, ok bool) {
+	home, err := defaultHome(set)
 	if err != nil {
 		return reply, false
 	}
-	return forwardRequestTo(home, forwardRequest{Argv: argv, Offline: offline()})
+	return forwardRequestTo(home, forwardRequest{Argv: argv, Offline: offline(set)})
 }
 
 // forwardRequestTo sends req to the mount of home; ok is false when no mount answers.
@@ -279,7 +283,7 @@ func (s *controlServer) handle(conn net.Conn) error {
 	}
 	// commands run side by side: each parses its flags into options of its own, and the
 	// replica orders what must be ordered (one push or pull at a time)
-	code := runIO(s.ctx, req.Argv, &cmdIO{out: &out, err: &errb, env: s.env, cwd: req.Cwd, keys: keys, offline: req.Offline, progress: progress})
+	code := runIO(s.ctx, req.Argv, &cmdIO{out: &out, err: &errb, env: s.env, cwd: req.Cwd, keys: keys, offline: req.Offline, progress: progress, set: setOf(s.ctx)})
 	s.settle() // a pull, push or compact: the next read through the mount sees what it changed
 	encMu.Lock()
 	defer encMu.Unlock()

@@ -11,7 +11,7 @@ import (
 //
 //	mount.kintfs TENANT MOUNTPOINT [-o OPTIONS] [-s] [-n] [-v]
 //
-// The options become kintfs's own environment and flags; secrets only ever come from a file
+// The options become kintfs's own settings and flags; secrets only ever come from a file
 // (session_passphrase_file=) or the environment, never from the option string, and $HOME is
 // never consulted: home= (or KINT_HOME) names the state directory.
 
@@ -21,14 +21,17 @@ type fstabMount struct {
 	args []string // kintfs's own argv
 }
 
-// parseFstab turns mount.kintfs's arguments into kintfs's environment and argv.
-func parseFstab(argv []string) (*fstabMount, error) {
+// parseFstab turns mount.kintfs's arguments into kintfs's settings and argv; home is
+// KINT_HOME of the environment.
+func parseFstab(argv []string) (*fstabMount, error) { return parseFstabIn(envSettings(), argv) }
+
+func parseFstabIn(set settings, argv []string) (*fstabMount, error) {
 	pos, opts, err := splitFstabArgs(argv)
 	if err != nil {
 		return nil, err
 	}
 	m := &fstabMount{args: []string{"mount", "--daemon"}}
-	tenant, home := pos[0], os.Getenv("KINT_HOME")
+	tenant, home := pos[0], set.given("KINT_HOME")
 	for _, o := range opts {
 		name, val, hasVal := strings.Cut(strings.TrimSpace(o), "=")
 		switch {
@@ -91,14 +94,11 @@ func (m *fstabMount) option(o string) error {
 
 // runFstab is main for the mount.kintfs name.
 func runFstab(argv []string) int {
-	m, err := parseFstab(argv)
+	set := envSettings()
+	m, err := parseFstabIn(set, argv)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return exitUsage
 	}
-	for _, kv := range m.env {
-		k, v, _ := strings.Cut(kv, "=")
-		os.Setenv(k, v)
-	}
-	return run(m.args)
+	return runWith(set.with(envMap(m.env)), m.args)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
 
 	"kintfs/chain"
 	"kintfs/replica"
@@ -11,8 +10,8 @@ import (
 
 // liveURL is the websocket a mount subscribes on: KINT_WS_URL, else the RPC URL itself when
 // it is ws:// or wss://; "" when there is none (the mount polls).
-func liveURL(v *homedir.VaultConfig) string {
-	if u := os.Getenv("KINT_WS_URL"); u != "" {
+func liveURL(set settings, v *homedir.VaultConfig) string {
+	if u := set.given("KINT_WS_URL"); u != "" {
 		return u
 	}
 	if chain.IsWebsocketURL(v.RPC) {

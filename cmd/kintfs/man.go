@@ -42,6 +42,20 @@ func manPage() string {
 	b.WriteString(".SH MOUNT OPTIONS\n")
 	b.WriteString(roff("mount -o and the fstab helper mount.kintfs take the same options, comma-separated: "+strings.ReplaceAll(mountOptNames(), ",", ", ")+
 		". _netdev, nofail, noauto and x-systemd.* are left to mount and systemd.") + "\n")
+	b.WriteString(".SH ENVIRONMENT\n")
+	for _, st := range settingsTable {
+		what := st.help
+		if st.def != "" {
+			what += " (default " + st.def + ")"
+		}
+		if st.fstab != "" {
+			what += "; mount option " + st.fstab + "="
+			if st.file {
+				what += " (a file that holds it)"
+			}
+		}
+		fmt.Fprintf(&b, ".TP\n\\fB%s\\fR\n%s\n", roff(st.env), roff(what))
+	}
 	b.WriteString(".SH EXIT STATUS\n")
 	for _, e := range []struct {
 		code int

@@ -25,14 +25,7 @@ type mountOpt struct {
 // mountOptTable lists every kintfs option of fstab and -o. home= and tenant= go to the
 // environment too; the helper also requires home= and defaults the tenant to its first
 // argument.
-var mountOptTable = []mountOpt{
-	{name: "home", env: "KINT_HOME"},
-	{name: "tenant", env: "KINT_TENANT"},
-	{name: "rpc", env: "KINT_RPC_URL"},
-	{name: "contract", env: "KINT_CONTRACT"},
-	{name: "quiet", env: "KINT_QUIET_SECONDS"},
-	{name: "size_trigger", env: "KINT_SIZE_TRIGGER_BYTES"},
-	{name: "session_passphrase_file", env: "KINT_SESSION_PASSPHRASE", file: true},
+var mountOptTable = append(settingMountOpts(), []mountOpt{
 	{name: "poll", flag: "poll"},
 	{name: "log_file", flag: "log-file"},
 	{name: "file_mode", flag: "file-mode"},
@@ -46,6 +39,17 @@ var mountOptTable = []mountOpt{
 	{name: "nonempty", flag: "allow-non-empty", set: "true"},
 	{name: "ro", flag: "read-only", set: "true"},
 	{name: "noxattrs", flag: "xattrs", set: "false"},
+}...)
+
+// settingMountOpts are the options of the settings table that have an fstab key.
+func settingMountOpts() []mountOpt {
+	var opts []mountOpt
+	for _, s := range settingsTable {
+		if s.fstab != "" {
+			opts = append(opts, mountOpt{name: s.fstab, env: s.env, file: s.file})
+		}
+	}
+	return opts
 }
 
 // mountOptIgnored are options that belong to mount(8) or systemd, not to kintfs.
@@ -122,14 +126,14 @@ func translateMountOpt(o string) (env, args []string, err error) {
 }
 
 // applyMountOpts applies mount -o's options: the flags they stand for are set in fl (after
-// the flags given as such, so -o has the last word), and the environment they stand for is
-// set in this process, which is the mount's own.
-func applyMountOpts(fl *pflag.FlagSet, opts []string) error {
+// the flags given as such, so -o has the last word), and the settings they stand for are
+// returned, to go on top of the environment's.
+func applyMountOpts(fl *pflag.FlagSet, opts []string) (map[string]string, error) {
 	var env, args []string
 	for _, o := range opts {
 		e, a, err := translateMountOpt(o)
 		if err != nil {
-			return usagef("-o: %v", err)
+			return nil, usagef("-o: %v", err)
 		}
 		env, args = append(env, e...), append(args, a...)
 	}
@@ -144,14 +148,18 @@ func applyMountOpts(fl *pflag.FlagSet, opts []string) error {
 			}
 		}
 		if err := fl.Set(name, val); err != nil {
-			return usagef("-o: %s: %v", name, err)
+			return nil, usagef("-o: %s: %v", name, err)
 		}
 	}
+	return envMap(env), nil
+}
+
+// envMap reads KEY=VALUE entries.
+func envMap(env []string) map[string]string {
+	m := map[string]string{}
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
-		if err := os.Setenv(k, v); err != nil {
-			return err
-		}
+		m[k] = v
 	}
-	return nil
+	return m
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/big"
 	"strings"
 	"sync"
@@ -216,7 +217,7 @@ func devMachine(t *testing.T, ctx context.Context, dc *devchain.DevChain, tenant
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := replica.Open(replica.Options{Home: home, Vault: res.Vault, DEK: dek, Client: c, SessionKey: key, Confirmations: 1, Logf: logf})
+	r, err := replica.Open(replica.Options{Home: home, Vault: res.Vault, DEK: dek, Client: c, SessionKey: key, Confirmations: 1, Log: newLineLog(func(l string) { logf("%s", l) }, slog.LevelDebug, "")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -91,16 +91,16 @@ func TestRefusalTable(t *testing.T) {
 // is not a positive number is refused with the variable's name and the way out.
 func TestMaxGasPriceEnv(t *testing.T) {
 	t.Setenv("KINT_MAX_GAS_PRICE_GWEI", "")
-	if got, err := maxGasPrice(); got != nil || err != nil {
+	if got, err := maxGasPrice(envSettings()); got != nil || err != nil {
 		t.Errorf("unset: %v, %v", got, err)
 	}
 	t.Setenv("KINT_MAX_GAS_PRICE_GWEI", "0.5")
-	if got, err := maxGasPrice(); err != nil || got.Cmp(big.NewInt(500_000_000)) != 0 {
+	if got, err := maxGasPrice(envSettings()); err != nil || got.Cmp(big.NewInt(500_000_000)) != 0 {
 		t.Errorf("0.5 gwei: %v, %v", got, err)
 	}
 	for _, bad := range []string{"cheap", "-1", "0"} {
 		t.Setenv("KINT_MAX_GAS_PRICE_GWEI", bad)
-		_, err := maxGasPrice()
+		_, err := maxGasPrice(envSettings())
 		if exitCode(err) != exitUsage || err == nil || !strings.Contains(err.Error(), "KINT_MAX_GAS_PRICE_GWEI") || !strings.Contains(err.Error(), "unset it for no cap") {
 			t.Errorf("%q: %v", bad, err)
 		}

@@ -7,6 +7,8 @@ package replicatest
 
 import (
 	"crypto/rand"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 
@@ -37,7 +39,7 @@ func New(t testing.TB) *replica.Replica {
 	if err := home.SaveVault(v); err != nil { // so that SetVaultModel finds it
 		t.Fatal(err)
 	}
-	return open(t, replica.Options{Home: home, Vault: v, DEK: dek, Logf: t.Logf})
+	return open(t, replica.Options{Home: home, Vault: v, DEK: dek, Log: testLog(t)})
 }
 
 // Reopen closes r, which New or Reopen opened, and opens its vault again from the same home,
@@ -67,4 +69,16 @@ func open(t testing.TB, opt replica.Options) *replica.Replica {
 		r.Close()
 	})
 	return r
+}
+
+// testLog is a log whose lines go to t.Log, every level.
+func testLog(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
 }
