@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -22,9 +23,9 @@ func TestMigrateStagedAndLocalBodies(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows := []seal.Row{
-		{Tier: "state", Key: "goal", Body: cat("to write it <all> down")},
-		{Tier: "entity", Category: cat("person"), Key: "ann", Body: cat(`{"name":"ann"}`)},
-		{Tier: "state", Key: "binary", Body: cat("\xff\xfe not text")},
+		{Tier: "state", Key: "goal", Body: seal.BodyString("to write it <all> down")},
+		{Tier: "entity", Category: cat("person"), Key: "ann", Body: seal.BodyString(`{"name":"ann"}`)},
+		{Tier: "state", Key: "binary", Body: seal.BodyString("\xff\xfe not text")},
 		{Tier: "reference", Key: "null body"},
 	}
 	local := localRec{Key: Key{Tier: "state", Key: ".notes.swp", Local: true}, Body: []byte("swap \x00 bytes"), Mtime: 1}
@@ -128,4 +129,52 @@ func TestWriteLimit(t *testing.T) {
 	if _, err := s.Write(Key{Tier: "state", Key: ".big.swp", Local: true}, big[:MaxFileBytes], time.Now()); err != nil {
 		t.Fatalf("a local file of the limit: %v", err)
 	}
+}
+
+// TestBodyCopiedOnceEachWay: a large body costs about one copy of itself in the store's own
+// allocations on the way in (the value badger writes) and one on the way out (the bytes
+// Content returns), where it cost three each before bodies stayed []byte. The least of three
+// tries is taken, so that badger's background work does not count.
+func TestBodyCopiedOnceEachWay(t *testing.T) {
+	s, err := OpenStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const size = 32 << 20
+	body := bytes.Repeat([]byte("0123456789abcdef"), size/16)
+	k := Key{Tier: "state", Key: "big"}
+	allocated := func(fn func()) uint64 {
+		least := uint64(1 << 62)
+		for try := 0; try < 3; try++ {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			fn()
+			runtime.ReadMemStats(&after)
+			least = min(least, after.TotalAlloc-before.TotalAlloc)
+		}
+		return least
+	}
+	try := 0
+	in := allocated(func() {
+		try++
+		body[0] = byte('a' + try) // a change each time
+		if _, err := s.Write(k, body, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	})
+	body[0] = 'z'
+	if got, err := s.Content(k); err == nil {
+		got[0] = 'y' // the caller's own bytes: a change here is not the stored body
+	}
+	out := allocated(func() {
+		got, err := s.Content(k)
+		if err != nil || !bytes.Equal(got[1:], body[1:]) || got[0] != byte('a'+try) {
+			t.Fatalf("Content: %d bytes, %v", len(got), err)
+		}
+	})
+	if in > 2*size || out > 2*size {
+		t.Errorf("a %d MiB body: Write allocated %d MiB, Content %d MiB; want less than twice the body each", size>>20, in>>20, out>>20)
+	}
+	t.Logf("a %d MiB body: Write allocated %.1f MiB, Content %.1f MiB", size>>20, float64(in)/(1<<20), float64(out)/(1<<20))
 }

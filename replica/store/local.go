@@ -123,7 +123,7 @@ func (s *Store) Close() error {
 func (s *Store) nodeFromMirror(m *mirrorRec) *node {
 	row := m.Row
 	n := &node{key: rowKey(&row), size: m.Size, mtime: fromNanos(m.Mtime), leaf: m.Leaf, anchor: s.sharedAnchor(m.Anchor)}
-	row.Body = nil
+	row.Body = seal.Body{}
 	n.row = row
 	return n
 }
@@ -144,7 +144,7 @@ func nodeFromStaged(r *stagedRec, anchor *Anchor) *node {
 	row := r.Row
 	n := &node{key: rowKey(&row), size: contentSize(&row), mtime: fromNanos(r.Mtime),
 		staged: true, held: r.Held, leaf: seal.Leaf(&row), anchor: anchor}
-	row.Body = nil
+	row.Body = seal.Body{}
 	n.row = row
 	return n
 }
@@ -153,10 +153,7 @@ func contentSize(r *seal.Row) int64 {
 	if r.Tier == seal.TierJournal {
 		return int64(len(RenderContent(r)))
 	}
-	if r.Body == nil {
-		return 0
-	}
-	return int64(len(*r.Body))
+	return int64(r.Body.Len())
 }
 
 // load reads the live tree, the inode numbers and the local attributes from the database.
@@ -449,8 +446,7 @@ func (s *Store) fullRow(txn *badger.Txn, n *node) (seal.Row, error) {
 	if err != nil {
 		return row, err
 	}
-	b := string(body)
-	row.Body = &b
+	row.Body = seal.BodyOf(body)
 	return row, nil
 }
 

@@ -65,7 +65,7 @@ func (s *Store) moveTrashRow(txn *badger.Txn, src *node, from, to Key) (*seal.Ro
 		}
 	} else if !from.Local {
 		row := src.row
-		row.Body = nil
+		row.Body = seal.Body{}
 		was = &row
 	}
 	if to.Tier != TrashTier {

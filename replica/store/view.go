@@ -114,7 +114,9 @@ func (s *Store) DirIno(tier string, category *string) uint64 {
 	return n
 }
 
-// Write replaces the content of k, creating it, and stages the change durably.
+// Write replaces the content of k, creating it, and stages the change durably. content is
+// stored as it is, not copied first, and no part of it is kept once Write returns: the caller
+// may change it afterwards.
 func (s *Store) Write(k Key, content []byte, mtime time.Time) (*Version, error) {
 	return s.write(k, content, mtime, nil)
 }
@@ -152,8 +154,7 @@ func (s *Store) write(k Key, content []byte, mtime time.Time, perm *uint32) (*Ve
 				row = old.row
 				row.Category = k.Category
 			}
-			body := string(content)
-			row.Body = &body
+			row.Body = seal.BodyOf(content) // the caller's bytes, stored as they are: no copy
 			n, err = s.stagePut(txn, apply, row, mtime)
 		}
 		if err != nil {
@@ -342,8 +343,7 @@ func renamedRow(from, to Key, src, dst *node, trashed *seal.Row, content []byte)
 		row = dst.row
 		row.Category = to.Category
 	}
-	body := string(content)
-	row.Body = &body
+	row.Body = seal.BodyOf(content)
 	return row
 }
 
