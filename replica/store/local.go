@@ -121,10 +121,8 @@ func (s *Store) Close() error {
 }
 
 func (s *Store) nodeFromMirror(m *mirrorRec) *node {
-	row := m.Row
-	n := &node{key: rowKey(&row), size: m.Size, mtime: fromNanos(m.Mtime), leaf: m.Leaf, anchor: s.sharedAnchor(m.Anchor)}
-	row.Body = seal.Body{}
-	n.row = row
+	n := &node{key: rowKey(&m.Row), size: m.Size, mtime: fromNanos(m.Mtime), leaf: m.Leaf, anchor: s.sharedAnchor(m.Anchor)}
+	n.setRow(&m.Row)
 	return n
 }
 
@@ -141,11 +139,9 @@ func (s *Store) sharedAnchor(a Anchor) *Anchor {
 }
 
 func nodeFromStaged(r *stagedRec, anchor *Anchor) *node {
-	row := r.Row
-	n := &node{key: rowKey(&row), size: contentSize(&row), mtime: fromNanos(r.Mtime),
-		staged: true, held: r.Held, leaf: seal.Leaf(&row), anchor: anchor}
-	row.Body = seal.Body{}
-	n.row = row
+	n := &node{key: rowKey(&r.Row), size: contentSize(&r.Row), mtime: fromNanos(r.Mtime),
+		staged: true, held: r.Held, leaf: seal.Leaf(&r.Row), anchor: anchor}
+	n.setRow(&r.Row)
 	return n
 }
 
@@ -241,7 +237,7 @@ func (s *Store) loadLocal(txn *badger.Txn) error {
 			size = item.ValueSize()
 		}
 		t.put(&node{key: l.Key, size: size, mtime: fromNanos(l.Mtime), ino: t.inos[inoName(l.Key)],
-			row: seal.Row{Tier: l.Key.Tier, Key: l.Key.Key, Category: l.Key.Category, Status: l.Status, Meta: l.Meta}})
+			cat: l.Key.Category, status: l.Status, meta: l.Meta})
 		return nil
 	})
 }
@@ -385,7 +381,7 @@ func (s *Store) stageDelete(txn *badger.Txn, apply *[]func(), k Key) error {
 func (s *Store) putLocal(txn *badger.Txn, apply *[]func(), k Key, body []byte, mtime time.Time) (*node, error) {
 	var status, meta *string
 	if old := s.t.get(k); old != nil && old.key.Local {
-		status, meta = old.row.Status, old.row.Meta // a write keeps the file's attributes
+		status, meta = old.status, old.meta // a write keeps the file's attributes
 	}
 	return s.putLocalAttrs(txn, apply, k, body, mtime, status, meta)
 }
@@ -400,8 +396,7 @@ func (s *Store) putLocalAttrs(txn *badger.Txn, apply *[]func(), k Key, body []by
 	if err := putLocalRec(txn, localID(k), &rec); err != nil {
 		return nil, err
 	}
-	n := &node{key: k, size: int64(len(body)), mtime: mtime, ino: ino,
-		row: seal.Row{Tier: k.Tier, Key: k.Key, Category: k.Category, Status: status, Meta: meta}}
+	n := &node{key: k, size: int64(len(body)), mtime: mtime, ino: ino, cat: k.Category, status: status, meta: meta}
 	*apply = append(*apply, func() { s.t.put(n) })
 	return n, nil
 }
@@ -415,7 +410,7 @@ func (s *Store) readContent(txn *badger.Txn, n *node) ([]byte, error) {
 		}
 		return l.Body, nil
 	}
-	id := n.row.ID()
+	id := n.id()
 	if n.staged {
 		r, found, err := getStaged(txn, id)
 		if err != nil || !found {
@@ -423,7 +418,7 @@ func (s *Store) readContent(txn *badger.Txn, n *node) ([]byte, error) {
 		}
 		return RenderContent(&r.Row), nil
 	}
-	if n.size > 0 && n.row.Tier != seal.TierJournal {
+	if n.size > 0 && n.key.Tier != seal.TierJournal {
 		return mirrorBody(txn, id) // content is the body, and a row of some size has one
 	}
 	m, found, err := getMirror(txn, id, false)
@@ -438,7 +433,7 @@ func (s *Store) readContent(txn *badger.Txn, n *node) ([]byte, error) {
 
 // fullRow is n's row with its body, read inside txn.
 func (s *Store) fullRow(txn *badger.Txn, n *node) (seal.Row, error) {
-	row := n.row
+	row := n.row()
 	if row.Tier == seal.TierJournal {
 		return row, nil
 	}
@@ -508,7 +503,7 @@ func (s *Store) setLocalAttr(k Key, name string, value *string) error {
 			return err
 		}
 		nn := *n
-		nn.row.Status, nn.row.Meta = rec.Status, rec.Meta
+		nn.status, nn.meta = rec.Status, rec.Meta
 		*apply = append(*apply, func() { s.t.put(&nn) })
 		return nil
 	})

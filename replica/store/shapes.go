@@ -236,7 +236,8 @@ func (s *Store) KintIncompatible() []Incompatible {
 			case n.staged:
 				restaged = append(restaged, seal.CanonicalID(n.key.Tier, n.key.Category, n.key.Key))
 			default:
-				out = appendIncompatible(out, &n.row)
+				row := n.row()
+				out = appendIncompatible(out, &row)
 			}
 		}
 	}

@@ -64,8 +64,7 @@ func (s *Store) moveTrashRow(txn *badger.Txn, src *node, from, to Key) (*seal.Ro
 			}
 		}
 	} else if !from.Local {
-		row := src.row
-		row.Body = seal.Body{}
+		row := src.row()
 		was = &row
 	}
 	if to.Tier != TrashTier {

@@ -151,7 +151,7 @@ func (s *Store) write(k Key, content []byte, mtime time.Time, perm *uint32) (*Ve
 		} else {
 			row := seal.Row{Tier: k.Tier, Key: k.Key, Category: k.Category}
 			if old != nil {
-				row = old.row
+				row = old.row()
 				row.Category = k.Category
 			}
 			row.Body = seal.BodyOf(content) // the caller's bytes, stored as they are: no copy
@@ -304,7 +304,7 @@ func (s *Store) renameTx(txn *badger.Txn, apply *[]func(), from, to Key) error {
 	}
 	var n *node
 	if to.Local {
-		n, err = s.putLocalAttrs(txn, apply, to, content, src.mtime, src.row.Status, src.row.Meta)
+		n, err = s.putLocalAttrs(txn, apply, to, content, src.mtime, src.status, src.meta)
 	} else {
 		n, err = s.stagePut(txn, apply, renamedRow(from, to, src, dst, trashed, content), src.mtime)
 	}
@@ -333,14 +333,14 @@ func renamedRow(from, to Key, src, dst *node, trashed *seal.Row, content []byte)
 	row := seal.Row{Tier: to.Tier, Key: to.Key, Category: to.Category}
 	switch {
 	case !from.Local:
-		row = src.row
+		row = src.row()
 		row.Key, row.Category = to.Key, to.Category
 	case trashed != nil:
 		row.Status, row.Meta = trashed.Status, trashed.Meta
-	case src.row.Status != nil || src.row.Meta != nil:
-		row.Status, row.Meta = src.row.Status, src.row.Meta // set on the file before the rename
+	case src.status != nil || src.meta != nil:
+		row.Status, row.Meta = src.status, src.meta // set on the file before the rename
 	case dst != nil:
-		row = dst.row
+		row = dst.row()
 		row.Category = to.Category
 	}
 	row.Body = seal.BodyOf(content)
