@@ -53,11 +53,14 @@ type node struct {
 // journalVals are a row's ts, evaluated, acted, forward and extra.
 type journalVals [5]*string
 
-// setRow keeps the fields of r but its tier, key and body.
+// setRow keeps the fields of r but its tier, key and body; n.key is set.
 func (n *node) setRow(r *seal.Row) {
 	n.cat, n.status, n.meta, n.journal = r.Category, r.Status, r.Meta, nil
-	if j := (journalVals{r.TS, r.Evaluated, r.Acted, r.Forward, r.Extra}); j != (journalVals{}) {
-		n.journal = &j
+	if c := n.key.Category; c != nil && r.Category != nil && *c == *r.Category {
+		n.cat = c // one string for both, not two
+	}
+	if r.TS != nil || r.Evaluated != nil || r.Acted != nil || r.Forward != nil || r.Extra != nil {
+		n.journal = &journalVals{r.TS, r.Evaluated, r.Acted, r.Forward, r.Extra} // allocated only for such a row
 	}
 }
 
