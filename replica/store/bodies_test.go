@@ -131,9 +131,9 @@ func TestWriteLimit(t *testing.T) {
 	}
 }
 
-// TestBodyCopiedOnceEachWay: a large body costs about one copy of itself in the store's own
+// TestBodyCopiedOnceEachWay: a large body costs about one copy of itself in the store's
 // allocations on the way in (the value badger writes) and one on the way out (the bytes
-// Content returns), where it cost three each before bodies stayed []byte. The least of three
+// Content returns), where it cost three each while bodies were strings. The least of three
 // tries is taken, so that badger's background work does not count.
 func TestBodyCopiedOnceEachWay(t *testing.T) {
 	s, err := OpenStore(t.TempDir())
@@ -173,8 +173,10 @@ func TestBodyCopiedOnceEachWay(t *testing.T) {
 			t.Fatalf("Content: %d bytes, %v", len(got), err)
 		}
 	})
-	if in > 2*size || out > 2*size {
-		t.Errorf("a %d MiB body: Write allocated %d MiB, Content %d MiB; want less than twice the body each", size>>20, in>>20, out>>20)
+	// badger writes the value through a buffer of its own: one copy, two under the race
+	// detector, which makes its pools drop what they hold (three while bodies were strings)
+	if in > 5*size/2 || out > 3*size/2 {
+		t.Errorf("a %d MiB body: Write allocated %d MiB, Content %d MiB; want under 2.5 and 1.5 times the body", size>>20, in>>20, out>>20)
 	}
 	t.Logf("a %d MiB body: Write allocated %.1f MiB, Content %.1f MiB", size>>20, float64(in)/(1<<20), float64(out)/(1<<20))
 }
