@@ -44,7 +44,7 @@ type Store struct {
 	// to them is always staged, never compared with the mirror and dropped. Guarded by t.mu.
 	sealing map[string]bool
 	// attrs are the local attributes (times, permission bits) by inode number; guarded by t.mu.
-	attrs map[uint64]attrRec
+	attrs attrTable
 	// attrTx are the attribute records the running update changed (nil: dropped), read by
 	// later steps of the same transaction before it commits. Guarded by t.mu.
 	attrTx map[uint64]*attrRec
@@ -79,7 +79,7 @@ func OpenStore(dir string) (*Store, error) {
 		return nil, fmt.Errorf("upgrade state database: %w", err)
 	}
 	s := &Store{db: db, t: newTree(), anchors: map[uint64]*Anchor{}, release: release, StagingCap: DefaultStagingCap, now: time.Now,
-		sealing: map[string]bool{}, attrs: map[uint64]attrRec{}, trashDirs: map[string]bool{}}
+		sealing: map[string]bool{}, attrs: attrTable{}, trashDirs: map[string]bool{}}
 	if err := s.load(); err != nil {
 		release.Stop()
 		db.Close()
