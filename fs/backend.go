@@ -15,6 +15,8 @@ type Backend interface {
 	// Write replaces the content of the row (creating it), stages it durably and returns the
 	// new version. For the journal tier content must be a JSON object of the five event
 	// fields; the event is stored under its content key, which the returned version names.
+	// content is not copied on its way to the store, and no part of it is kept once Write
+	// returns: the caller may change it afterwards.
 	Write(k vault.Key, content []byte, mtime time.Time) (*vault.Version, error)
 	// Create makes an empty file (a row staged empty, or a local file) whose local mode is
 	// perm; an existing one is emptied and keeps its mode. A new row takes the attributes a

@@ -1,7 +1,6 @@
 package fs
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"sync"
@@ -356,7 +355,7 @@ func (n *fileNode) writeLocked() error {
 		// duplicated, before echo writes. There is nothing to append.
 		return nil
 	}
-	v, err := n.fs.b.Write(n.key, bytes.Clone(n.buf), n.mtime)
+	v, err := n.fs.b.Write(n.key, n.buf, n.mtime) // the buffer itself: Write keeps no part of it
 	if errors.Is(err, vault.ErrKeptInvalid) {
 		n.dirty = false // kept as a local file, which the error names: not dropped
 	}

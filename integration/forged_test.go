@@ -111,7 +111,7 @@ func TestForgedEpochs(t *testing.T) {
 	plaintext := func(seq uint64, prev common.Hash, snapshot bool) *seal.Plaintext {
 		root := [32]byte(randomBytes(t, 32))
 		return &seal.Plaintext{Tenant: a.tenant, Space: a.space(), Seq: seq, Prev: prev, CreatedAt: seal.FormatCreatedAt(time.Now()),
-			Rows: []seal.Row{{Tier: seal.TierEntity, Category: &cat, Key: "mallory", Body: &body}}, RowsRoot: root, NRows: 3, Snapshot: snapshot}
+			Rows: []seal.Row{{Tier: seal.TierEntity, Category: &cat, Key: "mallory", Body: seal.BodyOf([]byte(body))}}, RowsRoot: root, NRows: 3, Snapshot: snapshot}
 	}
 	var nonce [12]byte
 	cases := []forgery{

@@ -93,18 +93,18 @@ func TestPullUnapplicableSnapshotSaysWhy(t *testing.T) {
 	e := newChainEnv(t)
 	ctx := context.Background()
 	w := e.machine()
-	storetest.StageRows(t, w.store, []seal.Row{{Tier: seal.TierState, Key: "a", Body: cat("1")}})
+	storetest.StageRows(t, w.store, []seal.Row{{Tier: seal.TierState, Key: "a", Body: seal.BodyString("1")}})
 	if _, err := w.Push(ctx, PushOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	storetest.StageRows(t, w.store, []seal.Row{{Tier: seal.TierState, Key: "b", Body: cat("2")}})
+	storetest.StageRows(t, w.store, []seal.Row{{Tier: seal.TierState, Key: "b", Body: seal.BodyString("2")}})
 	if _, err := w.Push(ctx, PushOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// one past the key limit: push holds it and anchors the rest, so seal and send it by
 	// hand, as another writer might
 	secret := "secret-meta-" + strings.Repeat("m", 10)
-	long := seal.Row{Tier: seal.TierState, Key: strings.Repeat("k", store.MaxKeyBytes-41), Body: cat("body-secret"), Meta: &secret}
+	long := seal.Row{Tier: seal.TierState, Key: strings.Repeat("k", store.MaxKeyBytes-41), Body: seal.BodyString("body-secret"), Meta: &secret}
 	storetest.StageRows(t, w.store, []seal.Row{long})
 	if _, err := w.Push(ctx, PushOptions{Snapshot: true}); err == nil || !strings.Contains(err.Error(), "cannot be applied") {
 		// the row is held, and a snapshot without it is anchored instead

@@ -67,7 +67,7 @@ func TestReadOnlyRefusesEveryChange(t *testing.T) {
 		"trash mkdir":   func() error { return r.TrashMkdir("d") },
 		"trash rmdir":   func() error { return r.TrashRmdir("d") },
 		"stage rows": func() error {
-			return r.StageRows([]seal.Row{{Tier: seal.TierState, Key: "rows", Body: strp("r")}}, time.Now())
+			return r.StageRows([]seal.Row{{Tier: seal.TierState, Key: "rows", Body: seal.BodyString("r")}}, time.Now())
 		},
 		"push":    func() error { _, err := r.Push(ctx, PushOptions{}); return err },
 		"compact": func() error { return r.Control(ctx, "compact") },

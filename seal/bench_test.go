@@ -19,7 +19,7 @@ func benchPlaintext(tb testing.TB, b int) *Plaintext {
 	n := target * 3
 	for range 40 {
 		body := proseText(uint64(b), n)
-		p.Rows = []Row{{Tier: TierState, Key: "bench", Body: &body}}
+		p.Rows = []Row{{Tier: TierState, Key: "bench", Body: bodyp(&body)}}
 		gz := len(Compress(EncodePlaintext(p)))
 		if got, _ := ChooseBucket(gz, 0); got == b && gz > target*9/10 && gz < target*11/10 {
 			p.NRows = 1
@@ -77,7 +77,7 @@ func BenchmarkChunkDiff(b *testing.B) {
 	rows := proseRows(1, 10_000, 1024)
 	total := 0
 	for i := range rows {
-		total += len(*rows[i].Body)
+		total += rows[i].Body.Len()
 	}
 	b.SetBytes(int64(total))
 	var chunks []Chunk

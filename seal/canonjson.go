@@ -18,7 +18,11 @@ const hexLower = "0123456789abcdef"
 // escaped; everything else, U+007F, U+2028 and astral characters included,
 // is copied through as UTF-8. s is expected to be valid UTF-8
 // (see ValidUTF8Row); other bytes are copied as they are.
-func AppendJSONString(dst []byte, s string) []byte {
+func AppendJSONString(dst []byte, s string) []byte { return appendJSONString(dst, s) }
+
+// appendJSONString is AppendJSONString of a string or of bytes (a body, written where it lies,
+// never copied to a string first).
+func appendJSONString[T string | []byte](dst []byte, s T) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); i++ {
@@ -58,6 +62,13 @@ func appendNullableString(dst []byte, s *string) []byte {
 	return AppendJSONString(dst, *s)
 }
 
+func appendNullableBody(dst []byte, b Body) []byte {
+	if !b.valid {
+		return append(dst, "null"...)
+	}
+	return appendJSONString(dst, b.b)
+}
+
 func appendHex32(dst []byte, b *[32]byte) []byte {
 	dst = append(dst, '"')
 	dst = hex.AppendEncode(dst, b[:])
@@ -74,6 +85,10 @@ func appendRowJSON(dst []byte, r *Row) []byte {
 		dst = append(dst, ',', '"')
 		dst = append(dst, rowFieldNames[i]...)
 		dst = append(dst, '"', ':')
+		if i == bodyField {
+			dst = appendNullableBody(dst, r.Body)
+			continue
+		}
 		dst = appendNullableString(dst, f)
 	}
 	return append(dst, '}')
@@ -144,7 +159,7 @@ func EncodePlaintext(p *Plaintext) []byte {
 func estimateRowsLen(rows []Row) int {
 	n := 0
 	for i := range rows {
-		n += 160 + len(rows[i].Key)
+		n += 160 + len(rows[i].Key) + rows[i].Body.Len()
 		for _, f := range rows[i].nullableFields() {
 			if f != nil {
 				n += len(*f)

@@ -207,7 +207,7 @@ func FuzzDecodePlaintext(f *testing.F) {
 	// deletion and the snapshot key.
 	cat := "c\u00e9"
 	seeds := []*Plaintext{
-		{Tenant: "demo", Seq: 1, Rows: []Row{{Tier: TierEntity, Key: "🔥", Category: &cat, Body: strp(`{"a":"\n"}`)}}, NRows: 1, CreatedAt: "2026-09-09T16:18:43Z"},
+		{Tenant: "demo", Seq: 1, Rows: []Row{{Tier: TierEntity, Key: "🔥", Category: &cat, Body: bodyp(strp(`{"a":"\n"}`))}}, NRows: 1, CreatedAt: "2026-09-09T16:18:43Z"},
 		{Tenant: "t", Seq: 2, Rows: []Row{{Tier: TierJournal, Key: "k:1", TS: strp("\x00"), Extra: strp("\u2028")}},
 			Deleted: []Deleted{{Tier: TierState, Key: "g"}, {Tier: TierEntity, Category: &cat, Key: "x"}}, Snapshot: true},
 		{},

@@ -12,7 +12,7 @@ import (
 func TestChunkPlainBound(t *testing.T) {
 	row := func(key string, n int) Row {
 		body := strings.Repeat("c", n)
-		return Row{Tier: TierState, Key: key, Body: &body}
+		return Row{Tier: TierState, Key: key, Body: bodyp(&body)}
 	}
 	// the encoded row is its body plus the framing: find the largest body that fits alone
 	framing := len(appendChunkDoc(nil, []Row{row("w", 0)}, nil))

@@ -81,7 +81,7 @@ func TestChunkDiffSplitPoints(t *testing.T) {
 	var rows []Row
 	for i := range 10 {
 		body := randomText(uint64(i), 40_000)
-		rows = append(rows, Row{Tier: TierState, Key: "s" + strconv.Itoa(i), Body: &body})
+		rows = append(rows, Row{Tier: TierState, Key: "s" + strconv.Itoa(i), Body: bodyp(&body)})
 	}
 	dels := []Deleted{{Tier: TierReference, Key: "doc/old"}}
 	chunks, err := ChunkDiff(rows, dels)
@@ -139,7 +139,7 @@ func TestChunkDiffDeletionsSpill(t *testing.T) {
 // is the largest that fits, row(hi) the smallest that does not.
 func edgeRows() (row func(n int) Row, lo, hi int) {
 	body := randomText(99, 130_000)
-	row = func(n int) Row { b := body[:n]; return Row{Tier: TierState, Key: "edge", Body: &b} }
+	row = func(n int) Row { b := body[:n]; return Row{Tier: TierState, Key: "edge", Body: bodyp(&b)} }
 	lo, hi = 1000, len(body)
 	for hi-lo > 1 {
 		mid := (lo + hi) / 2
@@ -170,9 +170,9 @@ func TestChunkDiffOversizedRow(t *testing.T) {
 		row  Row
 		want string
 	}{
-		{Row{Tier: TierEntity, Category: strp("rules"), Key: "x", Body: &noise},
+		{Row{Tier: TierEntity, Category: strp("rules"), Key: "x", Body: bodyp(&noise)},
 			"row entity rules/x compresses to more than 90 KB on its own and cannot fit one epoch; shrink or split it in Sibyl (push refuses until then, nothing else is blocked)"},
-		{Row{Tier: TierState, Key: "goal", Body: &noise},
+		{Row{Tier: TierState, Key: "goal", Body: bodyp(&noise)},
 			"row state goal compresses to more than 90 KB on its own and cannot fit one epoch; shrink or split it in Sibyl (push refuses until then, nothing else is blocked)"},
 		{Row{Tier: TierJournal, Key: "abc:1", Extra: &noise},
 			"row journal abc:1 compresses to more than 90 KB on its own and cannot fit one epoch; shrink or split it in Sibyl (push refuses until then, nothing else is blocked)"},
@@ -196,7 +196,7 @@ func TestSnapshotFits(t *testing.T) {
 	var rows []Row
 	for i := range 4 {
 		body := randomText(uint64(i), 40_000)
-		rows = append(rows, Row{Tier: TierState, Key: "s" + strconv.Itoa(i), Body: &body})
+		rows = append(rows, Row{Tier: TierState, Key: "s" + strconv.Itoa(i), Body: bodyp(&body)})
 	}
 	p := &Plaintext{Rows: rows, NRows: len(rows), Snapshot: true}
 	err := SnapshotFits(p)
@@ -257,7 +257,7 @@ func TestFitsAlone(t *testing.T) {
 		t.Errorf("a %d-char row refused", fitsAloneBelow-100)
 	}
 	huge := strings.Repeat("a", MaxChunkPlain)
-	if r := (Row{Tier: TierState, Key: "flat", Body: &huge}); !errors.As(FitsAlone(&r), &big) || big.Plain == 0 {
+	if r := (Row{Tier: TierState, Key: "flat", Body: bodyp(&huge)}); !errors.As(FitsAlone(&r), &big) || big.Plain == 0 {
 		t.Errorf("a row past MaxChunkPlain accepted")
 	}
 }
@@ -266,7 +266,7 @@ func TestChunkBucketKeepsTheBucket(t *testing.T) {
 	var rows []Row
 	for i := range 200 {
 		body := randomText(uint64(i), 1024)
-		rows = append(rows, Row{Tier: TierState, Key: fmt.Sprintf("import-%03d", i), Body: &body})
+		rows = append(rows, Row{Tier: TierState, Key: fmt.Sprintf("import-%03d", i), Body: bodyp(&body)})
 	}
 	dels := []Deleted{{Tier: TierState, Key: "gone"}}
 	tenant := "a-tenant-name-of-some-length"
@@ -316,9 +316,9 @@ func TestChunkBucketRaisedOnlyAsFarAsARowNeeds(t *testing.T) {
 	small := randomText(1, 500)
 	large := randomText(2, 11000) // about 8.3 KB of gzip: needs bucket 16384
 	rows := []Row{
-		{Tier: TierState, Key: "a", Body: &small},
-		{Tier: TierEntity, Category: strp("notes"), Key: "large", Body: &large},
-		{Tier: TierState, Key: "b", Body: &small},
+		{Tier: TierState, Key: "a", Body: bodyp(&small)},
+		{Tier: TierEntity, Category: strp("notes"), Key: "large", Body: bodyp(&large)},
+		{Tier: TierState, Key: "b", Body: bodyp(&small)},
 	}
 	chunks, err := ChunkDiffBucket(rows, nil, 4096, 0)
 	if err != nil {

@@ -128,23 +128,39 @@ func (d *jsonDecoder) array(elem func() error) error {
 }
 
 func (d *jsonDecoder) str() (string, error) {
+	b, _, err := d.strRaw()
+	return string(b), err
+}
+
+// strBytes reads a string as bytes of its own (a body: one copy out of the plaintext).
+func (d *jsonDecoder) strBytes() ([]byte, error) {
+	b, own, err := d.strRaw()
+	if err != nil || own {
+		return b, err
+	}
+	return append(make([]byte, 0, len(b)), b...), nil
+}
+
+// strRaw reads a string: a slice of the input when it has no escapes (own false), else a
+// buffer of its own.
+func (d *jsonDecoder) strRaw() (b []byte, own bool, err error) {
 	if err := d.expect('"'); err != nil {
-		return "", err
+		return nil, false, err
 	}
 	start := d.i
 	// Fast path: no escapes.
 	for d.i < len(d.b) {
 		c := d.b[d.i]
 		if c == '"' {
-			s := string(d.b[start:d.i])
+			s := d.b[start:d.i]
 			d.i++
-			return s, nil
+			return s, false, nil
 		}
 		if c == '\\' {
 			break
 		}
 		if c < 0x20 {
-			return "", d.errorf("control character in string")
+			return nil, false, d.errorf("control character in string")
 		}
 		d.i++
 	}
@@ -154,9 +170,9 @@ func (d *jsonDecoder) str() (string, error) {
 		switch {
 		case c == '"':
 			d.i++
-			return string(buf), nil
+			return buf, true, nil
 		case c < 0x20:
-			return "", d.errorf("control character in string")
+			return nil, false, d.errorf("control character in string")
 		case c != '\\':
 			buf = append(buf, c)
 			d.i++
@@ -184,27 +200,27 @@ func (d *jsonDecoder) str() (string, error) {
 		case 'u':
 			r, ok := d.hex4()
 			if !ok {
-				return "", d.errorf("bad \\u escape")
+				return nil, false, d.errorf("bad \\u escape")
 			}
 			if utf16.IsSurrogate(r) {
 				// Only a high surrogate followed by an escaped low one is a
 				// character; a lone half cannot be UTF-8.
 				if r >= 0xdc00 || d.i+1 >= len(d.b) || d.b[d.i] != '\\' || d.b[d.i+1] != 'u' {
-					return "", d.errorf("lone surrogate")
+					return nil, false, d.errorf("lone surrogate")
 				}
 				d.i += 2
 				lo, ok := d.hex4()
 				if !ok || lo < 0xdc00 || lo > 0xdfff {
-					return "", d.errorf("lone surrogate")
+					return nil, false, d.errorf("lone surrogate")
 				}
 				r = utf16.DecodeRune(r, lo)
 			}
 			buf = utf8.AppendRune(buf, r)
 		default:
-			return "", d.errorf("bad escape \\%c", e)
+			return nil, false, d.errorf("bad escape \\%c", e)
 		}
 	}
-	return "", d.errorf("unterminated string")
+	return nil, false, d.errorf("unterminated string")
 }
 
 func (d *jsonDecoder) hex4() (rune, bool) {
@@ -228,6 +244,17 @@ func (d *jsonDecoder) hex4() (rune, bool) {
 	}
 	d.i += 4
 	return r, true
+}
+
+func (d *jsonDecoder) nullableBody() (Body, error) {
+	if d.literal("null") {
+		return Body{}, nil
+	}
+	b, err := d.strBytes()
+	if err != nil {
+		return Body{}, err
+	}
+	return BodyOf(b), nil
 }
 
 func (d *jsonDecoder) nullableStr() (*string, error) {
@@ -411,7 +438,11 @@ func (d *jsonDecoder) row() (Row, error) {
 				return fmt.Errorf("row: unknown key %q", key)
 			}
 			bit = 1 << i
-			*ptrs[i], err = d.nullableStr()
+			if i == bodyField {
+				r.Body, err = d.nullableBody()
+			} else {
+				*ptrs[i], err = d.nullableStr()
+			}
 		}
 		if seen&bit != 0 {
 			return fmt.Errorf("row: duplicate key %q", key)

@@ -334,7 +334,7 @@ func TestSealRefusals(t *testing.T) {
 	}
 	bad := "\xfe"
 	if err := try(func(p *Plaintext, c *EpochContext) []Wrap {
-		p.Rows = append([]Row{{Tier: TierState, Key: "k", Body: &bad}}, p.Rows...)
+		p.Rows = append([]Row{{Tier: TierState, Key: "k", Body: bodyp(&bad)}}, p.Rows...)
 		return nil
 	}); !errors.Is(err, ErrInvalidUTF8) {
 		t.Errorf("invalid utf-8: %v", err)
@@ -347,7 +347,7 @@ func TestSealRefusals(t *testing.T) {
 	}
 	noise := randomText(1, 200_000)
 	if err := try(func(p *Plaintext, c *EpochContext) []Wrap {
-		p.Rows = []Row{{Tier: TierState, Key: "big", Body: &noise}}
+		p.Rows = []Row{{Tier: TierState, Key: "big", Body: bodyp(&noise)}}
 		return nil
 	}); !errors.Is(err, ErrTooLarge) {
 		t.Errorf("too large: %v", err)

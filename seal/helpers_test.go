@@ -47,7 +47,7 @@ func proseRows(seed uint64, n, size int) []Row {
 	status := "active"
 	for i := range rows {
 		body := `{"name":"n` + strconv.Itoa(i) + `","text":"` + proseText(seed+uint64(i), size-40) + `"}`
-		rows[i] = Row{Tier: TierEntity, Key: "note-" + strconv.Itoa(i), Category: &cat, Status: &status, Body: &body}
+		rows[i] = Row{Tier: TierEntity, Key: "note-" + strconv.Itoa(i), Category: &cat, Status: &status, Body: bodyp(&body)}
 	}
 	return rows
 }

@@ -11,13 +11,13 @@ import (
 func TestSealRefusesPlaintextNoReaderOpens(t *testing.T) {
 	p := &Plaintext{Tenant: "t", Seq: 1, CreatedAt: "2026-12-01T10:00:00Z", NRows: 1}
 	over := len(EncodePlaintext(&Plaintext{Tenant: "t", Seq: 1, CreatedAt: "2026-12-01T10:00:00Z", NRows: 1,
-		Rows: []Row{{Tier: TierState, Key: "k", Body: new(string)}}}))
+		Rows: []Row{{Tier: TierState, Key: "k", Body: BodyString("")}}}))
 	for _, tc := range []struct {
 		n       int
 		refused bool
 	}{{MaxPlaintext - over, false}, {MaxPlaintext - over + 1, true}} {
 		body := strings.Repeat("a", tc.n)
-		p.Rows = []Row{{Tier: TierState, Key: "k", Body: &body}}
+		p.Rows = []Row{{Tier: TierState, Key: "k", Body: bodyp(&body)}}
 		if got := len(EncodePlaintext(p)); (got > MaxPlaintext) != tc.refused {
 			t.Fatalf("the test is off: %d bytes", got)
 		}

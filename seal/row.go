@@ -20,13 +20,13 @@ const (
 	TierJournal   = "journal"
 )
 
-// Row is one wire row. Every value but Tier and Key may be null (nil).
+// Row is one wire row. Every value but Tier and Key may be null (nil, or a null Body).
 type Row struct {
 	Tier      string
 	Key       string
 	Category  *string
 	Status    *string
-	Body      *string
+	Body      Body
 	Meta      *string
 	TS        *string
 	Evaluated *string
@@ -38,12 +38,16 @@ type Row struct {
 // rowFieldNames are the wire names of the nullable fields, in wire order.
 var rowFieldNames = [9]string{"category", "status", "body", "meta", "ts", "evaluated", "acted", "forward", "extra"}
 
+// bodyField is the index of "body" in rowFieldNames; its slot in nullableFields and
+// nullableFieldPtrs is nil (the body is r.Body).
+const bodyField = 2
+
 func (r *Row) nullableFields() [9]*string {
-	return [9]*string{r.Category, r.Status, r.Body, r.Meta, r.TS, r.Evaluated, r.Acted, r.Forward, r.Extra}
+	return [9]*string{r.Category, r.Status, nil, r.Meta, r.TS, r.Evaluated, r.Acted, r.Forward, r.Extra}
 }
 
 func (r *Row) nullableFieldPtrs() [9]**string {
-	return [9]**string{&r.Category, &r.Status, &r.Body, &r.Meta, &r.TS, &r.Evaluated, &r.Acted, &r.Forward, &r.Extra}
+	return [9]**string{&r.Category, &r.Status, nil, &r.Meta, &r.TS, &r.Evaluated, &r.Acted, &r.Forward, &r.Extra}
 }
 
 // CanonicalID is tier \0 category \0 key. Only entities are keyed by
@@ -74,32 +78,51 @@ var (
 	journalKeyDomain = []byte("kint-journal-key-v1")
 )
 
-// appendLP appends lp(x) = uint32_be(len) || x, or ff ff ff ff for null.
-func appendLP(dst []byte, s *string) []byte {
-	if s == nil {
-		return append(dst, 0xff, 0xff, 0xff, 0xff)
-	}
-	dst = binary.BigEndian.AppendUint32(dst, uint32(len(*s)))
-	return append(dst, *s...)
+// lpField is one field of a leaf's preimage: null, or the bytes of s or of b (a body, hashed
+// where it lies).
+type lpField struct {
+	s    string
+	b    []byte
+	null bool
 }
 
-func lpLen(s *string) int {
-	if s == nil {
+func strField(p *string) lpField {
+	if p == nil {
+		return lpField{null: true}
+	}
+	return lpField{s: *p}
+}
+
+func bodyLP(b Body) lpField { return lpField{b: b.b, null: !b.valid} }
+
+// appendLP appends lp(x) = uint32_be(len) || x, or ff ff ff ff for null.
+func appendLP(dst []byte, f lpField) []byte {
+	if f.null {
+		return append(dst, 0xff, 0xff, 0xff, 0xff)
+	}
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(f.s)+len(f.b)))
+	dst = append(dst, f.s...)
+	return append(dst, f.b...)
+}
+
+func lpLen(f lpField) int {
+	if f.null {
 		return 4
 	}
-	return 4 + len(*s)
+	return 4 + len(f.s) + len(f.b)
 }
 
 // Leaf is the row's merkle leaf. Journal rows hash their content fields;
 // the other tiers hash category, key, status, body and meta (timestamps that
 // Sibyl regenerates on replay are left out).
 func Leaf(r *Row) [32]byte {
-	tier, key := r.Tier, r.Key
-	var fields []*string
+	tier, key := lpField{s: r.Tier}, lpField{s: r.Key}
+	var fields []lpField
 	if r.Tier == TierJournal {
-		fields = []*string{&tier, nil, &key, nil, r.TS, r.Evaluated, r.Acted, r.Forward, r.Extra}
+		fields = []lpField{tier, {null: true}, key, {null: true}, strField(r.TS), strField(r.Evaluated),
+			strField(r.Acted), strField(r.Forward), strField(r.Extra)}
 	} else {
-		fields = []*string{&tier, r.Category, &key, r.Status, r.Body, r.Meta}
+		fields = []lpField{tier, strField(r.Category), key, strField(r.Status), bodyLP(r.Body), strField(r.Meta)}
 	}
 	n := len(leafDomain)
 	for _, f := range fields {
@@ -120,18 +143,19 @@ func Leaf(r *Row) [32]byte {
 // megabytes) is hashed a piece at a time instead, without a copy of the whole row.
 const leafInline = 64 << 10
 
-// leafStreamed is Leaf's hash of the same preimage, written to the hash in pieces.
-func leafStreamed(fields []*string) [32]byte {
+// leafStreamed is Leaf's hash of the same preimage, written to the hash in pieces: a body
+// straight from where it lies, the other fields through a small buffer.
+func leafStreamed(fields []lpField) [32]byte {
 	kh := crypto.NewKeccakState()
 	buf := make([]byte, 0, 32<<10)
 	buf = append(buf, leafDomain...)
 	for _, f := range fields {
-		if f == nil {
+		if f.null {
 			buf = append(buf, 0xff, 0xff, 0xff, 0xff)
 			continue
 		}
-		buf = binary.BigEndian.AppendUint32(buf, uint32(len(*f)))
-		for s := *f; len(s) > 0; {
+		buf = binary.BigEndian.AppendUint32(buf, uint32(len(f.s)+len(f.b)))
+		for s := f.s; len(s) > 0; {
 			if len(buf) == cap(buf) {
 				kh.Write(buf)
 				buf = buf[:0]
@@ -139,6 +163,11 @@ func leafStreamed(fields []*string) [32]byte {
 			k := min(len(s), cap(buf)-len(buf))
 			buf = append(buf, s[:k]...)
 			s = s[k:]
+		}
+		if len(f.b) > 0 {
+			kh.Write(buf)
+			buf = buf[:0]
+			kh.Write(f.b)
 		}
 		if cap(buf)-len(buf) < 4 {
 			kh.Write(buf)
@@ -153,7 +182,7 @@ func leafStreamed(fields []*string) [32]byte {
 
 // JournalKey is the content key of a journal event: 64 lowercase hex.
 func JournalKey(ts, evaluated, acted, forward, extra *string) string {
-	fields := [5]*string{ts, evaluated, acted, forward, extra}
+	fields := [5]lpField{strField(ts), strField(evaluated), strField(acted), strField(forward), strField(extra)}
 	n := len(journalKeyDomain)
 	for _, f := range fields {
 		n += lpLen(f)
@@ -222,6 +251,9 @@ func ValidUTF8Row(r *Row) error {
 		if f != nil && !utf8.ValidString(*f) {
 			return fmt.Errorf("%s: %w", rowFieldNames[i], ErrInvalidUTF8)
 		}
+	}
+	if !r.Body.validUTF8() {
+		return fmt.Errorf("%s: %w", rowFieldNames[bodyField], ErrInvalidUTF8)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package seal
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -14,7 +15,7 @@ import (
 func vectorRows(v *vectors.Vectors) []Row {
 	rows := make([]Row, len(v.Rows))
 	for i, r := range v.Rows {
-		rows[i] = Row(r.Row)
+		rows[i] = fromVector(r.Row)
 	}
 	return rows
 }
@@ -22,9 +23,23 @@ func vectorRows(v *vectors.Vectors) []Row {
 func toRows(vr []vectors.Row) []Row {
 	rows := make([]Row, len(vr))
 	for i := range vr {
-		rows[i] = Row(vr[i])
+		rows[i] = fromVector(vr[i])
 	}
 	return rows
+}
+
+// fromVector is the row of a vector (whose body is a *string, as the vectors file has it).
+func fromVector(v vectors.Row) Row {
+	return Row{Tier: v.Tier, Key: v.Key, Category: v.Category, Status: v.Status, Body: bodyp(v.Body),
+		Meta: v.Meta, TS: v.TS, Evaluated: v.Evaluated, Acted: v.Acted, Forward: v.Forward, Extra: v.Extra}
+}
+
+// bodyp is the body of s, null for nil.
+func bodyp(s *string) Body {
+	if s == nil {
+		return Body{}
+	}
+	return BodyString(*s)
 }
 
 func strp(s string) *string { return &s }
@@ -32,7 +47,7 @@ func strp(s string) *string { return &s }
 func TestRowVectors(t *testing.T) {
 	v := vectors.Load(t)
 	for _, rv := range v.Rows {
-		r := Row(rv.Row)
+		r := fromVector(rv.Row)
 		if got := r.ID(); got != rv.RowID {
 			t.Errorf("ID = %q, want %q", got, rv.RowID)
 		}
@@ -105,8 +120,8 @@ func TestStateAfterEpoch2(t *testing.T) {
 
 func TestCanonicalIDNullAndEmptyCategory(t *testing.T) {
 	empty := ""
-	a := Row{Tier: TierEntity, Key: "k", Category: nil, Body: strp("b")}
-	b := Row{Tier: TierEntity, Key: "k", Category: &empty, Body: strp("b")}
+	a := Row{Tier: TierEntity, Key: "k", Category: nil, Body: bodyp(strp("b"))}
+	b := Row{Tier: TierEntity, Key: "k", Category: &empty, Body: bodyp(strp("b"))}
 	if a.ID() != b.ID() || a.ID() != "entity\x00\x00k" {
 		t.Errorf("ids differ: %q %q", a.ID(), b.ID())
 	}
@@ -127,7 +142,7 @@ func TestJournalKeyVector(t *testing.T) {
 	// The vector's journal row is keyed by the same content.
 	for _, rv := range v.Rows {
 		if rv.Row.Tier == TierJournal {
-			r := Row(rv.Row)
+			r := fromVector(rv.Row)
 			if JournalKey(r.TS, r.Evaluated, r.Acted, r.Forward, r.Extra) != r.Key {
 				t.Errorf("journal row key %q is not its content key", r.Key)
 			}
@@ -179,7 +194,7 @@ func TestValidUTF8Row(t *testing.T) {
 	bad := string([]byte{0xff, 'a'})
 	for i, r := range []Row{
 		{Tier: TierState, Key: bad},
-		{Tier: TierState, Key: "k", Body: &bad},
+		{Tier: TierState, Key: "k", Body: bodyp(&bad)},
 		{Tier: TierJournal, Key: "k", Extra: &bad},
 		{Tier: TierEntity, Key: "k", Category: &bad},
 	} {
@@ -204,9 +219,24 @@ func TestLeafOfLargeRow(t *testing.T) {
 	whole := func(fields []*string) [32]byte {
 		buf := append([]byte(nil), leafDomain...)
 		for _, f := range fields {
-			buf = appendLP(buf, f)
+			if f == nil {
+				buf = append(buf, 0xff, 0xff, 0xff, 0xff)
+				continue
+			}
+			buf = binary.BigEndian.AppendUint32(buf, uint32(len(*f)))
+			buf = append(buf, *f...)
 		}
 		return crypto.Keccak256Hash(buf)
+	}
+	lp := func(fields []*string, body int) []lpField {
+		out := make([]lpField, len(fields))
+		for i, f := range fields {
+			out[i] = strField(f)
+			if i == body && f != nil {
+				out[i] = bodyLP(BodyString(*f)) // the body hashed where it lies
+			}
+		}
+		return out
 	}
 	piece := 32 << 10
 	for _, n := range []int{0, 1, piece - 16, piece - 13, piece - 12, piece, piece + 1, leafInline - 40, leafInline, leafInline + 1, 3*piece - 17, 1 << 20} {
@@ -217,20 +247,20 @@ func TestLeafOfLargeRow(t *testing.T) {
 		b := string(body)
 		meta := b[:n/3]
 		for _, r := range []Row{
-			{Tier: TierState, Key: "k", Body: &b},
-			{Tier: TierEntity, Category: strp("person"), Key: "k", Status: strp("s"), Body: &b, Meta: &meta},
-			{Tier: TierReference, Key: string(body[:min(n, 70000)]), Body: &b},
+			{Tier: TierState, Key: "k", Body: bodyp(&b)},
+			{Tier: TierEntity, Category: strp("person"), Key: "k", Status: strp("s"), Body: bodyp(&b), Meta: &meta},
+			{Tier: TierReference, Key: string(body[:min(n, 70000)]), Body: bodyp(&b)},
 			{Tier: TierJournal, Key: "j", TS: &meta, Evaluated: &b, Extra: &meta},
 		} {
-			tier, key := r.Tier, r.Key
-			fields := []*string{&tier, r.Category, &key, r.Status, r.Body, r.Meta}
+			tier, key, body := r.Tier, r.Key, string(r.Body.Bytes())
+			fields, bodyAt := []*string{&tier, r.Category, &key, r.Status, &body, r.Meta}, 4
 			if r.Tier == TierJournal {
-				fields = []*string{&tier, nil, &key, nil, r.TS, r.Evaluated, r.Acted, r.Forward, r.Extra}
+				fields, bodyAt = []*string{&tier, nil, &key, nil, r.TS, r.Evaluated, r.Acted, r.Forward, r.Extra}, -1
 			}
 			if got, want := Leaf(&r), whole(fields); got != want {
 				t.Fatalf("%s row with a body of %d: leaf %x, want %x", r.Tier, n, got[:6], want[:6])
 			}
-			if got, want := leafStreamed(fields), whole(fields); got != want {
+			if got, want := leafStreamed(lp(fields, bodyAt)), whole(fields); got != want {
 				t.Fatalf("%s row with a body of %d: streamed leaf %x, want %x", r.Tier, n, got[:6], want[:6])
 			}
 		}

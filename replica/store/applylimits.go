@@ -65,14 +65,14 @@ func rowLimit(r *seal.Row) string {
 	if why := keyLimit(r.Tier, r.Category, r.Key); why != "" {
 		return why
 	}
-	if r.Body != nil && len(*r.Body) > valueLogFileSize {
-		return fmt.Sprintf("its body is %d bytes, more than the %d a value may hold", len(*r.Body), valueLogFileSize)
+	if r.Body.Len() > valueLogFileSize {
+		return fmt.Sprintf("its body is %d bytes, more than the %d a value may hold", r.Body.Len(), valueLogFileSize)
 	}
 	// The largest value is the history record: the whole row as JSON, where an escaped byte
 	// takes at most six, plus its field names and the anchor. Only a row that might pass the
 	// limit is encoded to measure it.
-	n := 2048
-	for _, f := range []*string{r.Category, r.Status, r.Body, r.Meta, r.TS, r.Evaluated, r.Acted, r.Forward, r.Extra} {
+	n := 2048 + 6*r.Body.Len()
+	for _, f := range []*string{r.Category, r.Status, r.Meta, r.TS, r.Evaluated, r.Acted, r.Forward, r.Extra} {
 		if f != nil {
 			n += 6 * len(*f)
 		}
@@ -101,7 +101,11 @@ func histRecLen(r *seal.Row, piece int) (int, error) {
 	short := *r
 	n := 0
 	empty := ""
-	for _, f := range []**string{&short.Category, &short.Status, &short.Body, &short.Meta, &short.TS, &short.Evaluated, &short.Acted, &short.Forward, &short.Extra} {
+	if short.Body.Len() > piece {
+		n += jsonStringLen(short.Body.Bytes(), piece) - len(`""`)
+		short.Body = seal.BodyOf(nil)
+	}
+	for _, f := range []**string{&short.Category, &short.Status, &short.Meta, &short.TS, &short.Evaluated, &short.Acted, &short.Forward, &short.Extra} {
 		if *f != nil && len(**f) > piece {
 			n += jsonStringLen(**f, piece) - len(`""`)
 			*f = &empty
@@ -114,7 +118,7 @@ func histRecLen(r *seal.Row, piece int) (int, error) {
 // jsonStringLen is the length of s encoded as a JSON string by encoding/json, encoded a piece
 // at a time. Pieces end before a byte that starts a character (or is a stray byte), so each
 // character, and each invalid byte, is encoded as it would be in the whole string.
-func jsonStringLen(s string, piece int) int {
+func jsonStringLen[T string | []byte](s T, piece int) int {
 	var c byteCounter
 	enc := json.NewEncoder(&c)
 	n := len(`""`)
@@ -124,7 +128,7 @@ func jsonStringLen(s string, piece int) int {
 			k++
 		}
 		c = 0
-		enc.Encode(s[:k])            // a string always encodes
+		enc.Encode(string(s[:k]))    // a string always encodes
 		n += int(c) - len(`""`+"\n") // less the quotes and the newline Encode adds
 		s = s[k:]
 	}

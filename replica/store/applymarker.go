@@ -176,6 +176,6 @@ func (s *Store) reload() error {
 	s.untimed.forget()
 	s.anchors = map[uint64]*vault.Anchor{}
 	s.stagedBytes = 0
-	s.attrs, s.trashDirs = map[uint64]attrRec{}, map[string]bool{}
+	s.attrs, s.trashDirs = attrTable{}, map[string]bool{}
 	return s.load()
 }

@@ -16,7 +16,7 @@ func TestBlocksTextCarriesBlockTimes(t *testing.T) {
 	r := newTestStore(t)
 	state := map[string]seal.Row{}
 	for _, e := range []struct{ seq, time uint64 }{{1, 1767225600}, {2, 0}} {
-		row := seal.Row{Tier: seal.TierState, Key: "k", Body: cat("v" + string(rune('0'+e.seq)))}
+		row := seal.Row{Tier: seal.TierState, Key: "k", Body: seal.BodyString("v" + string(rune('0'+e.seq)))}
 		p := plaintextFor(state, e.seq, []seal.Row{row}, nil)
 		info := vault.EpochInfo{Seq: e.seq, Block: 10 * e.seq, Tx: "0xt" + string(rune('0'+e.seq)), Digest: common.Hash{byte(e.seq)}, Time: e.time}
 		if _, _, err := r.ApplyEpoch(info, p, ApplyOptions{}); err != nil {

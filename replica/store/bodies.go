@@ -7,6 +7,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"kintfs/replica/vault"
+	"kintfs/seal"
 )
 
 // Bodies are kept in badger as raw bytes under keys of their own (pBody, pStagedBody,
@@ -54,15 +55,15 @@ func getValue(txn *badger.Txn, key string) (val []byte, found bool, err error) {
 func putStaged(txn *badger.Txn, id string, rec *stagedRec) error {
 	st := *rec
 	st.Size = contentSize(&rec.Row)
-	st.Row.Body = nil
-	st.RawBody = rec.Row.Body != nil
+	st.Row.Body = seal.Body{}
+	st.RawBody = !rec.Row.Body.IsNull()
 	if err := setJSON(txn, pStaged+id, &st); err != nil {
 		return storeError("staged row "+keyString(rowKey(&rec.Row)), int(st.Size), err)
 	}
 	if !st.RawBody {
 		return txn.Delete([]byte(pStagedBody + id))
 	}
-	return setValue(txn, []byte(pStagedBody+id), []byte(*rec.Row.Body), "staged row "+keyString(rowKey(&rec.Row)))
+	return setValue(txn, []byte(pStagedBody+id), rec.Row.Body.Bytes(), "staged row "+keyString(rowKey(&rec.Row)))
 }
 
 // getStaged reads the staged record of id with its body.
@@ -86,8 +87,7 @@ func stagedBody(txn *badger.Txn, id string, rec *stagedRec) error {
 	if !found {
 		return fmt.Errorf("staged row %s: its body is missing", keyString(rowKey(&rec.Row)))
 	}
-	b := string(body)
-	rec.Row.Body = &b
+	rec.Row.Body = seal.BodyOf(body)
 	return nil
 }
 

@@ -21,10 +21,7 @@ func journalValues(r *seal.Row) []*string {
 // JSON object of its five fields, written the way kint writes JSON.
 func RenderContent(r *seal.Row) []byte {
 	if r.Tier != seal.TierJournal {
-		if r.Body == nil {
-			return nil
-		}
-		return []byte(*r.Body)
+		return r.Body.Bytes()
 	}
 	b := []byte{'{'}
 	for i, v := range journalValues(r) {
@@ -81,15 +78,18 @@ func heldReason(r *seal.Row) string {
 	if n := contentSize(r); n > seal.MaxChunkPlain {
 		return (&seal.RowTooLargeError{Row: *r, Plain: int(n)}).Error()
 	}
-	for _, v := range []*string{r.Category, r.Status, r.Body, r.Meta, r.TS, r.Evaluated, r.Acted, r.Forward, r.Extra} {
+	for _, v := range []*string{r.Category, r.Status, r.Meta, r.TS, r.Evaluated, r.Acted, r.Forward, r.Extra} {
 		if v != nil && !utf8.ValidString(*v) {
 			return "not valid UTF-8: kint anchors text"
 		}
 	}
+	if !utf8.Valid(r.Body.Bytes()) {
+		return "not valid UTF-8: kint anchors text"
+	}
 	if !utf8.ValidString(r.Key) {
 		return "key is not valid UTF-8"
 	}
-	if r.Tier == seal.TierEntity && (r.Body == nil || !json.Valid([]byte(*r.Body))) {
+	if r.Tier == seal.TierEntity && (r.Body.IsNull() || !json.Valid(r.Body.Bytes())) {
 		return "entity body is not a JSON value (Sibyl stores entity bodies as JSON)"
 	}
 	return ""

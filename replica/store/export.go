@@ -20,8 +20,7 @@ func (s *Store) MirrorRows(fn func(row *seal.Row) error) error {
 				if err != nil {
 					return err
 				}
-				b := string(body)
-				m.Row.Body = &b
+				m.Row.Body = seal.BodyOf(body)
 			}
 			return fn(&m.Row)
 		})

@@ -84,7 +84,7 @@ func (h *History) version(rec *histRec) *vault.Version {
 	a := rec.Anchor
 	v := &vault.Version{Key: k, Ino: h.ino(inoName(k)), Size: contentSize(&row), Mtime: fromNanos(rec.Mtime),
 		Anchor: &a, Leaf: seal.Leaf(&row)}
-	row.Body = nil
+	row.Body = seal.Body{}
 	v.Row = row
 	return v
 }

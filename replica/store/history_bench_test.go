@@ -20,13 +20,13 @@ func BenchmarkHistoryRead(b *testing.B) {
 	var rows []seal.Row
 	for c := 0; c < 20; c++ {
 		for k := 0; k < 100; k++ {
-			rows = append(rows, seal.Row{Tier: "entity", Category: cat(fmt.Sprintf("c%02d", c)), Key: fmt.Sprintf("k%03d", k), Body: cat(`{"v":0}`)})
+			rows = append(rows, seal.Row{Tier: "entity", Category: cat(fmt.Sprintf("c%02d", c)), Key: fmt.Sprintf("k%03d", k), Body: seal.BodyString(`{"v":0}`)})
 		}
 	}
 	const versions = 300
 	var blocks []uint64
 	for seq := uint64(1); seq <= versions; seq++ {
-		rows = append(rows, seal.Row{Tier: "entity", Category: cat("hist"), Key: "row", Body: cat(fmt.Sprintf(`{"v":%d}`, seq))})
+		rows = append(rows, seal.Row{Tier: "entity", Category: cat("hist"), Key: "row", Body: seal.BodyString(fmt.Sprintf(`{"v":%d}`, seq))})
 		p := plaintextFor(state, seq, rows, nil)
 		block := 10 + 3*seq
 		if _, _, err := r.ApplyEpoch(vault.EpochInfo{Seq: seq, Block: block, Digest: common.Hash{byte(seq), byte(seq >> 8)}}, p, ApplyOptions{}); err != nil {

@@ -63,7 +63,7 @@ func TestHistoryMatchesModel(t *testing.T) {
 		var rows []seal.Row
 		var dels []seal.Deleted
 		// the hot row changes in every epoch: a long history for the reverse seeks
-		rows = append(rows, seal.Row{Tier: "entity", Category: cat("a"), Key: "hot", Body: cat(fmt.Sprint(seq))})
+		rows = append(rows, seal.Row{Tier: "entity", Category: cat("a"), Key: "hot", Body: seal.BodyString(fmt.Sprint(seq))})
 		for i := 0; i < 3; i++ {
 			c, k := cats[rng.IntN(len(cats))], keys[rng.IntN(len(keys))]
 			id := seal.CanonicalID("entity", c, k)
@@ -74,7 +74,7 @@ func TestHistoryMatchesModel(t *testing.T) {
 			if c != nil && *c == "a" && k == "hot" {
 				continue
 			}
-			rows = append(rows, seal.Row{Tier: "entity", Category: c, Key: k, Body: cat(fmt.Sprint(seq, i))})
+			rows = append(rows, seal.Row{Tier: "entity", Category: c, Key: k, Body: seal.BodyString(fmt.Sprint(seq, i))})
 		}
 		if seq%7 == 0 {
 			for id, row := range state {
@@ -148,8 +148,8 @@ func TestHistoryMatchesModel(t *testing.T) {
 		}
 		for id, row := range want {
 			body, err := h.Content(rowKey(&row))
-			if err != nil || string(body) != *row.Body {
-				t.Fatalf("block %d, %q: %q, %v; want %q", b, id, body, err, *row.Body)
+			if err != nil || string(body) != string(row.Body.Bytes()) {
+				t.Fatalf("block %d, %q: %q, %v; want %q", b, id, body, err, row.Body.Bytes())
 			}
 		}
 	}
@@ -177,7 +177,7 @@ func TestDeletedHistPrefix(t *testing.T) {
 	if err != nil || !bytes.HasPrefix(del, deletedHistPrefix) {
 		t.Fatalf("a deletion encodes as %s", del)
 	}
-	live, err := json.Marshal(&histRec{Row: &seal.Row{Tier: "state", Key: "k", Body: cat("null")}})
+	live, err := json.Marshal(&histRec{Row: &seal.Row{Tier: "state", Key: "k", Body: seal.BodyString("null")}})
 	if err != nil || bytes.HasPrefix(live, deletedHistPrefix) {
 		t.Fatalf("a row encodes as %s", live)
 	}

@@ -45,7 +45,7 @@ type Store struct {
 	// to them is always staged, never compared with the mirror and dropped. Guarded by t.mu.
 	sealing map[string]bool
 	// attrs are the local attributes (times, permission bits) by inode number; guarded by t.mu.
-	attrs map[uint64]attrRec
+	attrs attrTable
 	// attrTx are the attribute records the running update changed (nil: dropped), read by
 	// later steps of the same transaction before it commits. Guarded by t.mu.
 	attrTx map[uint64]*attrRec
@@ -87,7 +87,7 @@ func OpenStore(dir string) (*Store, error) {
 		return nil, fmt.Errorf("upgrade state database: %w", err)
 	}
 	s := &Store{db: db, t: newTree(), anchors: map[uint64]*vault.Anchor{}, release: release, StagingCap: DefaultStagingCap, now: time.Now,
-		sealing: map[string]bool{}, attrs: map[uint64]attrRec{}, trashDirs: map[string]bool{}, moved: map[vault.Key]movedAttrs{}}
+		sealing: map[string]bool{}, attrs: attrTable{}, trashDirs: map[string]bool{}, moved: map[vault.Key]movedAttrs{}}
 	if err := s.load(); err != nil {
 		release.Stop()
 		db.Close()
@@ -129,10 +129,8 @@ func (s *Store) Close() error {
 }
 
 func (s *Store) nodeFromMirror(m *mirrorRec) *node {
-	row := m.Row
-	n := &node{key: rowKey(&row), size: m.Size, mtime: fromNanos(m.Mtime), leaf: m.Leaf, anchor: s.sharedAnchor(m.Anchor)}
-	row.Body = nil
-	n.row = row
+	n := &node{key: rowKey(&m.Row), size: m.Size, mtime: fromNanos(m.Mtime), leaf: m.Leaf, anchor: s.sharedAnchor(m.Anchor)}
+	n.setRow(&m.Row)
 	return n
 }
 
@@ -149,11 +147,9 @@ func (s *Store) sharedAnchor(a vault.Anchor) *vault.Anchor {
 }
 
 func nodeFromStaged(r *stagedRec, anchor *vault.Anchor) *node {
-	row := r.Row
-	n := &node{key: rowKey(&row), size: contentSize(&row), mtime: fromNanos(r.Mtime),
-		staged: true, held: r.Held, leaf: seal.Leaf(&row), anchor: anchor}
-	row.Body = nil
-	n.row = row
+	n := &node{key: rowKey(&r.Row), size: contentSize(&r.Row), mtime: fromNanos(r.Mtime),
+		staged: true, held: r.Held, leaf: seal.Leaf(&r.Row), anchor: anchor}
+	n.setRow(&r.Row)
 	return n
 }
 
@@ -161,10 +157,7 @@ func contentSize(r *seal.Row) int64 {
 	if r.Tier == seal.TierJournal {
 		return int64(len(RenderContent(r)))
 	}
-	if r.Body == nil {
-		return 0
-	}
-	return int64(len(*r.Body))
+	return int64(r.Body.Len())
 }
 
 // load reads the live tree, the inode numbers and the local attributes from the database.
@@ -252,8 +245,9 @@ func (s *Store) loadLocal(txn *badger.Txn) error {
 			size = item.ValueSize()
 		}
 		lk := l.Key.key()
-		t.put(&node{key: lk, size: size, mtime: fromNanos(l.Mtime), ino: t.inos[inoName(lk)],
-			row: seal.Row{Tier: lk.Tier, Key: lk.Key, Category: lk.CategoryPtr(), Status: l.Status, Meta: l.Meta}})
+		n := &node{key: lk, size: size, mtime: fromNanos(l.Mtime), ino: t.inos[inoName(lk)], status: l.Status, meta: l.Meta}
+		n.shareKeyCategory()
+		t.put(n)
 		return nil
 	})
 }
@@ -397,7 +391,7 @@ func (s *Store) stageDelete(txn *badger.Txn, apply *[]func(), k vault.Key) error
 func (s *Store) putLocal(txn *badger.Txn, apply *[]func(), k vault.Key, body []byte, mtime time.Time) (*node, error) {
 	var status, meta *string
 	if old := s.t.get(k); old != nil && old.key.Local {
-		status, meta = old.row.Status, old.row.Meta // a write keeps the file's attributes
+		status, meta = old.status, old.meta // a write keeps the file's attributes
 	}
 	return s.putLocalAttrs(txn, apply, k, body, mtime, status, meta)
 }
@@ -412,8 +406,8 @@ func (s *Store) putLocalAttrs(txn *badger.Txn, apply *[]func(), k vault.Key, bod
 	if err := putLocalRec(txn, localID(k), &rec); err != nil {
 		return nil, err
 	}
-	n := &node{key: k, size: int64(len(body)), mtime: mtime, ino: ino,
-		row: seal.Row{Tier: k.Tier, Key: k.Key, Category: k.CategoryPtr(), Status: status, Meta: meta}}
+	n := &node{key: k, size: int64(len(body)), mtime: mtime, ino: ino, status: status, meta: meta}
+	n.shareKeyCategory()
 	*apply = append(*apply, func() { s.t.put(n) })
 	return n, nil
 }
@@ -427,7 +421,7 @@ func (s *Store) readContent(txn *badger.Txn, n *node) ([]byte, error) {
 		}
 		return l.Body, nil
 	}
-	id := n.row.ID()
+	id := n.id()
 	if n.staged {
 		r, found, err := getStaged(txn, id)
 		if err != nil || !found {
@@ -435,7 +429,7 @@ func (s *Store) readContent(txn *badger.Txn, n *node) ([]byte, error) {
 		}
 		return RenderContent(&r.Row), nil
 	}
-	if n.size > 0 && n.row.Tier != seal.TierJournal {
+	if n.size > 0 && n.key.Tier != seal.TierJournal {
 		return mirrorBody(txn, id) // content is the body, and a row of some size has one
 	}
 	m, found, err := getMirror(txn, id, false)
@@ -450,7 +444,7 @@ func (s *Store) readContent(txn *badger.Txn, n *node) ([]byte, error) {
 
 // fullRow is n's row with its body, read inside txn.
 func (s *Store) fullRow(txn *badger.Txn, n *node) (seal.Row, error) {
-	row := n.row
+	row := n.row()
 	if row.Tier == seal.TierJournal {
 		return row, nil
 	}
@@ -458,8 +452,7 @@ func (s *Store) fullRow(txn *badger.Txn, n *node) (seal.Row, error) {
 	if err != nil {
 		return row, err
 	}
-	b := string(body)
-	row.Body = &b
+	row.Body = seal.BodyOf(body)
 	return row, nil
 }
 
@@ -518,7 +511,10 @@ func (s *Store) setLocalAttr(k vault.Key, name string, value *string) error {
 			return err
 		}
 		nn := *n
-		nn.row.Status, nn.row.Meta = rec.Status, rec.Meta
+		if nn.cat == &n.key.Category {
+			nn.cat = &nn.key.Category // its own key's, not the old node's
+		}
+		nn.status, nn.meta = rec.Status, rec.Meta
 		*apply = append(*apply, func() { s.t.put(&nn) })
 		return nil
 	})

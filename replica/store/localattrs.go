@@ -39,6 +39,58 @@ type attrRec struct {
 	Ctime    int64       `json:"ctime,omitempty"`     // the last change of these attributes
 }
 
+// attrTable is the local attributes in memory, by inode number. Most files have one (a
+// create's mode and a ctime), so a slot holds those and only points to the rarer set times:
+// 24 bytes a file where an attrRec takes 80.
+type attrTable map[uint64]attrSlot
+
+type attrSlot struct {
+	ctime int64
+	times *attrTimes // nil when no time was ever set
+	perm  uint32
+	flags uint8
+}
+
+type attrTimes struct {
+	mtime, atime, base int64
+	baseLeaf           common.Hash
+}
+
+const (
+	slotHasPerm = 1 << iota
+	slotChmod
+	slotHasTimes
+)
+
+func (t attrTable) put(ino uint64, a attrRec) {
+	s := attrSlot{ctime: a.Ctime, perm: a.Perm}
+	for _, f := range []struct {
+		on   bool
+		flag uint8
+	}{{a.HasPerm, slotHasPerm}, {a.Chmod, slotChmod}, {a.HasTimes, slotHasTimes}} {
+		if f.on {
+			s.flags |= f.flag
+		}
+	}
+	if a.Mtime != 0 || a.Atime != 0 || a.Base != 0 || a.BaseLeaf != (common.Hash{}) {
+		s.times = &attrTimes{mtime: a.Mtime, atime: a.Atime, base: a.Base, baseLeaf: a.BaseLeaf}
+	}
+	t[ino] = s
+}
+
+func (t attrTable) get(ino uint64) (attrRec, bool) {
+	s, ok := t[ino]
+	if !ok {
+		return attrRec{}, false
+	}
+	a := attrRec{HasPerm: s.flags&slotHasPerm != 0, Perm: s.perm, Chmod: s.flags&slotChmod != 0,
+		HasTimes: s.flags&slotHasTimes != 0, Ctime: s.ctime}
+	if tm := s.times; tm != nil {
+		a.Mtime, a.Atime, a.Base, a.BaseLeaf = tm.mtime, tm.atime, tm.base, tm.baseLeaf
+	}
+	return a, true
+}
+
 // permBits are the bits of a mode kept: read, write and execute for owner, group and others.
 const permBits = 0o777
 
@@ -56,7 +108,7 @@ func (s *Store) loadAttrs(txn *badger.Txn) error {
 		if err := json.Unmarshal(v, &a); err != nil {
 			return fmt.Errorf("local attributes %x: %w", k[len(pAttr):], errUndecodable)
 		}
-		s.attrs[binary.BigEndian.Uint64(k[len(pAttr):])] = a
+		s.attrs.put(binary.BigEndian.Uint64(k[len(pAttr):]), a)
 		return nil
 	})
 }
@@ -70,7 +122,7 @@ func (a *attrRec) holds(stored time.Time, leaf common.Hash) bool {
 // leaf is leaf. Callers hold t.mu.
 func (s *Store) attrsOf(ino uint64, stored time.Time, leaf common.Hash) vault.LocalAttrs {
 	la := vault.LocalAttrs{Mtime: stored, Atime: stored, Ctime: stored}
-	a, ok := s.attrs[ino]
+	a, ok := s.attrs.get(ino)
 	if !ok {
 		return la
 	}
@@ -103,7 +155,7 @@ func (s *Store) putAttr(txn *badger.Txn, apply *[]func(), ino uint64, rec attrRe
 		return err
 	}
 	s.noteAttr(ino, &rec)
-	*apply = append(*apply, func() { s.attrs[ino] = rec })
+	*apply = append(*apply, func() { s.attrs.put(ino, rec) })
 	return nil
 }
 
@@ -115,7 +167,7 @@ func (s *Store) attr(ino uint64) (attrRec, bool) {
 		}
 		return *p, true
 	}
-	a, ok := s.attrs[ino]
+	a, ok := s.attrs.get(ino)
 	return a, ok
 }
 

@@ -36,7 +36,7 @@ func dumpPrefix(t *testing.T, s *Store, prefix string) []byte {
 func TestLocalAttrsChangeNoRow(t *testing.T) {
 	r := newTestStore(t)
 	state := map[string]seal.Row{}
-	anchored := seal.Row{Tier: "state", Key: "anchored", Body: cat("a1")}
+	anchored := seal.Row{Tier: "state", Key: "anchored", Body: seal.BodyString("a1")}
 	if _, _, err := r.ApplyEpoch(vault.EpochInfo{Seq: 1, Block: 100, Digest: common.Hash{1}},
 		plaintextFor(state, 1, []seal.Row{anchored}, nil), ApplyOptions{}); err != nil {
 		t.Fatal(err)
@@ -80,8 +80,8 @@ func TestLocalAttrsChangeNoRow(t *testing.T) {
 func TestLocalTimesFollowContent(t *testing.T) {
 	r := newTestStore(t)
 	state := map[string]seal.Row{}
-	a := seal.Row{Tier: "state", Key: "a", Body: cat("1")}
-	b := seal.Row{Tier: "state", Key: "b", Body: cat("1")}
+	a := seal.Row{Tier: "state", Key: "a", Body: seal.BodyString("1")}
+	b := seal.Row{Tier: "state", Key: "b", Body: seal.BodyString("1")}
 	if _, _, err := r.ApplyEpoch(vault.EpochInfo{Seq: 1, Block: 100, Digest: common.Hash{1}},
 		plaintextFor(state, 1, []seal.Row{a, b}, nil), ApplyOptions{}); err != nil {
 		t.Fatal(err)
@@ -105,7 +105,7 @@ func TestLocalTimesFollowContent(t *testing.T) {
 		t.Fatalf("after reopen: %v", mtime("a"))
 	}
 	// another machine changes b only
-	b2 := seal.Row{Tier: "state", Key: "b", Body: cat("2")}
+	b2 := seal.Row{Tier: "state", Key: "b", Body: seal.BodyString("2")}
 	if _, _, err := r.ApplyEpoch(vault.EpochInfo{Seq: 2, Block: 200, Digest: common.Hash{2}},
 		plaintextFor(state, 2, []seal.Row{b2}, nil), ApplyOptions{}); err != nil {
 		t.Fatal(err)

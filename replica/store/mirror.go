@@ -6,20 +6,22 @@ import (
 	"fmt"
 
 	"github.com/dgraph-io/badger/v4"
+
+	"kintfs/seal"
 )
 
 // putMirror stores m as the mirror row id: the record without the body under pMirror, the
 // body as raw bytes under pBody.
 func putMirror(txn *badger.Txn, id string, m *mirrorRec) error {
 	rec := *m
-	rec.Row.Body = nil
+	rec.Row.Body = seal.Body{}
 	if err := setJSON(txn, pMirror+id, &rec); err != nil {
 		return err
 	}
-	if m.Row.Body == nil {
+	if m.Row.Body.IsNull() {
 		return txn.Delete([]byte(pBody + id))
 	}
-	return setValue(txn, []byte(pBody+id), []byte(*m.Row.Body), "mirror row "+keyString(rowKey(&m.Row)))
+	return setValue(txn, []byte(pBody+id), m.Row.Body.Bytes(), "mirror row "+keyString(rowKey(&m.Row)))
 }
 
 // getMirror reads the mirror row id, with its body only when withBody.
@@ -32,8 +34,7 @@ func getMirror(txn *badger.Txn, id string, withBody bool) (m mirrorRec, found bo
 	if err != nil {
 		return m, found, err
 	}
-	b := string(body)
-	m.Row.Body = &b
+	m.Row.Body = seal.BodyOf(body)
 	return m, true, nil
 }
 

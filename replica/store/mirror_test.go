@@ -79,13 +79,13 @@ func TestMigrateMirrorBodies(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows := []seal.Row{
-		{Tier: "state", Key: "goal", Body: cat("to write it all down")},
-		{Tier: "entity", Category: cat("person"), Key: "ann", Body: cat(`{"name":"ann"}`)},
+		{Tier: "state", Key: "goal", Body: seal.BodyString("to write it all down")},
+		{Tier: "entity", Category: cat("person"), Key: "ann", Body: seal.BodyString(`{"name":"ann"}`)},
 		{Tier: "reference", Key: "null body"},
 		{Tier: "journal", Key: "j1", TS: cat("2026-12-01T10:00:00Z"), Acted: cat("wrote")},
 	}
 	for i := 0; i < 2500; i++ { // more than one batch of the migration
-		rows = append(rows, seal.Row{Tier: "state", Key: fmt.Sprintf("n%04d", i), Body: cat(fmt.Sprint(i))})
+		rows = append(rows, seal.Row{Tier: "state", Key: fmt.Sprintf("n%04d", i), Body: seal.BodyString(fmt.Sprint(i))})
 	}
 	err = db.Update(func(txn *badger.Txn) error {
 		for i := range rows {

@@ -41,24 +41,24 @@ func (s *Store) keepReplacedAttrs(row *seal.Row, from, to vault.Key, src, dst *n
 	if from.Local || to.Local || dst == nil || dst.ino == src.ino || to.Tier == seal.TierJournal {
 		return
 	}
-	if src.row.Status != nil || src.row.Meta != nil {
+	if src.status != nil || src.meta != nil {
 		return
 	}
-	if s.checkAttrShape(to, "status", dst.row.Status) == nil {
-		row.Status = dst.row.Status
+	if s.checkAttrShape(to, "status", dst.status) == nil {
+		row.Status = dst.status
 	}
-	if s.checkAttrShape(to, "meta", dst.row.Meta) == nil {
-		row.Meta = dst.row.Meta
+	if s.checkAttrShape(to, "meta", dst.meta) == nil {
+		row.Meta = dst.meta
 	}
 }
 
 // rememberMove notes, once the rename of src away from from to a free name commits, the
 // status and meta it had there, for takeMoved. Callers hold t.mu.
 func (s *Store) rememberMove(apply *[]func(), from vault.Key, src *node) {
-	if from.Local || from.Tier == seal.TierJournal || src.row.Status == nil && src.row.Meta == nil {
+	if from.Local || from.Tier == seal.TierJournal || src.status == nil && src.meta == nil {
 		return
 	}
-	m := movedAttrs{status: src.row.Status, meta: src.row.Meta}
+	m := movedAttrs{status: src.status, meta: src.meta}
 	*apply = append(*apply, func() {
 		m.at = s.now()
 		for name, old := range s.moved {

@@ -24,7 +24,7 @@ type mirrorRec struct {
 }
 
 func newMirrorRec(row seal.Row, leaf common.Hash, anchor vault.Anchor, mtime int64) mirrorRec {
-	return mirrorRec{Row: row, Leaf: leaf, Anchor: anchor, Mtime: mtime, Size: contentSize(&row), HasBody: row.Body != nil}
+	return mirrorRec{Row: row, Leaf: leaf, Anchor: anchor, Mtime: mtime, Size: contentSize(&row), HasBody: !row.Body.IsNull()}
 }
 
 // stagedRec is a local change not yet anchored: a new row version, or a deletion.
@@ -138,7 +138,7 @@ func (raw rawStrings) restore(plain map[string]*string, nullable map[string]**st
 
 func rowSlots(r *seal.Row) (map[string]*string, map[string]**string) {
 	return map[string]*string{"key": &r.Key}, map[string]**string{"category": &r.Category, "status": &r.Status,
-		"body": &r.Body, "meta": &r.Meta, "ts": &r.TS, "evaluated": &r.Evaluated, "acted": &r.Acted,
+		"meta": &r.Meta, "ts": &r.TS, "evaluated": &r.Evaluated, "acted": &r.Acted,
 		"forward": &r.Forward, "extra": &r.Extra}
 }
 
@@ -155,6 +155,12 @@ func (r stagedRec) MarshalJSON() ([]byte, error) {
 		Raw rawStrings `json:"raw,omitempty"`
 	}{plain: plain(r)}
 	w.Raw = stash(rowSlots(&w.Row))
+	if !utf8.Valid(w.Row.Body.Bytes()) {
+		if w.Raw == nil {
+			w.Raw = rawStrings{}
+		}
+		w.Raw["body"], w.Row.Body = w.Row.Body.Bytes(), seal.Body{}
+	}
 	return json.Marshal(w)
 }
 
@@ -168,6 +174,10 @@ func (r *stagedRec) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*r = stagedRec(w.plain)
+	if b, ok := w.Raw["body"]; ok {
+		r.Row.Body = seal.BodyOf(b)
+		delete(w.Raw, "body")
+	}
 	return w.Raw.restore(rowSlots(&r.Row))
 }
 

@@ -18,7 +18,7 @@ func TinyRows(n int, tag string) []seal.Row {
 		if tag != "" {
 			b = tag
 		}
-		rows[i] = seal.Row{Tier: seal.TierState, Key: fmt.Sprintf("%x", i), Body: &b}
+		rows[i] = seal.Row{Tier: seal.TierState, Key: fmt.Sprintf("%x", i), Body: seal.BodyString(b)}
 	}
 	seal.SortByID(rows)
 	return rows
@@ -30,8 +30,8 @@ func CheckRows(t testing.TB, s *Store, rows []seal.Row) {
 	for _, row := range rows {
 		k := rowKey(&row)
 		body, err := s.Content(k)
-		if err != nil || string(body) != *row.Body {
-			t.Fatalf("%s = %q, %v; want %q", keyString(k), body, err, *row.Body)
+		if err != nil || string(body) != string(row.Body.Bytes()) {
+			t.Fatalf("%s = %q, %v; want %q", keyString(k), body, err, row.Body.Bytes())
 		}
 	}
 }

@@ -223,7 +223,8 @@ func (s *Store) KintIncompatible() []Incompatible {
 			case n.staged:
 				restaged = append(restaged, rowID(n.key))
 			default:
-				out = appendIncompatible(out, &n.row)
+				row := n.row()
+				out = appendIncompatible(out, &row)
 			}
 		}
 	}

@@ -34,8 +34,8 @@ func nothingStaged(t *testing.T, r *testStore, after string) {
 func TestAttrShapes(t *testing.T) {
 	r := newTestStore(t)
 	ent, st, ref := vault.Key{Tier: "entity", Key: "e"}, vault.Key{Tier: "state", Key: "s"}, vault.Key{Tier: "reference", Key: "r"}
-	anchorRows(t, r, seal.Row{Tier: "entity", Key: "e", Body: cat(`"x"`)}, seal.Row{Tier: "state", Key: "s", Body: cat("x")},
-		seal.Row{Tier: "reference", Key: "r", Body: cat("x")})
+	anchorRows(t, r, seal.Row{Tier: "entity", Key: "e", Body: seal.BodyString(`"x"`)}, seal.Row{Tier: "state", Key: "s", Body: seal.BodyString("x")},
+		seal.Row{Tier: "reference", Key: "r", Body: seal.BodyString("x")})
 	refused := []struct {
 		k          vault.Key
 		name, want string
@@ -87,9 +87,9 @@ func TestAttrShapes(t *testing.T) {
 
 func TestIncompatibleAnchored(t *testing.T) {
 	r := newTestStore(t)
-	anchorRows(t, r, seal.Row{Tier: "state", Key: "s", Body: cat("x"), Status: cat("open")},
-		seal.Row{Tier: "entity", Category: cat("c"), Key: "e", Body: cat(`1`), Status: cat("ok"), Meta: cat(`{}`)},
-		seal.Row{Tier: "reference", Key: "fine", Body: cat("x"), Meta: cat(`{}`)})
+	anchorRows(t, r, seal.Row{Tier: "state", Key: "s", Body: seal.BodyString("x"), Status: cat("open")},
+		seal.Row{Tier: "entity", Category: cat("c"), Key: "e", Body: seal.BodyString(`1`), Status: cat("ok"), Meta: cat(`{}`)},
+		seal.Row{Tier: "reference", Key: "fine", Body: seal.BodyString("x"), Meta: cat(`{}`)})
 	got := r.KintIncompatible()
 	if len(got) != 2 || got[0].Tier != "entity" || got[0].Reason != "meta on a entity row" || got[1].Key != "s" || got[1].Reason != "status on a state row" {
 		t.Fatalf("incompatible: %+v", got)
@@ -105,8 +105,8 @@ func TestIncompatibleAnchored(t *testing.T) {
 func TestDeleteShapes(t *testing.T) {
 	r := newTestStore(t)
 	st, ref, ent := vault.Key{Tier: "state", Key: "s"}, vault.Key{Tier: "reference", Key: "r"}, vault.Key{Tier: "entity", Key: "e"}
-	anchorRows(t, r, seal.Row{Tier: "state", Key: "s", Body: cat("x")}, seal.Row{Tier: "reference", Key: "r", Body: cat("x")},
-		seal.Row{Tier: "entity", Key: "e", Body: cat(`1`)})
+	anchorRows(t, r, seal.Row{Tier: "state", Key: "s", Body: seal.BodyString("x")}, seal.Row{Tier: "reference", Key: "r", Body: seal.BodyString("x")},
+		seal.Row{Tier: "entity", Key: "e", Body: seal.BodyString(`1`)})
 	for _, k := range []vault.Key{st, ref} {
 		if err := r.Remove(k); !errors.Is(err, vault.ErrNotPermitted) || !strings.Contains(err.Error(), "would bring it back") {
 			t.Errorf("remove anchored %s: %v", keyString(k), err)
@@ -155,7 +155,7 @@ func TestDeleteShapes(t *testing.T) {
 
 func TestNewRowsSettle(t *testing.T) {
 	r := newTestStore(t)
-	anchorRows(t, r, seal.Row{Tier: "state", Key: "old", Body: cat("x")})
+	anchorRows(t, r, seal.Row{Tier: "state", Key: "old", Body: seal.BodyString("x")})
 	now := time.Now()
 	r.now = func() time.Time { return now }
 	mustWrite(t, r.Store, vault.Key{Tier: "state", Key: "old"}, "changed")

@@ -268,15 +268,15 @@ func plaintextFor(state map[string]seal.Row, seq uint64, rows []seal.Row, dels [
 func TestApplyEpochHistoryAndConflicts(t *testing.T) {
 	r := newTestStore(t)
 	state := map[string]seal.Row{}
-	goal := seal.Row{Tier: "state", Key: "goal", Body: cat("v1")}
-	other := seal.Row{Tier: "state", Key: "other", Body: cat("o1")}
+	goal := seal.Row{Tier: "state", Key: "goal", Body: seal.BodyString("v1")}
+	other := seal.Row{Tier: "state", Key: "other", Body: seal.BodyString("o1")}
 	p1 := plaintextFor(state, 1, []seal.Row{goal, other}, nil)
 	if _, _, err := r.ApplyEpoch(vault.EpochInfo{Seq: 1, Block: 100, Digest: common.Hash{1}}, p1, ApplyOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// a local edit of goal, then a remote epoch changes goal too and deletes other
 	mustWrite(t, r.Store, vault.Key{Tier: "state", Key: "goal"}, "mine")
-	goal2 := seal.Row{Tier: "state", Key: "goal", Body: cat("v2")}
+	goal2 := seal.Row{Tier: "state", Key: "goal", Body: seal.BodyString("v2")}
 	p2 := plaintextFor(state, 2, []seal.Row{goal2}, []seal.Deleted{{Tier: "state", Key: "other"}})
 	changed, conflicts, err := r.ApplyEpoch(vault.EpochInfo{Seq: 2, Block: 200, Digest: common.Hash{2}}, p2, ApplyOptions{})
 	if err != nil {
@@ -308,7 +308,7 @@ func TestApplyEpochHistoryAndConflicts(t *testing.T) {
 		t.Fatalf("state at 150: %s", names(ls))
 	}
 	// an epoch whose rows_root does not match is refused whole
-	bad := plaintextFor(state, 3, []seal.Row{{Tier: "state", Key: "x", Body: cat("x")}}, nil)
+	bad := plaintextFor(state, 3, []seal.Row{{Tier: "state", Key: "x", Body: seal.BodyString("x")}}, nil)
 	bad.RowsRoot[0] ^= 1
 	if _, _, err := r.ApplyEpoch(vault.EpochInfo{Seq: 3, Block: 300}, bad, ApplyOptions{}); !errors.Is(err, ErrRootMismatch) {
 		t.Fatalf("a wrong rows_root: %v", err)

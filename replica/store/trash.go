@@ -62,8 +62,7 @@ func (s *Store) moveTrashRow(txn *badger.Txn, src *node, from, to vault.Key) (*s
 			}
 		}
 	} else if !from.Local {
-		row := src.row
-		row.Body = nil
+		row := src.row()
 		was = &row
 	}
 	if to.Tier != vault.TrashTier {

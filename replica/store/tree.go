@@ -30,21 +30,60 @@ type nameKey struct {
 	local bool
 }
 
-// node is one file of the live tree, kept in memory without its body.
+// node is one file of the live tree, kept in memory without its body: the row's other fields,
+// the tier and key being those of key. It is one of the largest parts of a mount's memory (one
+// node a file), so it holds no seal.Row and only pointers to what most rows leave null.
 type node struct {
-	key    vault.Key
-	row    seal.Row // Body is nil here; the body stays in badger
-	size   int64
-	mtime  time.Time
-	ino    uint64
-	staged bool
-	held   string
-	anchor *vault.Anchor
-	leaf   common.Hash
+	key     vault.Key
+	cat     *string      // the row's category (one of another tier may carry one too)
+	status  *string      // the row's status, or a local file's
+	meta    *string      // the row's meta, or a local file's
+	journal *journalVals // the event fields, for a row that has any (a journal event)
+	size    int64
+	mtime   time.Time
+	ino     uint64
+	held    string
+	anchor  *vault.Anchor
+	leaf    common.Hash
+	staged  bool
 }
 
+// journalVals are a row's ts, evaluated, acted, forward and extra.
+type journalVals [5]*string
+
+// setRow keeps the fields of r but its tier, key and body; n.key is set.
+func (n *node) setRow(r *seal.Row) {
+	n.cat, n.status, n.meta, n.journal = r.Category, r.Status, r.Meta, nil
+	if n.key.HasCategory && r.Category != nil && n.key.Category == *r.Category {
+		n.cat = &n.key.Category // one string for both, not two
+	}
+	if r.TS != nil || r.Evaluated != nil || r.Acted != nil || r.Forward != nil || r.Extra != nil {
+		n.journal = &journalVals{r.TS, r.Evaluated, r.Acted, r.Forward, r.Extra} // allocated only for such a row
+	}
+}
+
+// shareKeyCategory makes n's category its key's, for a file whose row fields come from its key.
+func (n *node) shareKeyCategory() {
+	n.cat = nil
+	if n.key.HasCategory {
+		n.cat = &n.key.Category
+	}
+}
+
+// row is n's row without its body (null).
+func (n *node) row() seal.Row {
+	r := seal.Row{Tier: n.key.Tier, Key: n.key.Key, Category: n.cat, Status: n.status, Meta: n.meta}
+	if j := n.journal; j != nil {
+		r.TS, r.Evaluated, r.Acted, r.Forward, r.Extra = j[0], j[1], j[2], j[3], j[4]
+	}
+	return r
+}
+
+// id is the canonical id of n's row.
+func (n *node) id() string { return seal.CanonicalID(n.key.Tier, n.cat, n.key.Key) }
+
 func (n *node) version() *vault.Version {
-	v := &vault.Version{Key: n.key, Row: n.row, Ino: n.ino, Size: n.size, Mtime: n.mtime,
+	v := &vault.Version{Key: n.key, Row: n.row(), Ino: n.ino, Size: n.size, Mtime: n.mtime,
 		Staged: n.staged, Held: n.held, Leaf: n.leaf}
 	if n.anchor != nil {
 		a := *n.anchor

@@ -17,7 +17,7 @@ func TestEpochsWithoutTimeFollowsWrites(t *testing.T) {
 	state := map[string]seal.Row{}
 	apply := func(seq uint64, time uint64) {
 		t.Helper()
-		row := seal.Row{Tier: seal.TierState, Key: "k", Body: cat("v" + string(rune('0'+seq)))}
+		row := seal.Row{Tier: seal.TierState, Key: "k", Body: seal.BodyString("v" + string(rune('0'+seq)))}
 		p := plaintextFor(state, seq, []seal.Row{row}, nil)
 		if _, _, err := r.ApplyEpoch(vault.EpochInfo{Seq: seq, Block: 10 * seq, Digest: common.Hash{byte(seq)}, Time: time}, p, ApplyOptions{}); err != nil {
 			t.Fatal(err)

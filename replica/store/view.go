@@ -115,7 +115,9 @@ func (s *Store) DirIno(tier string, category *string) uint64 {
 	return n
 }
 
-// Write replaces the content of k, creating it, and stages the change durably.
+// Write replaces the content of k, creating it, and stages the change durably. content is
+// stored as it is, not copied first, and no part of it is kept once Write returns: the caller
+// may change it afterwards.
 func (s *Store) Write(k vault.Key, content []byte, mtime time.Time) (*vault.Version, error) {
 	return s.write(k, content, mtime, nil)
 }
@@ -151,13 +153,12 @@ func (s *Store) write(k vault.Key, content []byte, mtime time.Time, perm *uint32
 		} else {
 			row := seal.Row{Tier: k.Tier, Key: k.Key, Category: k.CategoryPtr()}
 			if old != nil {
-				row = old.row
+				row = old.row()
 				row.Category = k.CategoryPtr()
 			} else if perm != nil {
 				row.Status, row.Meta = s.takeMoved(apply, k)
 			}
-			body := string(content)
-			row.Body = &body
+			row.Body = seal.BodyOf(content) // the caller's bytes, stored as they are: no copy
 			n, err = s.stagePut(txn, apply, row, mtime)
 		}
 		if err != nil {
@@ -325,7 +326,7 @@ func (s *Store) renameTx(txn *badger.Txn, apply *[]func(), from, to vault.Key, k
 	}
 	var n *node
 	if to.Local {
-		n, err = s.putLocalAttrs(txn, apply, to, content, src.mtime, src.row.Status, src.row.Meta)
+		n, err = s.putLocalAttrs(txn, apply, to, content, src.mtime, src.status, src.meta)
 	} else {
 		row := renamedRow(from, to, src, dst, trashed, content)
 		if keep {
@@ -364,18 +365,17 @@ func renamedRow(from, to vault.Key, src, dst *node, trashed *seal.Row, content [
 	row := seal.Row{Tier: to.Tier, Key: to.Key, Category: to.CategoryPtr()}
 	switch {
 	case !from.Local:
-		row = src.row
+		row = src.row()
 		row.Key, row.Category = to.Key, to.CategoryPtr()
 	case trashed != nil:
 		row.Status, row.Meta = trashed.Status, trashed.Meta
-	case src.row.Status != nil || src.row.Meta != nil:
-		row.Status, row.Meta = src.row.Status, src.row.Meta // set on the file before the rename
+	case src.status != nil || src.meta != nil:
+		row.Status, row.Meta = src.status, src.meta // set on the file before the rename
 	case dst != nil:
-		row = dst.row
+		row = dst.row()
 		row.Category = to.CategoryPtr()
 	}
-	body := string(content)
-	row.Body = &body
+	row.Body = seal.BodyOf(content)
 	return row
 }
 

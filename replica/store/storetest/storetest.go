@@ -22,7 +22,7 @@ func TinyRows(n int, tag string) []seal.Row {
 		if tag != "" {
 			b = tag
 		}
-		rows[i] = seal.Row{Tier: seal.TierState, Key: fmt.Sprintf("%x", i), Body: &b}
+		rows[i] = seal.Row{Tier: seal.TierState, Key: fmt.Sprintf("%x", i), Body: seal.BodyString(b)}
 	}
 	seal.SortByID(rows)
 	return rows
@@ -37,8 +37,8 @@ func CheckRows(t testing.TB, s *store.Store, rows []seal.Row) {
 			k = k.InCategory(row.Category)
 		}
 		body, err := s.Content(k)
-		if err != nil || string(body) != *row.Body {
-			t.Fatalf("%s %s = %q, %v; want %q", row.Tier, row.Key, body, err, *row.Body)
+		if err != nil || string(body) != string(row.Body.Bytes()) {
+			t.Fatalf("%s %s = %q, %v; want %q", row.Tier, row.Key, body, err, row.Body.Bytes())
 		}
 	}
 }
