@@ -469,7 +469,7 @@ func randomBuffer(t *testing.T, seed int64, steps int) {
 				m.buf, m.bufMtime, m.dirty = cut, bt.now, true // the store failed: kept for the next flush
 			}
 		case op == 6:
-			what = "flush"
+			what = [...]string{"flush", "fsync"}[rng.Intn(2)] // the same event: both store the buffer
 			r = bt.step(bufEvent{kind: evFlush})
 			m.opened = false
 			if !failing {
