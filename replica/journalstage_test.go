@@ -73,6 +73,12 @@ type asked struct{ heads, lookups, epochAts int32 }
 // returns what the recovery asked c.
 func recovered(t *testing.T, e *chainEnv, r *Replica, c *askCounter, w *writer) asked {
 	t.Helper()
+	return recoveredTo(t, e, r, c, w, 1)
+}
+
+// recoveredTo is recovered for a push journal whose last entry is seq.
+func recoveredTo(t *testing.T, e *chainEnv, r *Replica, c *askCounter, w *writer, seq uint64) asked {
+	t.Helper()
 	if err := r.recoverPending(context.Background()); err != nil {
 		t.Fatalf("recovery: %v", err)
 	}
@@ -80,16 +86,16 @@ func recovered(t *testing.T, e *chainEnv, r *Replica, c *askCounter, w *writer) 
 	if pend, err := r.PendingPushes(); err != nil || len(pend) != 0 {
 		t.Fatalf("push journal after the recovery: %v, %v", pend, err)
 	}
-	if m, err := r.MirrorHead(); err != nil || m.Seq != 1 {
+	if m, err := r.MirrorHead(); err != nil || m.Seq != seq {
 		t.Fatalf("mirror after the recovery: %+v, %v; want the epoch adopted", m, err)
 	}
-	if got := chainHead(t, r).Seq; got != 1 {
+	if got := chainHead(t, r).Seq; got != seq {
 		t.Fatalf("head seq %d after the recovery: the epoch was sent twice", got)
 	}
-	if p := stagedPaths(t, r, faultPaths); len(p) != 0 {
+	if p := stagedPaths(t, r, keysOf(w.m)); len(p) != 0 {
 		t.Fatalf("still staged: %v", p)
 	}
-	if d := diffModels(w.m, restored(t, e, faultPaths)); d != "" {
+	if d := diffModels(w.m, restored(t, e, keysOf(w.m))); d != "" {
 		t.Fatalf("fresh machine: %s", d)
 	}
 	return n
@@ -119,17 +125,43 @@ func TestPushJournalStage(t *testing.T) {
 			t.Fatalf("a sealed entry was settled without the chain: %d heads, %d lookups", n.heads, n.lookups)
 		}
 	})
-	t.Run("sent", func(t *testing.T) {
+	t.Run("sent alone", func(t *testing.T) {
+		// the send of a push's last epoch moves no stage (its receipt does): it stays sealed,
+		// which recovery takes as possibly sent
 		e := newChainEnv(t)
 		a, w, p := crashAt(t, e, StageSent)
-		if p.Stage != store.JournalSent || p.Block != 0 {
-			t.Fatalf("entry after the send: stage %s block %d, want sent", p.Stage, p.Block)
+		if p.Stage != store.JournalSealed || p.Block != 0 {
+			t.Fatalf("entry after the send: stage %s block %d, want sealed", p.Stage, p.Block)
 		}
 		a, c := reopenCounting(t, e, a)
 		n := recovered(t, e, a, c, w)
 		if n.heads == 0 || n.lookups == 0 {
 			t.Fatalf("a sent entry was settled without asking where its transaction is: %d heads, %d lookups", n.heads, n.lookups)
 		}
+	})
+	t.Run("sent back to back", func(t *testing.T) {
+		// on a chain that takes epochs back to back, journaling the next epoch records the
+		// one before it as sent, in the same commit
+		e := newDevChainEnv(t)
+		a := e.machine()
+		w := &writer{t: t, r: a, m: model{}}
+		stageNoise(t, w, "b2b", 8) // two epochs of four rows
+		a.SetPushHook(func(s PushStage, seq uint64) error {
+			if s == StageSent && seq == 2 {
+				return errCrash
+			}
+			return nil
+		})
+		if _, err := a.Push(context.Background(), PushOptions{Confirmations: 1}); !errors.Is(err, errCrash) {
+			t.Fatalf("push stopped after the second send: %v", err)
+		}
+		a.SetPushHook(nil)
+		pend, err := a.PendingPushes()
+		if err != nil || len(pend) != 2 || pend[0].Stage != store.JournalSent || pend[1].Stage != store.JournalSealed {
+			t.Fatalf("push journal after two sends: %+v, %v; want epoch 1 sent, epoch 2 sealed", pend, err)
+		}
+		a, c := reopenCounting(t, e, a)
+		recoveredTo(t, e, a, c, w, 2)
 	})
 	t.Run("receipt seen", func(t *testing.T) {
 		e := newChainEnv(t)

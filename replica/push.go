@@ -329,7 +329,11 @@ func (r *Replica) sendOnly(ctx context.Context, c Chain, se sealedEpoch, last *c
 	}
 	pend := store.PendingPush{Seq: p.Seq, Prev: p.Prev, Digest: sealed.Digest, Tx: prep.Hash, RawTx: raw,
 		Plaintext: sealed.Plaintext, Bucket: sealed.Bucket, Stage: store.JournalSealed}
-	if err := r.PutPending(&pend); err != nil {
+	var sentBefore uint64 // the epoch this push sent just before, now known sent (0: none)
+	if last != nil {
+		sentBefore = p.Seq - 1
+	}
+	if err := r.PutPendingAfter(&pend, sentBefore); err != nil {
 		return nil, err
 	}
 	t = time.Now()
@@ -343,9 +347,6 @@ func (r *Replica) sendOnly(ctx context.Context, c Chain, se sealedEpoch, last *c
 		return nil, fmt.Errorf("send epoch %d: %w", p.Seq, err)
 	}
 	onChain += time.Since(t)
-	if err := r.SetPendingStage(p.Seq, store.JournalSent, 0); err != nil {
-		return nil, err
-	}
 	if err := r.atStage(StageSent, p.Seq); err != nil {
 		return nil, err
 	}
@@ -724,11 +725,9 @@ func (r *Replica) adopt(info *EpochInfo, prevBlock uint64, p *seal.Plaintext, pl
 		return err
 	}
 	if seen.Seq > old.Seq {
-		if err := r.SetSeen(seen); err != nil {
-			return err
-		}
+		return r.ClearPending(info.Seq, &seen)
 	}
-	return r.DeletePending(info.Seq)
+	return r.ClearPending(info.Seq, nil)
 }
 
 // prepared is the journaled transaction, signed as it was first sent, ready to resend or wait

@@ -147,6 +147,39 @@ func pendingKey(seq uint64) string { return pPending + string(be64(seq)) }
 // PutPending writes a push journal entry, before its transaction is sent.
 func (s *Store) PutPending(p *PendingPush) error { return s.setState(pendingKey(p.Seq), p) }
 
+// PutPendingAfter is PutPending that also moves the entry of sent, the epoch sent just before
+// p in the same push, on to JournalSent, in the same commit: the stage costs no write of its
+// own. An entry of sent already further on, or cleared, is left as it is.
+func (s *Store) PutPendingAfter(p *PendingPush, sent uint64) error {
+	return s.db.Update(func(txn *badger.Txn) error {
+		var q PendingPush
+		found, err := getJSON(txn, pendingKey(sent), &q)
+		if err != nil {
+			return err
+		}
+		if found && q.Stage < JournalSent {
+			q.Stage = JournalSent
+			if err := setJSON(txn, pendingKey(sent), &q); err != nil {
+				return err
+			}
+		}
+		return setJSON(txn, pendingKey(p.Seq), p)
+	})
+}
+
+// ClearPending clears the push journal entry of an epoch applied here and, when seen is not
+// nil, records it as the newest chain head seen, in one commit.
+func (s *Store) ClearPending(seq uint64, seen *Head) error {
+	return s.db.Update(func(txn *badger.Txn) error {
+		if seen != nil {
+			if err := setJSON(txn, kSeen, seen); err != nil {
+				return err
+			}
+		}
+		return txn.Delete([]byte(pendingKey(seq)))
+	})
+}
+
 // SetPendingStage moves the push journal entry of seq on to stage, landed in block for
 // JournalReceipt. An entry already cleared stays cleared.
 func (s *Store) SetPendingStage(seq uint64, stage JournalStage, block uint64) error {
