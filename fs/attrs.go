@@ -49,7 +49,7 @@ func (n *fileNode) permLocked(v *vault.Version) (perm uint32, exact bool) {
 	if v != nil && v.HasPerm {
 		perm, exact = v.Perm, v.Chmod
 	}
-	if n.journalEventLocked() {
+	if n.b.journalEvent() {
 		perm &^= 0o222
 	}
 	return perm, exact
@@ -102,14 +102,14 @@ func (n *fileNode) setLocalAttrs(in *fuse.SetAttrIn) syscall.Errno {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.detached || n.pendingIn != nil {
+	if !n.b.standsFor() {
 		return 0 // nothing to keep them on: an unlinked file, an event not yet written
 	}
-	if _, err := n.fs.b.SetLocalAttrs(n.key, ch); err != nil {
+	if _, err := n.fs.b.SetLocalAttrs(n.b.key, ch); err != nil {
 		return n.fs.fail("setattr", &n.node, "", err)
 	}
-	if n.loaded && ch.Mtime != nil {
-		n.mtime = *ch.Mtime
+	if ch.Mtime != nil {
+		n.stepLocked(bufEvent{kind: evSetMtime, mtime: *ch.Mtime})
 	}
 	return 0
 }

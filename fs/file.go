@@ -2,16 +2,13 @@ package fs
 
 import (
 	"context"
-	"errors"
+	"kintfs/replica/vault"
 	"sync"
 	"syscall"
 	"time"
 
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
-
-	"kintfs/replica/vault"
-	"kintfs/seal"
 )
 
 // maxFileSize bounds what one open file buffers in memory, and what the store takes: a write or
@@ -19,31 +16,19 @@ import (
 const maxFileSize = vault.MaxFileBytes
 
 // fileNode is one row (or local file) of a tree. While the file is open its content lives in
-// one buffer shared by all handles; Flush, Fsync, Rename and Release hand a changed buffer to
-// Backend.Write, after which the change is durable.
+// one buffer shared by all handles (see buffer.go); Flush, Fsync, Rename and Release hand a
+// changed buffer to Backend.Write, after which the change is durable.
 type fileNode struct {
 	node
-	v *view
+	v  *view
+	io bufferIO
 
-	mu          sync.Mutex
-	key         vault.Key
-	pendingIn   *rowDir // a journal event being written: the directory of its created name
+	mu sync.Mutex
+	b  fileBuffer
+	// pendingIn and pendingName are the directory and created name of a new journal event
+	// (bindEvent), forgotten there at its last release.
+	pendingIn   *rowDir
 	pendingName string
-	detached    bool // unlinked or replaced: its content no longer goes anywhere
-	opens       int
-	loaded      bool
-	stale       bool // a pull changed the row under a clean buffer: reload before use
-	buf         []byte
-	dirty       bool
-	mtime       time.Time
-	leaf        [32]byte // the leaf the kernel's page cache holds, for FOPEN_KEEP_CACHE
-	leafOK      bool
-	// opened is set by an open for writing and cleared by the next request on the file. The
-	// kernel (without atomic O_TRUNC, which go-fuse does not offer) sends open(O_TRUNC) as an
-	// open followed by a truncate to 0 that names no handle; that truncate then cuts the
-	// open buffer like one through the handle, and is stored at close, so a write that is
-	// refused afterwards (EFBIG) leaves the file as it was.
-	opened bool
 }
 
 var (
@@ -52,41 +37,76 @@ var (
 	_ = (fusefs.NodeOpener)((*fileNode)(nil))
 )
 
+// treeIO is the bufferIO of a mount: the view's tree, and the backend's Write.
+type treeIO struct {
+	TreeReader
+	b Backend
+}
+
+func (t treeIO) Write(k vault.Key, content []byte, mtime time.Time) (*vault.Version, error) {
+	return t.b.Write(k, content, mtime)
+}
+
 func newFileNode(f *mountFS, v *view, k vault.Key) *fileNode {
-	return &fileNode{node: node{fs: f}, v: v, key: k}
+	return &fileNode{node: node{fs: f}, v: v, io: treeIO{v.tree, f.b}, b: fileBuffer{key: k, history: v.history}}
+}
+
+// stepLocked gives an event to the buffer, and does what it says besides: drop the kernel's
+// pages, forget a new event's name (done by release), say that a stored row is held.
+func (n *fileNode) stepLocked(ev bufEvent) bufResult {
+	r := n.b.step(n.io, ev)
+	if r.dropped {
+		n.fs.later(func() { n.NotifyContent(0, 0) })
+	}
+	if v := r.stored; v != nil && v.Held != "" && !v.Key.Local {
+		// said at once, not only at the next flush: the write succeeded, the row will wait
+		n.fs.logf("warn: held: %s will not be anchored: %s; it stays staged here (held in .kint/status) until written again", n.where(""), v.Held)
+	}
+	return r
+}
+
+// errnoOf is the errno of a step's result, failing op when the backend failed.
+func (n *fileNode) errnoOf(op string, r bufResult) syscall.Errno {
+	switch {
+	case r.journal:
+		return n.fs.journalRefused(op)
+	case r.errno != 0:
+		return r.errno
+	case r.err != nil:
+		return n.fs.fail(op, &n.node, "", r.err)
+	}
+	return 0
 }
 
 // is reports whether n still stands for key k.
 func (n *fileNode) is(k vault.Key) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return !n.detached && n.pendingIn == nil && n.key == k
+	return n.b.standsFor() && n.b.key == k
 }
 
 func (n *fileNode) currentKey() vault.Key {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.key
+	return n.b.key
 }
 
 func (n *fileNode) setKey(k vault.Key) {
 	n.mu.Lock()
-	n.key = k
+	n.stepLocked(bufEvent{kind: evRebind, key: k})
 	n.mu.Unlock()
 }
 
 func (n *fileNode) detach() {
 	n.mu.Lock()
-	n.detached = true
+	n.stepLocked(bufEvent{kind: evDetach})
 	n.mu.Unlock()
 }
 
 // invalidate marks a clean buffer out of date after a pull changed the row.
 func (n *fileNode) invalidate() {
 	n.mu.Lock()
-	if n.loaded && !n.dirty {
-		n.stale = true
-	}
+	n.stepLocked(bufEvent{kind: evInvalidate})
 	n.mu.Unlock()
 }
 
@@ -94,11 +114,6 @@ func (n *fileNode) invalidate() {
 func (f *mountFS) journalRefused(op string) syscall.Errno {
 	f.logf("warn: %s: EPERM: the journal is append-only: an event cannot be changed (write a new one)", op)
 	return syscall.EPERM
-}
-
-// journalEvent reports whether n is an anchored-or-staged journal event, which never changes.
-func (n *fileNode) journalEventLocked() bool {
-	return n.key.Tier == seal.TierJournal && !n.key.Local && n.pendingIn == nil
 }
 
 // versionAttr fills attributes from a version fetched by the caller.
@@ -114,7 +129,7 @@ func (n *fileNode) versionAttr(out *fuse.Attr, v *vault.Version) {
 // must not see a size older than what was written through it), the rest from the backend.
 func (n *fileNode) attr(out *fuse.Attr) syscall.Errno {
 	n.mu.Lock()
-	k, loaded, gone := n.key, n.loaded, n.detached || n.pendingIn != nil
+	k, loaded, gone := n.b.key, n.b.loaded(), !n.b.standsFor()
 	n.mu.Unlock()
 	var v *vault.Version
 	if !loaded || !gone {
@@ -126,9 +141,9 @@ func (n *fileNode) attr(out *fuse.Attr) syscall.Errno {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	perm, exact := n.permLocked(v)
-	if n.loaded {
-		n.fs.fileAttrPerm(out, n.StableAttr().Ino, int64(len(n.buf)), n.mtime, perm, exact)
-		versionTimes(out, v, n.mtime)
+	if n.b.loaded() {
+		n.fs.fileAttrPerm(out, n.StableAttr().Ino, int64(len(n.b.buf)), n.b.mtime, perm, exact)
+		versionTimes(out, v, n.b.mtime)
 		return 0
 	}
 	if v == nil {
@@ -169,37 +184,7 @@ func (n *fileNode) Setattr(ctx context.Context, f fusefs.FileHandle, in *fuse.Se
 func (n *fileNode) truncate(size int64, viaHandle bool) syscall.Errno {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	openTrunc := n.opened && size == 0 && n.loaded && n.opens > 0
-	n.opened = false
-	if size > maxFileSize {
-		return syscall.EFBIG
-	}
-	viaHandle = viaHandle || openTrunc
-	if n.journalEventLocked() {
-		return n.fs.journalRefused("truncate")
-	}
-	if !n.loaded {
-		if n.detached {
-			return syscall.ENOENT
-		}
-		// A closed file: read, cut, write back at once.
-		content, err := n.v.tree.Content(n.key)
-		if err != nil {
-			return n.fs.fail("truncate", &n.node, "", err)
-		}
-		v, err := n.fs.b.Write(n.key, resize(content, size), time.Now())
-		if err != nil {
-			return n.fs.fail("truncate", &n.node, "", err)
-		}
-		n.leaf, n.leafOK = v.Leaf, false
-		return 0
-	}
-	n.buf = resize(n.buf, size)
-	n.dirty, n.stale, n.mtime = true, false, time.Now()
-	if viaHandle || n.pendingIn != nil {
-		return 0
-	}
-	return n.flushLocked("truncate")
+	return n.errnoOf("truncate", n.stepLocked(bufEvent{kind: evTruncate, size: size, viaHandle: viaHandle, now: time.Now()}))
 }
 
 // resize cuts b to size or extends it with zeros.
@@ -226,28 +211,17 @@ func (n *fileNode) open(flags uint32, v *vault.Version) (fusefs.FileHandle, uint
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if (write || trunc) && n.journalEventLocked() {
-		return nil, 0, n.fs.journalRefused("open")
-	}
-	keep, v, errno := n.noteLeafLocked(v)
-	if errno != 0 {
+	r := n.stepLocked(bufEvent{kind: evOpen, write: write, trunc: trunc, v: v, now: time.Now()})
+	if errno := n.errnoOf("open", r); errno != 0 {
 		return nil, 0, errno
 	}
-	if trunc {
-		keep = false
-	}
-	if errno := n.fillLocked(write, trunc, v); errno != 0 {
-		return nil, 0, errno
-	}
-	n.opens++
-	n.opened = write
 	h := &fileHandle{n: n, write: write}
-	if write && n.pendingIn == nil && !n.v.history {
-		h.writing = n.key
-		n.fs.b.OpenedForWrite(n.key)
+	if write && !n.b.isEvent() && !n.v.history {
+		h.writing = n.b.key
+		n.fs.b.OpenedForWrite(n.b.key)
 	}
 	var fflags uint32
-	if keep {
+	if r.keep {
 		fflags |= fuse.FOPEN_KEEP_CACHE
 	}
 	if !write {
@@ -257,141 +231,27 @@ func (n *fileNode) open(flags uint32, v *vault.Version) (fusefs.FileHandle, uint
 	return h, fflags, 0
 }
 
-// noteLeafLocked records the leaf of the row as it stands (v, read when nil) and reports
-// whether the kernel may keep its pages: when the row is the one they were read from. A
-// history view always may; a pending, detached or history file is not looked up, and v is
-// then returned as given.
-func (n *fileNode) noteLeafLocked(v *vault.Version) (keep bool, _ *vault.Version, _ syscall.Errno) {
-	if n.pendingIn != nil || n.detached || n.v.history {
-		return n.v.history, v, 0
-	}
-	if v == nil {
-		var err error
-		if v, err = n.v.tree.Get(n.key); err != nil {
-			return false, nil, n.fs.fail("open", &n.node, "", err)
-		}
-	}
-	keep = n.leafOK && v.Leaf == n.leaf && !n.dirty && !n.stale
-	n.leaf, n.leafOK = v.Leaf, true
-	return keep, v, 0
-}
-
-// fillLocked readies the buffer for an open: emptied by O_TRUNC, loaded for a write, left
-// for the first read otherwise.
-func (n *fileNode) fillLocked(write, trunc bool, v *vault.Version) syscall.Errno {
-	switch {
-	case trunc:
-		n.buf, n.loaded, n.dirty, n.stale, n.mtime = n.buf[:0], true, true, false, time.Now()
-	case n.detached && !n.loaded:
-		return syscall.ENOENT
-	case !write && !n.loaded:
-		// Loaded on the first read that reaches us: with the kernel keeping its pages, a
-		// warm read never does, and grep opens many files it reads from the page cache.
-	case !n.loaded || n.stale:
-		return n.loadLocked(v)
-	}
-	return 0
-}
-
-// loadLocked reads the row into the buffer. A stale buffer whose row has gone keeps its
-// content: an open file reads on after the row disappears, as on any file system.
-func (n *fileNode) loadLocked(v *vault.Version) syscall.Errno {
-	content, err := n.v.tree.Content(n.key)
-	if err != nil {
-		if n.stale {
-			n.stale = false
-			return 0
-		}
-		return n.fs.fail("open", &n.node, "", err)
-	}
-	if v == nil {
-		if v, err = n.v.tree.Get(n.key); err != nil {
-			return n.fs.fail("open", &n.node, "", err)
-		}
-	}
-	n.buf, n.loaded, n.dirty, n.stale, n.mtime = content, true, false, false, v.Mtime
-	return 0
-}
-
-// discardLocked drops the unsaved changes of a file a write tried to take past maxFileSize:
-// the file is left as it was last stored (an empty file, for a new one), not cut at the
-// limit. The kernel's cached pages and size are dropped with them.
-func (n *fileNode) discardLocked() {
-	if !n.dirty {
-		return
-	}
-	n.dirty = false
-	if n.pendingIn != nil || n.detached {
-		n.buf = n.buf[:0]
-	} else {
-		n.buf, n.loaded, n.stale = nil, false, false
-	}
-	n.leafOK = false
-	n.fs.later(func() { n.NotifyContent(0, 0) })
-}
-
 // flush hands a changed buffer to the backend; after it returns the change is durable.
 func (n *fileNode) flush(op string) syscall.Errno {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.opened = false
-	return n.flushLocked(op)
-}
-
-func (n *fileNode) flushLocked(op string) syscall.Errno {
-	if err := n.writeLocked(); err != nil {
-		return n.fs.fail(op, &n.node, "", err)
-	}
-	return 0
-}
-
-// writeLocked writes a changed buffer that still belongs to a row.
-func (n *fileNode) writeLocked() error {
-	if !n.dirty || n.detached {
-		return nil
-	}
-	if n.pendingIn != nil && len(n.buf) == 0 {
-		// A new event nothing was written to yet: the shell's close of the descriptor it
-		// duplicated, before echo writes. There is nothing to append.
-		return nil
-	}
-	v, err := n.fs.b.Write(n.key, n.buf, n.mtime) // the buffer itself: Write keeps no part of it
-	if errors.Is(err, vault.ErrKeptInvalid) {
-		n.dirty = false // kept as a local file, which the error names: not dropped
-	}
-	if err != nil {
-		return err
-	}
-	n.dirty = false
-	n.leaf, n.leafOK = v.Leaf, true
-	if v.Held != "" && !v.Key.Local {
-		// said at once, not only at the next flush: the write succeeded, the row will wait
-		n.fs.logf("warn: held: %s will not be anchored: %s; it stays staged here (held in .kint/status) until written again", n.where(""), v.Held)
-	}
-	if n.pendingIn != nil {
-		// The event now lives under its content key.
-		n.key = v.Key
-	}
-	return nil
+	return n.errnoOf(op, n.stepLocked(bufEvent{kind: evFlush}))
 }
 
 // release drops a handle; the last one writes what Flush could not and frees the buffer. The
 // kernel ignores what Release returns, so a failure here is logged: the change is lost.
 func (n *fileNode) release() {
 	n.mu.Lock()
-	n.opens--
-	if n.opens > 0 {
-		n.mu.Unlock()
-		return
+	r := n.stepLocked(bufEvent{kind: evRelease})
+	if r.err != nil {
+		n.fs.logf("release %s: unsaved changes dropped: %v", n.where(""), r.err)
 	}
-	if err := n.writeLocked(); err != nil {
-		n.fs.logf("release %s: unsaved changes dropped: %v", n.where(""), err)
-	}
-	n.buf, n.loaded, n.dirty, n.stale = nil, false, false, false
 	dir, name := n.pendingIn, n.pendingName
-	n.pendingIn = nil
+	if r.forget {
+		n.pendingIn = nil
+	}
 	n.mu.Unlock()
-	if dir != nil {
+	if r.forget && dir != nil {
 		dir.releasePending(name, n)
 	}
 }

@@ -30,47 +30,25 @@ func (h *fileHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Rea
 	n := h.n
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.opened = false
-	if errno := n.freshLocked(); errno != 0 {
+	r := n.stepLocked(bufEvent{kind: evRead, dest: dest, off: off})
+	if errno := n.errnoOf("open", r); errno != 0 {
 		return nil, errno
 	}
-	if off >= int64(len(n.buf)) {
-		return fuse.ReadResultData(nil), 0
-	}
-	c := copy(dest, n.buf[off:])
-	return fuse.ReadResultData(dest[:c]), 0
+	return fuse.ReadResultData(dest[:r.n]), 0
 }
 
 func (h *fileHandle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
 	if !h.write {
 		return 0, syscall.EBADF
 	}
-	end := off + int64(len(data))
 	n := h.n
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.opened = false
-	if off < 0 || end > maxFileSize {
-		n.discardLocked()
-		return 0, syscall.EFBIG
-	}
-	if errno := n.freshLocked(); errno != 0 {
+	r := n.stepLocked(bufEvent{kind: evWrite, data: data, off: off, now: time.Now()})
+	if errno := n.errnoOf("open", r); errno != 0 {
 		return 0, errno
 	}
-	if end > int64(len(n.buf)) {
-		n.buf = resize(n.buf, end)
-	}
-	copy(n.buf[off:], data)
-	n.dirty, n.mtime = true, time.Now()
-	return uint32(len(data)), 0
-}
-
-// freshLocked reloads a buffer a pull made stale.
-func (n *fileNode) freshLocked() syscall.Errno {
-	if !n.loaded || n.stale {
-		return n.loadLocked(nil)
-	}
-	return 0
+	return uint32(r.n), 0
 }
 
 // Flush runs on every close of a descriptor (more than once after dup) and is the only place

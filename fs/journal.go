@@ -28,7 +28,7 @@ func (d *rowDir) createPending(ctx context.Context, name string, flags uint32, o
 	if fn == nil {
 		fn = newFileNode(d.fs, d.v, vault.Key{Tier: seal.TierJournal, Key: name})
 		fn.pendingIn, fn.pendingName = d, name
-		fn.loaded, fn.mtime = true, time.Now()
+		fn.b.bind, fn.b.phase, fn.b.mtime = bindEvent, bufClean, time.Now()
 		if d.pending == nil {
 			d.pending = map[string]*fileNode{}
 		}

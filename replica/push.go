@@ -329,8 +329,12 @@ func (r *Replica) sendOnly(ctx context.Context, c Chain, se sealedEpoch, last *c
 		return nil, fmt.Errorf("cache epoch %d: %w", p.Seq, err)
 	}
 	pend := store.PendingPush{Seq: p.Seq, Prev: p.Prev, Digest: sealed.Digest, Tx: prep.Hash, RawTx: raw,
-		Plaintext: sealed.Plaintext, Bucket: sealed.Bucket}
-	if err := r.store.PutPending(&pend); err != nil {
+		Plaintext: sealed.Plaintext, Bucket: sealed.Bucket, Stage: store.JournalSealed}
+	var sentBefore uint64 // the epoch this push sent just before, now known sent (0: none)
+	if last != nil {
+		sentBefore = p.Seq - 1
+	}
+	if err := r.store.PutPendingAfter(&pend, sentBefore); err != nil {
 		return nil, err
 	}
 	t = time.Now()
@@ -655,6 +659,9 @@ func (r *Replica) landEpoch(ctx context.Context, c Chain, f *inFlight, confirmat
 	if err != nil {
 		return nil, fmt.Errorf("epoch %d sent as %s: %w", p.Seq, prep.Hash.Hex(), err)
 	}
+	if err := r.store.SetPendingStage(p.Seq, store.JournalReceipt, rc.Block); err != nil {
+		return nil, err
+	}
 	if err := r.atStage(StageReceipt, p.Seq); err != nil {
 		return nil, err
 	}
@@ -719,11 +726,9 @@ func (r *Replica) adopt(info *vault.EpochInfo, prevBlock uint64, p *seal.Plainte
 		return err
 	}
 	if seen.Seq > old.Seq {
-		if err := r.store.SetSeen(seen); err != nil {
-			return err
-		}
+		return r.store.ClearPending(info.Seq, &seen)
 	}
-	return r.store.DeletePending(info.Seq)
+	return r.store.ClearPending(info.Seq, nil)
 }
 
 // prepared is the journaled transaction, signed as it was first sent, ready to resend or wait
@@ -754,7 +759,11 @@ func (r *Replica) recoverPending(ctx context.Context) error {
 	return nil
 }
 
-// recoverOne settles one push journal entry.
+// recoverOne settles one push journal entry. The chain decides, but the entry's stage says
+// what to ask it: an entry whose receipt was seen is adopted from the block it names once the
+// chain's event there is this epoch; any other (or one whose block no longer holds it) is
+// looked up from the head, and resent while the chain still stands where it was prepared. A
+// sealed entry may have been sent before a crash, so it is looked up too.
 func (r *Replica) recoverOne(ctx context.Context, c Chain, p *store.PendingPush) error {
 	mirror, err := r.MirrorHead()
 	if err != nil {
@@ -762,6 +771,13 @@ func (r *Replica) recoverOne(ctx context.Context, c Chain, p *store.PendingPush)
 	}
 	if mirror.Seq >= p.Seq {
 		return r.settleApplied(p)
+	}
+	if p.Stage == store.JournalReceipt && p.Block != 0 {
+		ev, err := c.EpochAt(ctx, r.vault.Owner, r.vault.Space, p.Block, p.Seq)
+		if err == nil && ev.Digest == p.Digest {
+			return r.adoptEvent(p, ev, p.Block)
+		}
+		r.logf("push journal: epoch %d: its receipt named block %d, which does not hold it now; asking the chain where it is", p.Seq, p.Block)
 	}
 	head, err := c.Head(ctx, r.vault.Owner, r.vault.Space)
 	if err != nil {
@@ -858,6 +874,11 @@ func (r *Replica) adoptPending(ctx context.Context, c Chain, p *store.PendingPus
 	if err != nil || ev.Digest != p.Digest {
 		return r.dropPending(p, "the epoch at that seq is not this machine's")
 	}
+	return r.adoptEvent(p, ev, block)
+}
+
+// adoptEvent adopts the journaled epoch as this machine's own: ev, its event in block.
+func (r *Replica) adoptEvent(p *store.PendingPush, ev *chain.EpochEvent, block uint64) error {
 	pt, err := seal.DecodePlaintext(p.Plaintext)
 	if err != nil {
 		return err

@@ -2,7 +2,6 @@ package replica
 
 import (
 	"encoding/json"
-	"fmt"
 	"kintfs/chain"
 	"kintfs/replica/vault"
 	"sync"
@@ -19,7 +18,7 @@ type statusState struct {
 	lastPoll     time.Time
 	offlineSince time.Time
 	offlineWhy   string
-	backfill     string // "" until a backfill ran
+	backfill     backfillState
 	live         string // "" until the subscription was first tried
 	nextFlush    time.Time
 	nextWhy      string // why the next automatic flush runs then; "" when none is due
@@ -37,26 +36,14 @@ func (s *statusState) noteNextFlush(at time.Time, why string) {
 func (s *statusState) noteBackfillStart() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.backfill == "" || s.backfill == "done" {
-		s.backfill = "running"
-	}
+	s.backfill = s.backfill.start()
 }
 
 // noteBackfill records how the last backfill ended.
 func (s *statusState) noteBackfill(rep *BackfillReport, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	switch {
-	case err != nil:
-		s.backfill = "stopped: " + err.Error()
-	case rep.Missing == 0:
-		s.backfill = "done"
-	case len(rep.Skipped) > 0:
-		g := rep.Skipped[len(rep.Skipped)-1]
-		s.backfill = fmt.Sprintf("stopped: epoch %d cannot be recorded (%s); %d epochs missing", g.Seq, g.Reason, rep.Missing)
-	default:
-		s.backfill = fmt.Sprintf("running: %d recorded, %d missing", rep.Recorded, rep.Missing)
-	}
+	s.backfill = s.backfill.ended(rep, err)
 }
 
 // OpStatus is the last push or pull as the status tells it.
@@ -243,14 +230,7 @@ func (r *Replica) Status() (*Status, error) {
 	st.BucketPolicy = r.BucketPolicy()
 	r.status.mu.Lock()
 	st.LastPush, st.LastPull, st.LastDryRun = r.status.lastPush, r.status.lastPull, r.status.lastDryRun
-	st.Backfill = r.status.backfill
-	if st.Backfill == "" {
-		if sum.Holes == 0 {
-			st.Backfill = "done"
-		} else {
-			st.Backfill = "not started"
-		}
-	}
+	st.Backfill = r.status.backfill.status(sum.Holes)
 	st.LastPoll = stamp(r.status.lastPoll)
 	if st.LastPoll == "" && !r.status.offlineSince.IsZero() {
 		st.LastPoll = stamp(r.status.offlineSince)

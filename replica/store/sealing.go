@@ -24,6 +24,37 @@ type PendingPush struct {
 	RawTx     []byte      `json:"raw_tx"`
 	Plaintext []byte      `json:"plaintext"`
 	Bucket    int         `json:"bucket"`
+	// Stage is how far the push got; Block is where its transaction landed, from
+	// JournalReceipt on. An entry written before the stage was kept has none (0).
+	Stage JournalStage `json:"stage,omitempty"`
+	Block uint64       `json:"block,omitempty"`
+}
+
+// JournalStage is how far the push of a journaled epoch got.
+type JournalStage uint8
+
+const (
+	// JournalUnknown: an entry from before the stage was kept; the chain tells everything.
+	JournalUnknown JournalStage = iota
+	// JournalSealed: journaled before the send. A crash can come after the node took the
+	// transaction and before the stage moved on, so it may have been sent all the same.
+	JournalSealed
+	// JournalSent: the node took the transaction.
+	JournalSent
+	// JournalReceipt: its receipt was seen, in Block; the epoch is not applied yet.
+	JournalReceipt
+)
+
+func (s JournalStage) String() string {
+	switch s {
+	case JournalSealed:
+		return "sealed"
+	case JournalSent:
+		return "sent"
+	case JournalReceipt:
+		return "receipt seen"
+	}
+	return "no stage"
 }
 
 // CollectStaged reads the staged rows that can be anchored and the deletions, and lists the
@@ -116,6 +147,53 @@ func pendingKey(seq uint64) string { return pPending + string(be64(seq)) }
 
 // PutPending writes a push journal entry, before its transaction is sent.
 func (s *Store) PutPending(p *PendingPush) error { return s.setState(pendingKey(p.Seq), p) }
+
+// PutPendingAfter is PutPending that also moves the entry of sent, the epoch sent just before
+// p in the same push, on to JournalSent, in the same commit: the stage costs no write of its
+// own. An entry of sent already further on, or cleared, is left as it is.
+func (s *Store) PutPendingAfter(p *PendingPush, sent uint64) error {
+	return s.db.Update(func(txn *badger.Txn) error {
+		var q PendingPush
+		found, err := getJSON(txn, pendingKey(sent), &q)
+		if err != nil {
+			return err
+		}
+		if found && q.Stage < JournalSent {
+			q.Stage = JournalSent
+			if err := setJSON(txn, pendingKey(sent), &q); err != nil {
+				return err
+			}
+		}
+		return setJSON(txn, pendingKey(p.Seq), p)
+	})
+}
+
+// ClearPending clears the push journal entry of an epoch applied here and, when seen is not
+// nil, records it as the newest chain head seen, in one commit.
+func (s *Store) ClearPending(seq uint64, seen *vault.Head) error {
+	return s.db.Update(func(txn *badger.Txn) error {
+		if seen != nil {
+			if err := setJSON(txn, kSeen, seen); err != nil {
+				return err
+			}
+		}
+		return txn.Delete([]byte(pendingKey(seq)))
+	})
+}
+
+// SetPendingStage moves the push journal entry of seq on to stage, landed in block for
+// JournalReceipt. An entry already cleared stays cleared.
+func (s *Store) SetPendingStage(seq uint64, stage JournalStage, block uint64) error {
+	return s.db.Update(func(txn *badger.Txn) error {
+		var p PendingPush
+		found, err := getJSON(txn, pendingKey(seq), &p)
+		if err != nil || !found {
+			return err
+		}
+		p.Stage, p.Block = stage, block
+		return setJSON(txn, pendingKey(seq), &p)
+	})
+}
 
 // DeletePending clears the push journal entry of seq.
 func (s *Store) DeletePending(seq uint64) error {
