@@ -19,6 +19,8 @@ type Backend interface {
 	// Create makes an empty file (a row staged empty, or a local file) whose local mode is
 	// perm; an existing one is emptied and keeps its mode.
 	Create(k replica.Key, perm uint32, mtime time.Time) (*replica.Version, error)
+	// Sync returns once every change made so far is durable (Create does not wait for it).
+	Sync() error
 	// SetLocalAttrs sets the local times and mode of a file and returns it. They are never
 	// staged or anchored; the row is left as it is.
 	SetLocalAttrs(k replica.Key, ch replica.AttrChange) (*replica.Version, error)

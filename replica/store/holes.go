@@ -230,7 +230,7 @@ func (s *Store) WriteVersions(anchor Anchor, p *seal.Plaintext, before *ReplaySt
 	if err := wb.Flush(); err != nil {
 		return fmt.Errorf("record epoch %d: %w", anchor.Seq, err)
 	}
-	return nil
+	return s.db.Sync()
 }
 
 func setHistory(wb *badger.WriteBatch, id string, block, seq uint64, rec *histRec) error {
@@ -407,5 +407,8 @@ func (s *Store) SetEpochTimes(list []EpochInfo) error {
 			return err
 		}
 	}
-	return wb.Flush()
+	if err := wb.Flush(); err != nil {
+		return err
+	}
+	return s.db.Sync()
 }

@@ -120,7 +120,9 @@ func (s *Store) Write(k Key, content []byte, mtime time.Time) (*Version, error) 
 }
 
 // Create makes the file k, empty, with the permission bits perm kept as its local mode, in
-// one durable step; an existing k is emptied and keeps its mode.
+// one step; an existing k is emptied and keeps its mode. It does not wait for the disk: the
+// new file is durable with the next change or Sync (a close, fsync or rename), and a crash
+// before that leaves it whole or not at all.
 func (s *Store) Create(k Key, perm uint32, mtime time.Time) (*Version, error) {
 	return s.write(k, nil, mtime, &perm)
 }
@@ -140,7 +142,14 @@ func (s *Store) write(k Key, content []byte, mtime time.Time, perm *uint32) (*Ve
 		return v, err
 	}
 	var v *Version
-	err := s.update(func(txn *badger.Txn, apply *[]func()) error {
+	commit := s.update
+	if perm != nil {
+		commit = func(fn func(txn *badger.Txn, apply *[]func()) error) error {
+			_, err := s.updateNoSync(fn)
+			return err
+		}
+	}
+	err := commit(func(txn *badger.Txn, apply *[]func()) error {
 		old := s.t.get(k)
 		var n *node
 		var err error
