@@ -343,9 +343,6 @@ func (n *fileNode) flushLocked(op string) syscall.Errno {
 	if err := n.writeLocked(); err != nil {
 		return n.fs.fail(op, &n.node, "", err)
 	}
-	if err := n.fs.b.Sync(); err != nil { // a created file nothing was written to
-		return n.fs.fail(op, &n.node, "", err)
-	}
 	return 0
 }
 
