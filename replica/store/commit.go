@@ -57,6 +57,13 @@ func (d *db) commit(fn func(txn *badger.Txn) error) (n uint64, err error) {
 	return d.noteCommit(), nil
 }
 
+// commitOnly is commit for a caller that holds the tree's lock across several commits (an
+// epoch's apply): it calls durable once it has let the lock go.
+func (d *db) commitOnly(fn func(txn *badger.Txn) error) error {
+	_, err := d.commit(fn)
+	return err
+}
+
 func (d *db) noteCommit() uint64 {
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -10,6 +10,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+
+	"kintfs/seal"
 )
 
 // pauseSyncs makes the store's syncs stop at the hook until the returned release is called;
@@ -309,4 +313,39 @@ func wholeOrAbsent(t *testing.T, s *Store, k Key, want string) int {
 		t.Fatalf("%s half exists after the crash: %+v, listed %v, content %.40q, %v", k.Key, v, listed, b, err)
 	}
 	return 1
+}
+
+// TestReadsDoNotWaitOnApplySync: an epoch's apply commits under the tree's lock but syncs after
+// releasing it: reads are served while that sync is held, and the apply returns only after it.
+func TestReadsDoNotWaitOnApplySync(t *testing.T) {
+	r := newTestStore(t)
+	k := Key{Tier: "state", Key: "mine"}
+	mustWrite(t, r.Store, k, "local row")
+	entered, release := pauseSyncs(r.Store)
+	defer release()
+	p := plaintextFor(map[string]seal.Row{}, 1, TinyRows(50, "x"), nil)
+	applied := make(chan error, 1)
+	go func() {
+		_, _, err := r.ApplyEpoch(EpochInfo{Seq: 1, Block: 10, Digest: common.Hash{1}}, p, ApplyOptions{})
+		applied <- err
+	}()
+	waitFor(t, entered, "the apply's sync")
+	read := make(chan string, 1)
+	go func() {
+		b, err := r.Content(k)
+		ls, _ := r.List("state", nil)
+		read <- fmt.Sprintf("%s %v %d", b, err, len(ls))
+	}()
+	if got := waitFor(t, read, "reads while the apply's sync is held (they waited on it)"); got != "local row <nil> 51" {
+		t.Fatalf("reads during the apply's sync: %s", got)
+	}
+	select {
+	case err := <-applied:
+		t.Fatalf("the apply returned (%v) before its sync was done", err)
+	default:
+	}
+	release()
+	if err := waitFor(t, applied, "the apply after its sync"); err != nil {
+		t.Fatal(err)
+	}
 }
