@@ -74,9 +74,11 @@ func OpenStore(dir string) (*Store, error) {
 		return nil, err
 	}
 	db := newDB(bdb, dir)
-	if err := migrate(bdb); err == nil {
+	err = migrate(bdb)
+	if err == nil {
 		err = db.Sync()
-	} else {
+	}
+	if err != nil {
 		release.Stop()
 		db.Close()
 		return nil, fmt.Errorf("upgrade state database: %w", err)
