@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -347,5 +348,35 @@ func TestReadsDoNotWaitOnApplySync(t *testing.T) {
 	release()
 	if err := waitFor(t, applied, "the apply after its sync"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSyncRotatedLogs: each value log and memtable log but the newest of its kind (which
+// badger's own Sync covers) is fsynced once, and forgotten once badger removes it.
+func TestSyncRotatedLogs(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"000009.vlog", "000010.vlog", "00001.mem", "00002.mem", "MANIFEST"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := newDB(nil, dir)
+	if err := d.syncRotated(); err != nil {
+		t.Fatal(err)
+	}
+	if !d.done["000009.vlog"] || !d.done["00001.mem"] || len(d.done) != 2 {
+		t.Fatalf("synced once: %v", d.done)
+	}
+	if err := os.Remove(filepath.Join(dir, "000009.vlog")); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.syncRotated(); err != nil {
+		t.Fatal(err)
+	}
+	if d.done["000009.vlog"] || !d.done["00001.mem"] || len(d.done) != 1 {
+		t.Fatalf("after badger removed a log: %v", d.done)
+	}
+	if !newestOf("1000000.vlog", "999999.vlog") || newestOf("000009.vlog", "000010.vlog") {
+		t.Fatal("newestOf compares the numbers, not the text")
 	}
 }
