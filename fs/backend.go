@@ -22,6 +22,8 @@ type Backend interface {
 	// perm; an existing one is emptied and keeps its mode. A new row takes the attributes a
 	// row renamed away from its name moments ago left (RenameKeepingAttrs).
 	Create(k vault.Key, perm uint32, mtime time.Time) (*vault.Version, error)
+	// Sync returns once every change made so far is durable (Create does not wait for it).
+	Sync() error
 	// SetLocalAttrs sets the local times and mode of a file and returns it. They are never
 	// staged or anchored; the row is left as it is.
 	SetLocalAttrs(k vault.Key, ch vault.AttrChange) (*vault.Version, error)

@@ -70,7 +70,7 @@ var (
 		},
 	}
 	backendReads = []string{"Get", "Content", "List", "HasCategory", "CategoryCount", "DirIno", "DirAttrs",
-		"HasTrashDir", "TrashList", "LocalRule", "OpenedForWrite", "ClosedForWrite", "HistoryView",
+		"HasTrashDir", "TrashList", "LocalRule", "OpenedForWrite", "ClosedForWrite", "HistoryView", "Sync",
 		"MirrorHead", "BlockAt", "StatusJSON", "BlocksText", "Subscribe"}
 )
 

@@ -347,7 +347,8 @@ func (d *rowDir) Create(ctx context.Context, name string, flags uint32, mode uin
 		}
 		fn = d.childFile(name, r.key)
 	} else {
-		// Written at once, empty: the file exists, listed and durable, from create on.
+		// Written at once, empty: the file exists and is listed from create on, durable from
+		// its first close, fsync or rename (or any later change) on.
 		v, err := d.fs.b.Create(r.key, d.fs.createPerm(mode), time.Now())
 		if err != nil {
 			return nil, nil, 0, d.fs.fail("create", &d.node, name, err)
@@ -391,6 +392,9 @@ func (d *rowDir) Mknod(ctx context.Context, name string, mode uint32, dev uint32
 		return nil, syscall.EEXIST
 	}
 	v, err := d.fs.b.Create(r.key, d.fs.createPerm(mode), time.Now())
+	if err == nil {
+		err = d.fs.b.Sync() // no close follows to make it durable
+	}
 	if err != nil {
 		return nil, d.fs.fail("mknod", &d.node, name, err)
 	}

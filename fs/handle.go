@@ -54,12 +54,24 @@ func (h *fileHandle) Write(ctx context.Context, data []byte, off int64) (uint32,
 // Flush runs on every close of a descriptor (more than once after dup) and is the only place
 // the kernel hears a write error, so this is where the content is handed to the backend.
 func (h *fileHandle) Flush(ctx context.Context) syscall.Errno {
-	return h.n.flush("flush")
+	return h.durable("flush", h.n.flush("flush"))
 }
 
 // Fsync means durable in the local store, not anchored on chain.
 func (h *fileHandle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
-	return h.n.flush("fsync")
+	return h.durable("fsync", h.n.flush("fsync"))
+}
+
+// durable makes a file this handle created durable when nothing was written to it (what is
+// written is durable by itself); a handle that only reads never waits for the disk.
+func (h *fileHandle) durable(op string, errno syscall.Errno) syscall.Errno {
+	if errno != 0 || !h.write {
+		return errno
+	}
+	if err := h.n.fs.b.Sync(); err != nil {
+		return h.n.fs.fail(op, &h.n.node, "", err)
+	}
+	return 0
 }
 
 func (h *fileHandle) Release(ctx context.Context) syscall.Errno {

@@ -92,3 +92,7 @@ func (r *Replica) PendingPushes() ([]store.PendingPush, error) { return r.store.
 
 // Close closes the local store.
 func (r *Replica) Close() error { return r.store.Close() }
+
+// Sync returns once every change made so far is durable (Store.Sync). It changes nothing, so
+// a read-only replica answers it too.
+func (r *Replica) Sync() error { return r.store.Sync() }

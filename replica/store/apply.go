@@ -49,10 +49,15 @@ type ApplyOptions struct {
 // batches, then one small transaction moves the head and deletes the marker. The tree's write
 // lock is held throughout and the in-memory tree changes only after that last commit, so a
 // reader sees the epoch whole or not at all; a crash in between is finished by OpenStore.
+// The commits reach badger's logs in that order and are synced together once the lock is
+// released (readers do not wait on the disk); ApplyEpoch returns after that sync.
 func (s *Store) ApplyEpoch(info vault.EpochInfo, p *seal.Plaintext, opt ApplyOptions) ([]vault.Key, []vault.Conflict, error) {
 	s.t.mu.Lock()
 	changed, conflicts, err := s.applyLocked(info, p, opt, false)
 	s.t.mu.Unlock()
+	if err == nil {
+		err = s.db.durable() // the commits above, synced once the lock is free for readers
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -124,7 +129,7 @@ func (s *Store) applyWhole(e *epochApply, batches [][]leafChange) ([]vault.Key, 
 	var changed []vault.Key
 	var conflicts []vault.Conflict
 	saved := s.t.inoNext
-	err := s.db.Update(func(txn *badger.Txn) error {
+	err := s.db.commitOnly(func(txn *badger.Txn) error {
 		var b []leafChange
 		if len(batches) == 1 {
 			b = batches[0]
@@ -158,7 +163,7 @@ func (s *Store) applyMarked(e *epochApply, batches [][]leafChange, redo bool) ([
 	for i, b := range batches {
 		saved := s.t.inoNext
 		var batchApply []func()
-		err := s.db.Update(func(txn *badger.Txn) error {
+		err := s.db.commitOnly(func(txn *badger.Txn) error {
 			k, c, err := s.applyBatch(txn, &batchApply, e, b)
 			changed, conflicts = append(changed, k...), append(conflicts, c...)
 			return err
@@ -176,7 +181,7 @@ func (s *Store) applyMarked(e *epochApply, batches [][]leafChange, redo bool) ([
 		}
 		apply = append(apply, batchApply...)
 	}
-	if err := s.db.Update(func(txn *badger.Txn) error { return s.finishEpoch(txn, e, true) }); err != nil {
+	if err := s.db.commitOnly(func(txn *badger.Txn) error { return s.finishEpoch(txn, e, true) }); err != nil {
 		return nil, nil, s.applyFailed(info, redo, err)
 	}
 	if redo {

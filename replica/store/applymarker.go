@@ -58,7 +58,7 @@ func (s *Store) writeMarker(e *epochApply, batches int) error {
 	m.Pieces = (len(pt) + applyPieceSize - 1) / applyPieceSize
 	m.Batches = batches
 	for i := 0; i < m.Pieces; i += applyPiecesPerTxn {
-		err := s.db.Update(func(txn *badger.Txn) error {
+		err := s.db.commitOnly(func(txn *badger.Txn) error {
 			for j := i; j < m.Pieces && j < i+applyPiecesPerTxn; j++ {
 				end := min((j+1)*applyPieceSize, len(pt))
 				if err := txn.Set(applyPieceKey(j), pt[j*applyPieceSize:end]); err != nil {
@@ -71,7 +71,7 @@ func (s *Store) writeMarker(e *epochApply, batches int) error {
 			return fmt.Errorf("write the apply marker: %w", err)
 		}
 	}
-	if err := s.db.Update(func(txn *badger.Txn) error { return setJSON(txn, kApplying, &m) }); err != nil {
+	if err := s.db.commitOnly(func(txn *badger.Txn) error { return setJSON(txn, kApplying, &m) }); err != nil {
 		return fmt.Errorf("write the apply marker: %w", err)
 	}
 	return nil
@@ -156,7 +156,7 @@ func (s *Store) finishApply() error {
 		return fmt.Errorf("finish the apply of epoch %d a crash interrupted: %w", seq, err)
 	}
 	if found {
-		return nil
+		return s.db.durable()
 	}
 	return s.db.Update(func(txn *badger.Txn) error {
 		var orphan bool

@@ -276,7 +276,7 @@ func (s *Store) WriteVersions(anchor vault.Anchor, p *seal.Plaintext, before *Re
 	if err := wb.Flush(); err != nil {
 		return fmt.Errorf("record epoch %d: %w", anchor.Seq, err)
 	}
-	return nil
+	return s.db.Sync()
 }
 
 func setHistory(wb *badger.WriteBatch, id string, block, seq uint64, rec *histRec) error {
@@ -456,5 +456,8 @@ func (s *Store) SetEpochTimes(list []vault.EpochInfo) error {
 			return err
 		}
 	}
-	return wb.Flush()
+	if err := wb.Flush(); err != nil {
+		return err
+	}
+	return s.db.Sync()
 }

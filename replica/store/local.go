@@ -23,7 +23,7 @@ const DefaultStagingCap = 256 << 20
 // Store is the local half of the replica: the badger database and the in-memory index of the
 // live tree. Everything here is local; nothing waits on the chain.
 type Store struct {
-	db          *badger.DB
+	db          *db
 	t           *tree
 	StagingCap  int64
 	stagedBytes int64 // guarded by t.mu
@@ -76,12 +76,17 @@ type Store struct {
 // OpenStore opens the state database in dir and loads the live tree.
 func OpenStore(dir string) (*Store, error) {
 	release := startReleaser(dir)
-	db, err := openBadger(dir)
+	bdb, err := openBadger(dir)
 	if err != nil {
 		release.Stop()
 		return nil, err
 	}
-	if err := migrate(db); err != nil {
+	db := newDB(bdb, dir)
+	err = migrate(bdb)
+	if err == nil {
+		err = db.Sync()
+	}
+	if err != nil {
 		release.Stop()
 		db.Close()
 		return nil, fmt.Errorf("upgrade state database: %w", err)
@@ -113,7 +118,7 @@ func (s *Store) collectValueLogEvery(period time.Duration) {
 		case <-s.gcStop:
 			return
 		case <-t.C:
-			collectValueLog(s.db)
+			collectValueLog(s.db.DB)
 		}
 	}
 }
@@ -253,17 +258,31 @@ func (s *Store) loadLocal(txn *badger.Txn) error {
 }
 
 // update runs fn in one badger transaction under the tree's write lock; the memory changes fn
-// queues in apply run only once the transaction has committed (durably: writes are synced).
+// queues in apply run only once the transaction has committed. It returns once the change is
+// durable; the tree's lock is not held while the disk syncs, so reads go on meanwhile (they may
+// see the change a moment before it is durable, never a change that failed).
 func (s *Store) update(fn func(txn *badger.Txn, apply *[]func()) error) error {
+	n, err := s.updateNoSync(fn)
+	if err != nil {
+		return err
+	}
+	return s.db.waitSynced(n)
+}
+
+// updateNoSync is update without waiting for the sync: the change is in the tree and in
+// badger's logs (it survives the process being killed), and is durable once any later sync
+// is done. n is the commit to pass to waitSynced.
+func (s *Store) updateNoSync(fn func(txn *badger.Txn, apply *[]func()) error) (n uint64, err error) {
 	s.t.mu.Lock()
 	defer s.t.mu.Unlock()
 	if s.applyErr != nil {
-		return s.applyErr
+		return 0, s.applyErr
 	}
 	saved := s.t.inoNext
 	var apply []func()
 	s.t.inoUndo, s.attrTx = nil, nil
-	if err := s.db.Update(func(txn *badger.Txn) error { return fn(txn, &apply) }); err != nil {
+	n, err = s.db.commit(func(txn *badger.Txn) error { return fn(txn, &apply) })
+	if err != nil {
 		s.t.rollbackInos()
 		// inode numbers handed out in a failed transaction were never persisted
 		for name, n := range s.t.inos {
@@ -272,7 +291,7 @@ func (s *Store) update(fn func(txn *badger.Txn, apply *[]func()) error) error {
 			}
 		}
 		s.t.inoNext = saved
-		return err
+		return 0, err
 	}
 	for _, f := range apply {
 		f()
@@ -281,8 +300,12 @@ func (s *Store) update(fn func(txn *badger.Txn, apply *[]func()) error) error {
 		s.onStage()
 	}
 	s.stagedNow = false
-	return nil
+	return n, nil
 }
+
+// Sync returns once every change made so far is durable, at once when it already is: a close
+// or fsync that had nothing to write makes a file created before it durable this way.
+func (s *Store) Sync() error { return s.db.durable() }
 
 func checkKey(k vault.Key) error {
 	if k.Tier == vault.TrashTier {

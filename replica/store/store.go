@@ -53,7 +53,8 @@ const valueLogGCEvery = 10 * time.Minute
 const storeFormat = 3
 
 // openBadger opens (or creates) the badger database in dir with settings sized for a mount:
-// every commit is synced, and a large vault stays within its memory budget.
+// commits are not synced by badger but in groups (see db), and a large vault stays within its
+// memory budget.
 //
 // Values of valueThreshold bytes or more (bodies, history versions) go to the value log, so
 // the tables hold keys and the small mirror records: memtables fill slowly, and flushing or
@@ -73,7 +74,7 @@ func openBadger(dir string) (*badger.DB, error) {
 	}
 	opts := badger.DefaultOptions(dir).
 		WithLogger(nil).
-		WithSyncWrites(true).
+		WithSyncWrites(false).
 		WithCompression(options.None).
 		WithMemTableSize(8 << 20).
 		WithBaseTableSize(1 << 20).

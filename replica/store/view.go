@@ -123,8 +123,10 @@ func (s *Store) Write(k vault.Key, content []byte, mtime time.Time) (*vault.Vers
 }
 
 // Create makes the file k, empty, with the permission bits perm kept as its local mode, in
-// one durable step; an existing k is emptied and keeps its mode. A new row takes the status and
-// meta of a row renamed away from k moments ago (see RenameKeepingAttrs), in the same step.
+// one step; an existing k is emptied and keeps its mode. It does not wait for the disk: the
+// new file is durable with the next change or Sync (a close, fsync or rename), and a crash
+// before that leaves it whole or not at all. A new row takes the status and meta of a row
+// renamed away from k moments ago (see RenameKeepingAttrs), in the same step.
 func (s *Store) Create(k vault.Key, perm uint32, mtime time.Time) (*vault.Version, error) {
 	return s.write(k, nil, mtime, &perm)
 }
@@ -144,7 +146,14 @@ func (s *Store) write(k vault.Key, content []byte, mtime time.Time, perm *uint32
 		return v, err
 	}
 	var v *vault.Version
-	err := s.update(func(txn *badger.Txn, apply *[]func()) error {
+	commit := s.update
+	if perm != nil {
+		commit = func(fn func(txn *badger.Txn, apply *[]func()) error) error {
+			_, err := s.updateNoSync(fn)
+			return err
+		}
+	}
+	err := commit(func(txn *badger.Txn, apply *[]func()) error {
 		old := s.t.get(k)
 		var n *node
 		var err error

@@ -205,6 +205,7 @@ func (rp *report) mountVsNative(r results, p map[string]any) {
 			fmtS(cp[0].Median), fmtS(cp[1].Median), cp[0].Median/cp[1].Median, 1.5)
 		rp.add("same, vs native `cp -r` without fsync (reference only)", fmtS(cp[0].Median), fmtS(cp[2].Median), cp[0].Median/cp[2].Median, 0)
 	}
+	rp.writePathRows(r)
 	rh := r.json("readhist.json")
 	if hc := r.hf("hist-cat"); len(hc) >= 2 {
 		versions := 0

@@ -1,0 +1,196 @@
+package store
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// db is the badger database with group commit. Badger is opened without synced writes: a
+// commit lands in its memory-mapped logs, where it survives the process being killed, and is
+// visible to every later read. A change is acknowledged (its Update returns) only once a sync
+// has covered it, and one sync covers every commit made before it started: writers that
+// commit while a sync runs share the next one. The tree's lock is never held across a sync,
+// so reads do not wait on the disk.
+type db struct {
+	*badger.DB
+	dir string
+
+	mu        sync.Mutex
+	cond      *sync.Cond
+	committed uint64 // commits made so far
+	synced    uint64 // commits a finished sync covered
+	syncing   bool
+	// done are the logs badger rotated away from and a sync has covered: they take no more
+	// writes, so they are synced once. Guarded by the sync in progress.
+	done map[string]bool
+	// known are the logs the last sync saw: a new one is made durable by syncing the directory.
+	known map[string]bool
+	// syncHook, when set (by tests), runs in each sync before it touches the disk.
+	syncHook func()
+}
+
+func newDB(b *badger.DB, dir string) *db {
+	d := &db{DB: b, dir: dir, done: map[string]bool{}, known: map[string]bool{}}
+	d.cond = sync.NewCond(&d.mu)
+	return d
+}
+
+// Update runs fn in one transaction and returns once the change is durable.
+func (d *db) Update(fn func(txn *badger.Txn) error) error {
+	n, err := d.commit(fn)
+	if err != nil {
+		return err
+	}
+	return d.waitSynced(n)
+}
+
+// commit runs fn in one transaction, committed but not yet synced; n is the commit to pass to
+// waitSynced.
+func (d *db) commit(fn func(txn *badger.Txn) error) (n uint64, err error) {
+	if err := d.DB.Update(fn); err != nil {
+		return 0, err
+	}
+	return d.noteCommit(), nil
+}
+
+// commitOnly is commit for a caller that holds the tree's lock across several commits (an
+// epoch's apply): it calls durable once it has let the lock go.
+func (d *db) commitOnly(fn func(txn *badger.Txn) error) error {
+	_, err := d.commit(fn)
+	return err
+}
+
+func (d *db) noteCommit() uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.committed++
+	return d.committed
+}
+
+// Sync makes durable whatever was written to badger so far, through a transaction or not (a
+// WriteBatch).
+func (d *db) Sync() error { return d.waitSynced(d.noteCommit()) }
+
+// durable waits until every commit made so far is durable; it returns at once when one is.
+func (d *db) durable() error {
+	d.mu.Lock()
+	n := d.committed
+	d.mu.Unlock()
+	return d.waitSynced(n)
+}
+
+// waitSynced returns once commit n is durable: covered by a sync that started after it. The
+// first waiter with no sync running starts one for everything committed so far; the others
+// wait for it, or for the next one when theirs came too late for it.
+func (d *db) waitSynced(n uint64) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for d.synced < n {
+		if d.syncing {
+			d.cond.Wait()
+			continue
+		}
+		d.syncing = true
+		upTo := d.committed
+		d.mu.Unlock()
+		err := d.syncNow()
+		d.mu.Lock()
+		d.syncing = false
+		if err == nil && upTo > d.synced {
+			d.synced = upTo
+		}
+		d.cond.Broadcast()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// syncNow syncs badger's current value log and write-ahead log, then the logs it rotated away
+// from since the last sync: without synced writes badger syncs neither when it starts a new one.
+func (d *db) syncNow() error {
+	if d.syncHook != nil {
+		d.syncHook()
+	}
+	if err := d.DB.Sync(); err != nil {
+		return err
+	}
+	return d.syncRotated()
+}
+
+// syncRotated fsyncs each value log and memtable log but the newest of its kind (which
+// DB.Sync has just synced) that no sync has covered yet, and the directory when it holds a
+// log it did not before.
+func (d *db) syncRotated() error {
+	entries, err := os.ReadDir(d.dir)
+	if err != nil {
+		return err
+	}
+	newest := map[string]string{}
+	var logs []string
+	for _, e := range entries {
+		name := e.Name()
+		ext := filepath.Ext(name)
+		if ext != ".vlog" && ext != ".mem" {
+			continue
+		}
+		logs = append(logs, name)
+		if newestOf(name, newest[ext]) {
+			newest[ext] = name
+		}
+	}
+	seen := make(map[string]bool, len(logs))
+	newLog := false
+	for _, name := range logs {
+		seen[name] = true
+		if !d.known[name] {
+			newLog = true
+		}
+		if d.done[name] || name == newest[filepath.Ext(name)] {
+			continue
+		}
+		if err := fsyncPath(filepath.Join(d.dir, name)); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+		d.done[name] = true
+	}
+	for name := range d.done {
+		if !seen[name] {
+			delete(d.done, name) // badger removed it
+		}
+	}
+	d.known = seen
+	if newLog {
+		return fsyncPath(d.dir)
+	}
+	return nil
+}
+
+// newestOf reports whether the log name (numbered, zero padded) comes after than.
+func newestOf(name, than string) bool {
+	if than == "" {
+		return true
+	}
+	a, b := strings.TrimLeft(name, "0"), strings.TrimLeft(than, "0")
+	if len(a) != len(b) {
+		return len(a) > len(b)
+	}
+	return a > b
+}
+
+func fsyncPath(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -1,0 +1,383 @@
+package store
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"kintfs/replica/vault"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+
+	"kintfs/seal"
+)
+
+// pauseSyncs makes the store's syncs stop at the hook until the returned release is called;
+// entered gets one value per sync that reached the hook. Set before any goroutine writes.
+func pauseSyncs(s *Store) (entered chan int, release func()) {
+	entered = make(chan int, 100)
+	gate := make(chan struct{})
+	var once sync.Once
+	var mu sync.Mutex
+	n := 0
+	s.db.syncHook = func() {
+		mu.Lock()
+		n++
+		entered <- n
+		mu.Unlock()
+		<-gate
+	}
+	return entered, func() { once.Do(func() { close(gate) }) }
+}
+
+func waitFor[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(time.Minute):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+	var zero T
+	return zero
+}
+
+// TestReadsDoNotWaitOnSync: while a write's sync is held at the hook, reads of the tree and of
+// content are served, and they see the state before or after the write, never part of it; the
+// write itself does not return until its sync is done.
+func TestReadsDoNotWaitOnSync(t *testing.T) {
+	r := newTestStore(t)
+	old := vault.Key{Tier: "state", Key: "old"}
+	k := vault.Key{Tier: "state", Key: "goal"}
+	mustWrite(t, r.Store, old, "already there")
+	mustWrite(t, r.Store, k, "first")
+	entered, release := pauseSyncs(r.Store)
+	defer release()
+
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := r.Write(k, []byte("second version"), time.Now())
+		wrote <- err
+	}()
+	waitFor(t, entered, "the write's sync")
+
+	read := make(chan string, 1)
+	go func() {
+		var out []string
+		for _, key := range []vault.Key{old, k} {
+			v, err := r.Get(key)
+			if err != nil {
+				read <- fmt.Sprintf("get %s: %v", key.Key, err)
+				return
+			}
+			b, err := r.Content(key)
+			if err != nil {
+				read <- fmt.Sprintf("content %s: %v", key.Key, err)
+				return
+			}
+			if int64(len(b)) != v.Size {
+				out = append(out, fmt.Sprintf("%s: size %d but content %q", key.Key, v.Size, b))
+			}
+			out = append(out, string(b))
+		}
+		ls, err := r.List("state", nil)
+		if err != nil {
+			read <- err.Error()
+			return
+		}
+		read <- strings.Join(out, "|") + "|" + names(ls)
+	}()
+	got := waitFor(t, read, "reads while a sync is held (they waited on it)")
+	if got != "already there|second version|goal,old" && got != "already there|first|goal,old" {
+		t.Fatalf("reads during the sync: %s", got)
+	}
+	select {
+	case err := <-wrote:
+		t.Fatalf("the write returned (%v) before its sync was done", err)
+	default:
+	}
+	release()
+	if err := waitFor(t, wrote, "the write after its sync"); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := r.Content(k); err != nil || string(b) != "second version" {
+		t.Fatalf("after the write: %q, %v", b, err)
+	}
+}
+
+// TestConcurrentWritesShareOneSync: writes that commit while a sync is running all wait for
+// one next sync, not one each.
+func TestConcurrentWritesShareOneSync(t *testing.T) {
+	r := newTestStore(t)
+	entered, release := pauseSyncs(r.Store)
+	defer release()
+	const writers = 8
+	errs := make(chan error, writers+1)
+	go func() {
+		_, err := r.Write(vault.Key{Tier: "state", Key: "first"}, []byte("x"), time.Now())
+		errs <- err
+	}()
+	waitFor(t, entered, "the first write's sync")
+	r.db.mu.Lock()
+	base := r.db.committed
+	r.db.mu.Unlock()
+	for i := 0; i < writers; i++ {
+		go func() {
+			_, err := r.Write(vault.Key{Tier: "state", Key: fmt.Sprintf("w%d", i)}, []byte(strings.Repeat("y", 1024)), time.Now())
+			errs <- err
+		}()
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		r.db.mu.Lock()
+		n := r.db.committed
+		r.db.mu.Unlock()
+		if n >= base+writers {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of %d writes committed while the first sync was held", n-base, writers)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	release()
+	for i := 0; i <= writers; i++ {
+		if err := waitFor(t, errs, "the writes"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(entered); n != 1 {
+		t.Fatalf("%d syncs after the first for %d writes that committed during it, want 1", n, writers)
+	}
+	ls, _ := r.List("state", nil)
+	if len(ls) != writers+1 {
+		t.Fatalf("state/ = %s", names(ls))
+	}
+}
+
+// TestCreateWaitsForNoSync: a create does not sync; Sync then makes it durable, and returns at
+// once when everything already is.
+func TestCreateWaitsForNoSync(t *testing.T) {
+	r := newTestStore(t)
+	entered, release := pauseSyncs(r.Store)
+	defer release()
+	k := vault.Key{Tier: "state", Key: "new"}
+	if _, err := r.Create(k, 0o644, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if len(entered) != 0 {
+		t.Fatal("a create synced")
+	}
+	if v, err := r.Get(k); err != nil || v.Size != 0 {
+		t.Fatalf("the created file: %+v, %v", v, err)
+	}
+	release()
+	if err := r.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if len(entered) != 1 {
+		t.Fatalf("Sync after a create ran %d syncs, want 1", len(entered))
+	}
+	if err := r.Sync(); err != nil || len(entered) != 1 {
+		t.Fatalf("Sync with nothing new: %v, %d syncs", err, len(entered))
+	}
+}
+
+const groupKillEnv = "KINT_TEST_GROUP_KILL_DIR"
+
+// TestCrashDuringGroupCommitChild is the process TestCrashDuringGroupCommit kills: it writes
+// acknowledged rows, then holds a sync that several writes and a create wait on.
+func TestCrashDuringGroupCommitChild(t *testing.T) {
+	dir := os.Getenv(groupKillEnv)
+	if dir == "" {
+		t.Skip("the child half of TestCrashDuringGroupCommit; it runs only when that test starts it")
+	}
+	s, err := OpenStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20; i++ {
+		if _, err := s.Write(vault.Key{Tier: "state", Key: fmt.Sprintf("acked%d", i)}, groupBody(i), time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fmt.Println("ACKED")
+	entered := make(chan bool, 100)
+	s.db.syncHook = func() {
+		entered <- true
+		select {} // the sync never finishes: the process is killed in it
+	}
+	for i := 0; i < 8; i++ {
+		go s.Write(vault.Key{Tier: "state", Key: fmt.Sprintf("inflight%d", i)}, groupBody(100+i), time.Now())
+	}
+	<-entered
+	if _, err := s.Create(vault.Key{Tier: "state", Key: "created"}, 0o600, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // let the other writes commit and wait
+	fmt.Println("KILL ME")
+	time.Sleep(time.Hour)
+}
+
+func groupBody(i int) []byte {
+	return []byte(fmt.Sprintf("row %d %s", i, strings.Repeat(fmt.Sprint(i%10), 2000)))
+}
+
+// TestCrashDuringGroupCommit: a process killed (SIGKILL) while writes wait on a group sync
+// keeps every write acknowledged before; each write in the group, and a file created but not
+// yet synced, is there whole or not at all.
+func TestCrashDuringGroupCommit(t *testing.T) {
+	dir := t.TempDir()
+	child := exec.Command(os.Args[0], "-test.run=^TestCrashDuringGroupCommitChild$", "-test.count=1")
+	child.Env = append(os.Environ(), groupKillEnv+"="+dir)
+	out, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	child.Stderr = os.Stderr
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		acked := false
+		for sc.Scan() {
+			acked = acked || sc.Text() == "ACKED"
+			if strings.Contains(sc.Text(), "KILL ME") {
+				ready <- acked
+				return
+			}
+		}
+		ready <- false
+	}()
+	select {
+	case ok := <-ready:
+		if !ok {
+			child.Wait()
+			t.Fatal("the child ended before it held a group sync")
+		}
+	case <-time.After(2 * time.Minute):
+		child.Process.Kill()
+		t.Fatal("the child never held a group sync")
+	}
+	if err := child.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	child.Wait()
+
+	s, err := OpenStore(dir)
+	if err != nil {
+		t.Fatalf("reopen after SIGKILL: %v", err)
+	}
+	defer s.Close()
+	for i := 0; i < 20; i++ {
+		k := vault.Key{Tier: "state", Key: fmt.Sprintf("acked%d", i)}
+		if b, err := s.Content(k); err != nil || string(b) != string(groupBody(i)) {
+			t.Fatalf("acknowledged write %d after the crash: %.40q, %v", i, b, err)
+		}
+	}
+	kept := 0
+	for i := 0; i < 8; i++ {
+		kept += wholeOrAbsent(t, s, vault.Key{Tier: "state", Key: fmt.Sprintf("inflight%d", i)}, string(groupBody(100+i)))
+	}
+	kept += wholeOrAbsent(t, s, vault.Key{Tier: "state", Key: "created"}, "")
+	t.Logf("unacknowledged changes kept whole: %d of 9", kept)
+}
+
+// wholeOrAbsent checks that k is either absent everywhere (lookup and listing) or present
+// everywhere with content want; 1 when present.
+func wholeOrAbsent(t *testing.T, s *Store, k vault.Key, want string) int {
+	t.Helper()
+	ls, err := s.List(k.Tier, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := strings.Contains(","+names(ls)+",", ","+k.Key+",")
+	v, err := s.Get(k)
+	if errors.Is(err, vault.ErrNotFound) {
+		if listed {
+			t.Fatalf("%s is listed but not found", k.Key)
+		}
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.Content(k)
+	if err != nil || string(b) != want || v.Size != int64(len(want)) || !listed || v.Ino == 0 {
+		t.Fatalf("%s half exists after the crash: %+v, listed %v, content %.40q, %v", k.Key, v, listed, b, err)
+	}
+	return 1
+}
+
+// TestReadsDoNotWaitOnApplySync: an epoch's apply commits under the tree's lock but syncs after
+// releasing it: reads are served while that sync is held, and the apply returns only after it.
+func TestReadsDoNotWaitOnApplySync(t *testing.T) {
+	r := newTestStore(t)
+	k := vault.Key{Tier: "state", Key: "mine"}
+	mustWrite(t, r.Store, k, "local row")
+	entered, release := pauseSyncs(r.Store)
+	defer release()
+	p := plaintextFor(map[string]seal.Row{}, 1, TinyRows(50, "x"), nil)
+	applied := make(chan error, 1)
+	go func() {
+		_, _, err := r.ApplyEpoch(vault.EpochInfo{Seq: 1, Block: 10, Digest: common.Hash{1}}, p, ApplyOptions{})
+		applied <- err
+	}()
+	waitFor(t, entered, "the apply's sync")
+	read := make(chan string, 1)
+	go func() {
+		b, err := r.Content(k)
+		ls, _ := r.List("state", nil)
+		read <- fmt.Sprintf("%s %v %d", b, err, len(ls))
+	}()
+	if got := waitFor(t, read, "reads while the apply's sync is held (they waited on it)"); got != "local row <nil> 51" {
+		t.Fatalf("reads during the apply's sync: %s", got)
+	}
+	select {
+	case err := <-applied:
+		t.Fatalf("the apply returned (%v) before its sync was done", err)
+	default:
+	}
+	release()
+	if err := waitFor(t, applied, "the apply after its sync"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSyncRotatedLogs: each value log and memtable log but the newest of its kind (which
+// badger's own Sync covers) is fsynced once, and forgotten once badger removes it.
+func TestSyncRotatedLogs(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"000009.vlog", "000010.vlog", "00001.mem", "00002.mem", "MANIFEST"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := newDB(nil, dir)
+	if err := d.syncRotated(); err != nil {
+		t.Fatal(err)
+	}
+	if !d.done["000009.vlog"] || !d.done["00001.mem"] || len(d.done) != 2 {
+		t.Fatalf("synced once: %v", d.done)
+	}
+	if err := os.Remove(filepath.Join(dir, "000009.vlog")); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.syncRotated(); err != nil {
+		t.Fatal(err)
+	}
+	if d.done["000009.vlog"] || !d.done["00001.mem"] || len(d.done) != 1 {
+		t.Fatalf("after badger removed a log: %v", d.done)
+	}
+	if !newestOf("1000000.vlog", "999999.vlog") || newestOf("000009.vlog", "000010.vlog") {
+		t.Fatal("newestOf compares the numbers, not the text")
+	}
+}
