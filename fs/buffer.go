@@ -236,6 +236,12 @@ func (b *fileBuffer) step(io bufferIO, ev bufEvent) (r bufResult) {
 	return bufResult{}
 }
 
+// holds reports whether the kernel's pages and the buffer hold the row of leaf, with no change
+// of their own, for a file that still stands for its row.
+func (b *fileBuffer) holds(leaf [32]byte) bool {
+	return b.leafOK && b.leaf == leaf && b.phase != bufDirty && b.phase != bufStale && b.standsFor()
+}
+
 // noteLeaf records the leaf of the row as it stands (v, read when nil) and reports whether
 // the kernel may keep its pages: when the row is the one they were read from. A history
 // view always may; a new event, a gone or a history file is not looked up, and v is then

@@ -110,6 +110,14 @@ func (n *fileNode) invalidate() {
 	n.mu.Unlock()
 }
 
+// holds reports whether what the kernel's pages and this node's buffer hold is the row of
+// leaf, with no change of its own: an epoch that brings that same row changes nothing in them.
+func (n *fileNode) holds(leaf [32]byte) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.b.holds(leaf)
+}
+
 // journalRefused refuses a change to a journal event, which never changes, and logs why.
 func (f *mountFS) journalRefused(op string) syscall.Errno {
 	f.logf("warn: %s: EPERM: the journal is append-only: an event cannot be changed (write a new one)", op)

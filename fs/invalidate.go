@@ -156,7 +156,10 @@ func dropSubtree(in *fusefs.Inode) {
 // files it holds, the buffers of files open here that hold no unsaved change, names that came
 // or went (so the next access looks them up again), and the listings of the directories they
 // are in. A name that still stands for the same file keeps its entry: dropping it would show
-// an open file or a shell's working directory as deleted. Only the live tree changes.
+// an open file or a shell's working directory as deleted. A file whose row is the one its
+// pages were read or written as (the same leaf: the same body and fields) keeps its pages, so
+// a file just flushed is read again from the page cache; its attributes are dropped all the
+// same. Only the live tree changes.
 func (f *mountFS) invalidate(keys []vault.Key) {
 	root := f.root.EmbeddedInode()
 	dirs := map[*fusefs.Inode]bool{}
@@ -194,7 +197,14 @@ func (f *mountFS) invalidate(keys []vault.Key) {
 				dir.NotifyEntry(name)
 				continue
 			}
-			if fn, ok := ch.Operations().(*fileNode); ok {
+			fn, ok := ch.Operations().(*fileNode)
+			if ok && err == nil && v.Ino == ch.StableAttr().Ino && fn.holds(v.Leaf) {
+				// the same row as the kernel's pages hold (this machine's own flush anchored
+				// what it wrote): the pages stay, only the attributes are read again
+				ch.NotifyContent(-1, 0)
+				continue
+			}
+			if ok {
 				fn.invalidate()
 			}
 			ch.NotifyContent(0, 0)

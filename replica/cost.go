@@ -7,6 +7,7 @@ import (
 	"math/big"
 
 	"kintfs/chain"
+	"kintfs/replica/store"
 	"kintfs/replica/vault"
 	"kintfs/seal"
 )
@@ -125,11 +126,13 @@ func (r *Replica) planDryRun(ctx context.Context, rep *PushReport, chunks []seal
 		return err
 	}
 	var calldatas [][]byte
+	var prior []store.SealedChanges
 	for _, ch := range chunks {
-		se := r.sealChunk(ch, seal.Chunk{}, head, prevBucket, snapshot)
+		se := r.sealChunk(ch, prior, head, prevBucket, snapshot)
 		if se.err != nil {
 			return se.err
 		}
+		prior = append(prior, se.changes)
 		r.noteRaise(rep, se, prevBucket, rep.Policy)
 		data := chain.EncodePushCalldata(r.vault.Owner, r.vault.Space, head.Digest, se.sealed.Blob)
 		calldatas = append(calldatas, data)

@@ -397,12 +397,14 @@ func (r *Replica) applyWalkCaching(list []walked, mirror vault.Head, rep *PullRe
 	if err != nil {
 		return err
 	}
+	ahead := r.startOpenAhead(list, mirror.Seq)
+	defer ahead.stop()
 	for i := len(list) - 1; i >= 0; i-- {
 		w := list[i]
 		if w.ev.Seq <= mirror.Seq {
 			continue // walked with --full for the cache; already applied
 		}
-		err := r.applyOneCaching(w, rep, cw)
+		err := r.applyOpened(w, rep, cw, func() (*seal.Opened, error) { return ahead.take(i) })
 		if err == nil {
 			t.landed(w.ev.Seq, int64(len(w.blob)), fmt.Sprintf("epoch %d applied (block %d)", w.ev.Seq, w.ev.Block))
 			mirror.Seq = w.ev.Seq
@@ -415,7 +417,7 @@ func (r *Replica) applyWalkCaching(list []walked, mirror vault.Head, rep *PullRe
 				if perr != nil || !h.IsSnapshot() {
 					continue
 				}
-				if serr := r.applyOneCaching(list[j], rep, cw); serr == nil {
+				if serr := r.applyOpened(list[j], rep, cw, func() (*seal.Opened, error) { return ahead.take(j) }); serr == nil {
 					gap.SupersededBy = list[j].ev.Seq
 					rep.Skipped = append(rep.Skipped, gap)
 					r.warnf("pull: epoch %d cannot be applied (%s); superseded by snapshot %d", gap.Seq, gap.Reason, gap.SupersededBy)
@@ -486,9 +488,17 @@ func (r *Replica) applyOne(w walked, rep *PullReport) error {
 
 // applyOneCaching is applyOne with the opened epoch cached through cw (nil: at once).
 func (r *Replica) applyOneCaching(w walked, rep *PullReport, cw *cacheWriter) error {
+	return r.applyOpened(w, rep, cw, func() (*seal.Opened, error) {
+		return seal.Open(w.blob, r.opt.DEK, r.epochContext(w.ev.Seq, w.ev.Prev))
+	})
+}
+
+// applyOpened is applyOneCaching with the epoch opened by open (under the data key held once
+// adoptKey has run).
+func (r *Replica) applyOpened(w walked, rep *PullReport, cw *cacheWriter, open func() (*seal.Opened, error)) error {
 	ev := w.ev
 	r.adoptKey(w.blob, ev.Seq)
-	opened, err := seal.Open(w.blob, r.opt.DEK, r.epochContext(ev.Seq, ev.Prev))
+	opened, err := open()
 	if err != nil {
 		return err
 	}

@@ -220,26 +220,25 @@ func (r *Replica) push(ctx context.Context, opt PushOptions) (*PushReport, error
 	window := r.sendWindow(c, opt)
 	var (
 		queue []*inFlight
-		last  *chain.PreparedPush // the last epoch sent, the one the next is signed after
-		sent  seal.Chunk          // every chunk of this push sealed so far, for the roots
+		last  *chain.PreparedPush   // the last epoch sent, the one the next is signed after
+		sent  []store.SealedChanges // every epoch of this push sealed so far, for the roots
 	)
-	cur := r.sealChunk(first, seal.Chunk{}, head, prevBucket, opt.Snapshot)
+	cur := r.sealChunk(first, nil, head, prevBucket, opt.Snapshot)
 	for rep.Chunks = 1; ; rep.Chunks++ {
 		if cur.err != nil {
 			return rep, cur.err
 		}
 		r.noteRaise(rep, cur, prevBucket, rep.Policy)
-		sent = seal.Chunk{Rows: append(sent.Rows, cur.p.Rows...), Deleted: append(sent.Deleted, cur.p.Deleted...)}
+		sent = append(sent, cur.changes)
 		ahead := make(chan nextEpoch, 1)
-		go func(prior seal.Chunk, after vault.Head, bucket int) {
+		go func(prior []store.SealedChanges, after vault.Head, bucket int) {
 			c, ok, err := feed.next()
 			if !ok {
 				ahead <- nextEpoch{end: true, err: err}
 				return
 			}
 			ahead <- nextEpoch{sealedEpoch: r.sealChunk(c, prior, after, bucket, false)}
-		}(seal.Chunk{Rows: sent.Rows[:len(sent.Rows):len(sent.Rows)], Deleted: sent.Deleted[:len(sent.Deleted):len(sent.Deleted)]},
-			vault.Head{Seq: cur.p.Seq, Digest: cur.sealed.Digest}, max(prevBucket, cur.sealed.Bucket))
+		}(sent[:len(sent):len(sent)], vault.Head{Seq: cur.p.Seq, Digest: cur.sealed.Digest}, max(prevBucket, cur.sealed.Bucket))
 		f, err := r.sendOnly(ctx, c, cur, last, window)
 		if err == nil {
 			queue, last = append(queue, f), f.prep
@@ -560,6 +559,7 @@ type sealedEpoch struct {
 	p        *seal.Plaintext
 	sealed   *seal.Sealed
 	raisedBy string // the chunk's RaisedBy: the row its bucket was raised for
+	changes  store.SealedChanges
 	err      error
 }
 
@@ -572,17 +572,16 @@ type nextEpoch struct {
 }
 
 // sealChunk seals chunk as the epoch after head, on the mirror as the anchored epochs up to
-// head leave it. The epoch of prior (a diff chunk, or none) may not have been applied yet: its
-// changes are counted into the root as well, which changes nothing once it has been, since
-// the chunks of one push touch distinct rows. It writes nothing, so it may run while the
-// epoch before it is being applied.
-func (r *Replica) sealChunk(chunk, prior seal.Chunk, head vault.Head, prevBucket int, snapshot bool) sealedEpoch {
-	both := chunk
-	if len(prior.Rows)+len(prior.Deleted) > 0 {
-		both = seal.Chunk{Rows: append(append([]seal.Row(nil), prior.Rows...), chunk.Rows...),
-			Deleted: append(append([]seal.Deleted(nil), prior.Deleted...), chunk.Deleted...)}
+// head leave it. The epochs of prior (this push's sealed before it) may not have been applied
+// yet: those the mirror does not hold are counted into the root as well (the chunks of one
+// push touch distinct rows). It writes nothing, so it may run while the epoch before it is
+// being applied.
+func (r *Replica) sealChunk(chunk seal.Chunk, prior []store.SealedChanges, head vault.Head, prevBucket int, snapshot bool) sealedEpoch {
+	changes := store.ChunkChanges(head.Seq+1, chunk)
+	root, nRows, err := r.store.RootAfterSealed(changes, prior, snapshot)
+	if err != nil {
+		return sealedEpoch{err: err}
 	}
-	root, nRows := r.store.RootAfter(both, snapshot)
 	p := &seal.Plaintext{Tenant: r.vault.Tenant, Space: r.vault.Space, Seq: head.Seq + 1, Prev: head.Digest,
 		Rows: chunk.Rows, Deleted: chunk.Deleted, RowsRoot: root, NRows: nRows,
 		CreatedAt: seal.FormatCreatedAt(time.Now()), Snapshot: snapshot}
@@ -590,7 +589,7 @@ func (r *Replica) sealChunk(chunk, prior seal.Chunk, head vault.Head, prevBucket
 		return sealedEpoch{err: fmt.Errorf("refusing to seal epoch %d, this code could not apply it: %w", p.Seq, err)}
 	}
 	sealed, err := r.sealEpoch(p, prevBucket)
-	return sealedEpoch{p: p, sealed: sealed, raisedBy: chunk.RaisedBy, err: err}
+	return sealedEpoch{p: p, sealed: sealed, raisedBy: chunk.RaisedBy, changes: changes, err: err}
 }
 
 // sealEpoch seals p under the vault's data key, on top of the bucket ratchet (prevBucket), and

@@ -290,6 +290,8 @@ type chunker struct {
 	cur      Chunk
 	emit     func(Chunk) error
 	buf      []byte
+	// spare memory for the two clones an item near the limit is measured with (see add)
+	before, after *gzipStream
 }
 
 // suffix closes the document after the current items.
@@ -347,11 +349,13 @@ func (c *chunker) add(it chunkItem) error {
 	// twice the input (15-bit literal codes), so this test is conservative.
 	var before *gzipStream
 	if c.g.estimate(c.t)+2*len(piece)+len(chunkDocToRows+chunkDocTail)+chunkMargin > c.limit {
-		before = c.g.clone()
+		c.before = c.g.cloneInto(c.before)
+		before = c.before
 	}
 	c.g.write(piece)
 	if before != nil {
-		after := c.g.clone()
+		c.after = c.g.cloneInto(c.after)
+		after := c.after
 		if it.row != nil {
 			after.write([]byte(chunkDocTail))
 		} else {

@@ -86,6 +86,20 @@ func (g *gzipStream) clone() *gzipStream {
 	return &gzipStream{d: c, outBase: g.outBase + len(g.d.bw.out)}
 }
 
+// cloneInto is clone made in the memory of spare (a stream cloneInto or clone made before,
+// whose measurement is over; nil: new memory), so that measuring near a limit allocates
+// nothing. spare must not be g.
+func (g *gzipStream) cloneInto(spare *gzipStream) *gzipStream {
+	if spare == nil {
+		return g.clone()
+	}
+	t, out := spare.d.t, spare.d.bw.out[:0]
+	*spare.d = *g.d
+	spare.d.t, spare.d.bw.out = t, out
+	spare.outBase = g.outBase + len(g.d.bw.out)
+	return spare
+}
+
 // closedSize finishes the stream and returns its total compressed size.
 func (g *gzipStream) closedSize() int {
 	g.d.finish()

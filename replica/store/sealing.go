@@ -126,9 +126,16 @@ func (s *Store) Hold(row seal.Row, reason string) error {
 	})
 }
 
-// RootAfter is the rows_root and the row count of the mirror with chunk applied, or of the
-// chunk alone for a snapshot.
-func (s *Store) RootAfter(chunk seal.Chunk, snapshot bool) (common.Hash, int) {
+// SealedChanges is what one sealed epoch does to the leaves of rows_root, each leaf hashed
+// once: a push seals every epoch on top of the ones before it that are not applied yet, and
+// hashing those again for each epoch made a push of n epochs cost n² leaves.
+type SealedChanges struct {
+	Seq uint64
+	ch  []leafChange
+}
+
+// ChunkChanges hashes the leaves of chunk, the epoch seq.
+func ChunkChanges(seq uint64, chunk seal.Chunk) SealedChanges {
 	puts := make(map[string]common.Hash, len(chunk.Rows))
 	for i := range chunk.Rows {
 		puts[chunk.Rows[i].ID()] = seal.Leaf(&chunk.Rows[i])
@@ -137,10 +144,36 @@ func (s *Store) RootAfter(chunk seal.Chunk, snapshot bool) (common.Hash, int) {
 	for _, d := range chunk.Deleted {
 		dels[d.ID()] = d
 	}
-	changes := leafChanges(puts, dels)
+	return SealedChanges{Seq: seq, ch: leafChanges(puts, dels)}
+}
+
+// RootAfterSealed is the rows_root and the row count of the mirror with the epoch c applied,
+// or of c alone for a snapshot. c is sealed after the epochs of prior (this push's, in seq
+// order, touching distinct rows): those the mirror has not applied yet are counted in as well. The mirror head and the leaves are read under one lock, which an apply holds for
+// writing throughout, so an epoch is counted exactly once, whether it is applied or not.
+func (s *Store) RootAfterSealed(c SealedChanges, prior []SealedChanges, snapshot bool) (common.Hash, int, error) {
 	s.t.mu.RLock()
 	defer s.t.mu.RUnlock()
-	return s.leaves.rootWith(changes, snapshot)
+	if snapshot {
+		root, n := s.leaves.rootWith(c.ch, true)
+		return root, n, nil
+	}
+	head, err := s.MirrorHead()
+	if err != nil {
+		return common.Hash{}, 0, err
+	}
+	ch := c.ch
+	if len(prior) > 0 && prior[len(prior)-1].Seq > head.Seq {
+		ch = append([]leafChange(nil), c.ch...)
+		for _, p := range prior {
+			if p.Seq > head.Seq {
+				ch = append(ch, p.ch...)
+			}
+		}
+		sortChanges(ch)
+	}
+	root, n := s.leaves.rootWith(ch, false)
+	return root, n, nil
 }
 
 func pendingKey(seq uint64) string { return pPending + string(be64(seq)) }

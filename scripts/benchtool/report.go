@@ -163,7 +163,7 @@ func renderReport(dir, out string) error {
 	rp.w("")
 	rp.vaultOps(r, p)
 	rp.w("")
-	cost := rp.costSections(r)
+	cost := append(rp.costSections(r), rp.engineSections(r)...)
 	rp.w("## Targets")
 	rp.w("")
 	rp.w("| target | measured | | |")

@@ -204,7 +204,7 @@ func (b *bench) run() error {
 			return err
 		}
 	}
-	steps := []func() error{b.populate, b.warm, b.floors, b.cp, b.grepw, b.durable, b.flushChanged, b.histAndPull, b.backfill, b.bucket, b.gas, b.cold, b.readOnly, b.noXattr}
+	steps := []func() error{b.populate, b.warm, b.floors, b.cp, b.grepw, b.durable, b.flushChanged, b.histAndPull, b.backfill, b.bucket, b.engine, b.gas, b.cold, b.readOnly, b.noXattr}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return err

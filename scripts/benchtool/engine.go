@@ -1,0 +1,89 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// engineBenches are the replica benchmarks behind issue 34's flush own time and cold restore:
+// SKIP name, benchmark, the line it logs, and its environment.
+var engineBenches = []struct{ skip, bench, line string }{
+	// 10,000 changed rows of 1 KB pushed on the in-memory chain: the engine's own work
+	{"flushown", "BenchmarkFlush", "bench-flush"},
+	// a fresh machine's init and pull of 2,000 epochs through a proxy adding 50 ms per request
+	{"restore", "BenchmarkColdRestore", "bench-restore"},
+}
+
+// engine runs the replica benchmarks of the flush's own time and the cold restore, one at a
+// time, and keeps what they logged (flushown.json, restore.json), with the load average
+// before and after each (the machine is shared).
+func (b *bench) engine() error {
+	for _, eb := range engineBenches {
+		if b.cfg.skip[eb.skip] {
+			continue
+		}
+		say("%s: go test ./replica -bench %s", eb.skip, eb.bench)
+		before := loadAvg()
+		cmd := exec.Command("go", "test", "-count=1", "-v", "-timeout", "60m", "-run", "^$", "-bench", "^"+eb.bench+"$",
+			"-benchtime", "1x", "./replica/")
+		out, err := cmd.CombinedOutput()
+		outPath := filepath.Join(b.res, eb.skip+".out")
+		os.WriteFile(outPath, out, 0o644)
+		if err != nil {
+			return fmt.Errorf("%s: %v: %s", eb.bench, err, tail(outPath, 15))
+		}
+		m, err := benchLine(string(out), eb.line)
+		if err != nil {
+			return fmt.Errorf("%s: %w", eb.bench, err)
+		}
+		m["load_before"], m["load_after"] = before, loadAvg()
+		if err := b.keep(eb.skip, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// loadAvg is the first field of /proc/loadavg ("" where there is none).
+func loadAvg() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(data))
+	if len(f) == 0 {
+		return ""
+	}
+	return f[0]
+}
+
+// engineSections are the report's lines on the two benchmarks, with their targets added to
+// the verdicts.
+func (rp *report) engineSections(r results) []string {
+	var out []string
+	w := func(format string, a ...any) { out = append(out, fmt.Sprintf(format, a...)) }
+	if g := r.json("flushown.json"); g != nil {
+		secs := num(g, "seconds")
+		rp.verdicts = append(rp.verdicts, verdictRow{fmt.Sprintf("flush of %d changed rows, the engine alone (`BenchmarkFlush`, in-memory chain, %d epochs)",
+			integer(g, "rows"), integer(g, "epochs")), met(secs <= 1.5), fmt.Sprintf("%.1f s", secs), "<= 1.5 s"})
+		w("Step `flushown` (`go test ./replica -bench BenchmarkFlush`): %d rows of 1 KB anchored, all changed, pushed until nothing"+
+			" is staged on the in-memory chain (bucket policy `%v`): **%.2f s** for %d epochs (load average %v before, %v after).",
+			integer(g, "rows"), g["policy"], secs, integer(g, "epochs"), g["load_before"], g["load_after"])
+		w("")
+	}
+	if g := r.json("restore.json"); g != nil {
+		secs := num(g, "seconds")
+		rp.verdicts = append(rp.verdicts, verdictRow{fmt.Sprintf("cold restore of %d epochs through a %d ms proxy (init + pull)",
+			integer(g, "epochs"), integer(g, "delay_ms")), met(secs <= 5), fmt.Sprintf("%.1f s", secs), "<= 5 s"})
+		w("Step `restore` (`go test ./replica -bench BenchmarkColdRestore`): a fresh machine's init and pull of %d one-row epochs"+
+			" on a dev chain, through `chain/rpcproxy` adding %d ms to every request: **%.2f s** (init %.2f s without its scrypt run,"+
+			" pull %.2f s, %d requests; load average %v before, %v after).",
+			integer(g, "epochs"), integer(g, "delay_ms"), secs, num(g, "init_seconds"), num(g, "pull_seconds"), integer(g, "requests"),
+			g["load_before"], g["load_after"])
+		w("")
+	}
+	return out
+}
