@@ -144,7 +144,7 @@ func runDoctor(ctx context.Context, o *doctorOptions, args []string) error {
 }
 
 func (d *doctorRun) checkHome(home homedir.Home) {
-	fi, err := os.Stat(string(home))
+	fi, err := os.Stat(home.Dir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		d.fail("KINT_HOME", "%s does not exist: run kintfs init (or kintfs mount --dev)", home)

@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"kintfs/replica"
-	"kintfs/replica/homedir"
 )
 
 // Exit codes, kint's plus the mount's own.
@@ -78,7 +77,6 @@ func run(argv []string) int { return runWith(envSettings(), argv) }
 
 // runWith runs one command with the settings main read, once.
 func runWith(set settings, argv []string) int {
-	homedir.SetLocal(localOf(set))
 	return runIO(context.Background(), argv, &cmdIO{out: os.Stdout, err: os.Stderr, set: set})
 }
 
