@@ -88,11 +88,11 @@ type openOptions struct {
 }
 
 // openVault opens the vault this KINT_HOME is connected to.
-func openVault(ctx context.Context, o openOptions) (*vaultEnv, error) {
-	if e := ioOf(ctx).env; e != nil {
+func openVault(ctx context.Context, cio *cmdIO, o openOptions) (*vaultEnv, error) {
+	if e := cio.env; e != nil {
 		return &vaultEnv{home: e.home, vault: e.vault, rep: e.rep, shared: true}, nil
 	}
-	set := setOf(ctx) // read here: the engine's own contexts (a redial, a cold start) carry none
+	set := cio.set
 	home, v, err := loadHomeVault(set)
 	if err != nil {
 		return nil, err
