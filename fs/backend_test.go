@@ -83,7 +83,7 @@ func refusedReadOnly(err error) bool {
 // through), with vault.ErrReadOnly and a message naming --read-only; and the rows it holds are
 // as they were.
 func TestReadOnlyBackendRefusesEveryChange(t *testing.T) {
-	home := homedir.Home(t.TempDir())
+	home := homedir.Home{Dir: t.TempDir()}
 	var owner common.Address
 	var dek [32]byte
 	rand.Read(owner[:])

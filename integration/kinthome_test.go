@@ -118,7 +118,7 @@ func TestKintEnrolledHome(t *testing.T) {
 	ma.mustCtl("flush")
 	ma.unmount()
 
-	ah := homedir.Home(a.home)
+	ah := homedir.Home{Dir: a.home}
 	av, err := ah.LoadVault()
 	if err != nil {
 		t.Fatal(err)

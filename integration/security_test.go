@@ -182,7 +182,7 @@ func TestSecretsAndPermissions(t *testing.T) {
 	}
 
 	// the secrets, derived here as kint derives them
-	home := homedir.Home(a.home)
+	home := homedir.Home{Dir: a.home}
 	kek, dek := vaultKeys(t, c, a, pass)
 	local, err := os.ReadFile(home.Path("local.secret"))
 	if err != nil {

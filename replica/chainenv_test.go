@@ -150,7 +150,7 @@ func (e *chainEnv) machineWith(logf func(string, ...any)) *Replica {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	c := e.conn()
-	home := homedir.Home(e.t.TempDir())
+	home := homedir.Home{Dir: e.t.TempDir()}
 	pass := chainEnvPassphrase
 	owner := crypto.PubkeyToAddress(e.owner.PublicKey)
 	res, err := Init(ctx, InitOptions{Home: home, Owner: owner, Tenant: e.tenant, RPC: e.rpc, Contract: e.contract, Client: c, Passphrase: &pass, KEK: e.kek(), NewVault: true})

@@ -18,7 +18,7 @@ import (
 // TestReadOnlyRefusesEveryChange: a replica opened read-only refuses each way of staging or
 // anchoring with ErrReadOnly and a sentence naming --read-only, and keeps what was staged.
 func TestReadOnlyRefusesEveryChange(t *testing.T) {
-	home := homedir.Home(t.TempDir())
+	home := homedir.Home{Dir: t.TempDir()}
 	var owner common.Address
 	var dek [32]byte
 	rand.Read(owner[:])

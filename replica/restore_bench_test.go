@@ -87,7 +87,7 @@ func BenchmarkColdRestore(b *testing.B) {
 func restoreInit(b *testing.B, ctx context.Context, e *chainEnv, kek *[32]byte) *Replica {
 	b.Helper()
 	c := e.conn()
-	home := homedir.Home(b.TempDir())
+	home := homedir.Home{Dir: b.TempDir()}
 	pass := chainEnvPassphrase
 	res, err := Init(ctx, InitOptions{Home: home, Owner: crypto.PubkeyToAddress(e.owner.PublicKey), Tenant: e.tenant,
 		RPC: e.rpc, Contract: e.contract, Client: c, Passphrase: &pass, KEK: kek})

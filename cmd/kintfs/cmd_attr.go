@@ -29,7 +29,7 @@ func init() {
 				return nil
 			})
 			f.BoolVar(&o.unset, "unset", false, "set NAME to null")
-			return func(ctx context.Context, args []string) error { return runAttr(ctx, o, args) }
+			return func(ctx context.Context, cio *cmdIO, args []string) error { return runAttr(ctx, cio, o, args) }
 		},
 	})
 }
@@ -42,7 +42,7 @@ func attrName(s string) string {
 	return "user.kint." + s
 }
 
-func runAttr(ctx context.Context, o *attrOptions, args []string) error {
+func runAttr(ctx context.Context, cio *cmdIO, o *attrOptions, args []string) error {
 	changing := o.set != nil || o.unset
 	switch {
 	case len(args) < 1 || len(args) > 2:
@@ -52,11 +52,11 @@ func runAttr(ctx context.Context, o *attrOptions, args []string) error {
 	case changing && len(args) != 2:
 		return usagef("attr: --set and --unset need a NAME (status or meta)")
 	}
-	k, err := keyOfPath(ctx, args[0])
+	k, err := keyOfPath(ctx, cio, args[0])
 	if err != nil {
 		return err
 	}
-	e, err := openVault(ctx, openOptions{})
+	e, err := openVault(ctx, cio, openOptions{})
 	if err != nil {
 		return err
 	}
@@ -78,11 +78,11 @@ func runAttr(ctx context.Context, o *attrOptions, args []string) error {
 		if !ok {
 			return usagef("%s: no attribute %s", args[0], attrName(args[1]))
 		}
-		fmt.Fprintln(outw(ctx), val)
+		fmt.Fprintln(cio.out, val)
 		return nil
 	}
 	for _, n := range names {
-		fmt.Fprintf(outw(ctx), "%s: %s\n", n, vals[n])
+		fmt.Fprintf(cio.out, "%s: %s\n", n, vals[n])
 	}
 	return nil
 }

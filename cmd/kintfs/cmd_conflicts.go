@@ -18,7 +18,7 @@ func init() {
 		setup: func(fs *pflag.FlagSet) runFunc {
 			o := &infoOptions{}
 			fs.BoolVar(&o.json, "json", false, "print JSON")
-			return func(ctx context.Context, args []string) error { return runConflicts(ctx, o, args) }
+			return func(ctx context.Context, cio *cmdIO, args []string) error { return runConflicts(ctx, cio, o, args) }
 		},
 	})
 }
@@ -26,11 +26,11 @@ func init() {
 // runConflicts lists the conflicts that stand: those whose copy of this machine's version
 // still exists under its name. Moving the copy over the row (keep yours) or removing it (keep
 // the chain's) resolves one.
-func runConflicts(ctx context.Context, o *infoOptions, args []string) error {
+func runConflicts(ctx context.Context, cio *cmdIO, o *infoOptions, args []string) error {
 	if len(args) > 0 {
 		return usagef("conflicts takes no arguments")
 	}
-	e, err := openVault(ctx, openOptions{})
+	e, err := openVault(ctx, cio, openOptions{})
 	if err != nil {
 		return err
 	}
@@ -40,17 +40,17 @@ func runConflicts(ctx context.Context, o *infoOptions, args []string) error {
 		return err
 	}
 	if o.json {
-		printJSON(ctx, st.Conflicts)
+		printJSON(ctx, cio, st.Conflicts)
 		return nil
 	}
 	if len(st.Conflicts) == 0 {
-		fmt.Fprintln(outw(ctx), "no conflicts")
+		fmt.Fprintln(cio.out, "no conflicts")
 		return nil
 	}
 	for i := range st.Conflicts {
-		fmt.Fprintln(outw(ctx), conflictLine(&st.Conflicts[i]))
+		fmt.Fprintln(cio.out, conflictLine(&st.Conflicts[i]))
 	}
-	fmt.Fprintln(outw(ctx), "keep yours: mv COPY ROW; keep the chain's: rm COPY (paths under the mountpoint)")
+	fmt.Fprintln(cio.out, "keep yours: mv COPY ROW; keep the chain's: rm COPY (paths under the mountpoint)")
 	return nil
 }
 

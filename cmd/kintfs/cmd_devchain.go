@@ -34,7 +34,7 @@ func init() {
 			fs.Uint64Var(&o.period, "period", 0, "seconds between blocks (0: a block per transaction)")
 			fs.Uint64Var(&o.chainID, "chain-id", devchain.ChainID, "the chain id, fixed when the chain is created (8453 lets tools bound to Base's id read a dev vault; it is still not Base)")
 			fs.DurationVar(&o.maxLead, "max-lead", devchain.DefaultMaxLead, "how far block times may run ahead of the wall clock before sealing waits for it (0: no bound)")
-			return func(ctx context.Context, args []string) error { return runDevchain(ctx, o, args) }
+			return func(ctx context.Context, cio *cmdIO, args []string) error { return runDevchain(ctx, cio, o, args) }
 		},
 	})
 }
@@ -47,14 +47,14 @@ func defaultDevDir(set settings) (string, error) {
 	return home.Ensure("devchain")
 }
 
-func runDevchain(ctx context.Context, o *devchainOptions, args []string) error {
+func runDevchain(ctx context.Context, cio *cmdIO, o *devchainOptions, args []string) error {
 	if len(args) > 0 {
 		return usagef("devchain takes no arguments")
 	}
 	dir := o.datadir
 	if dir == "" {
 		var err error
-		if dir, err = defaultDevDir(setOf(ctx)); err != nil {
+		if dir, err = defaultDevDir(cio.set); err != nil {
 			return err
 		}
 	}

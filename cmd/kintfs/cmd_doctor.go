@@ -42,13 +42,14 @@ func init() {
 			o := &doctorOptions{}
 			fs.BoolVar(&o.allowOther, "allow-other", false, "also check that /etc/fuse.conf allows --allow-other")
 			fs.BoolVar(&o.json, "json", false, "print the checks as JSON: {checks: [{check, result (ok, warn, fail), message}], failed, warned}")
-			return func(ctx context.Context, args []string) error { return runDoctor(ctx, o, args) }
+			return func(ctx context.Context, cio *cmdIO, args []string) error { return runDoctor(ctx, cio, o, args) }
 		},
 	})
 }
 
 type doctorRun struct {
 	ctx    context.Context
+	cio    *cmdIO
 	failed int
 	warned int
 	json   bool          // collect the checks for one JSON document instead of printing lines
@@ -67,7 +68,7 @@ func (d *doctorRun) line(tag, name, format string, args ...any) {
 		d.checks = append(d.checks, doctorCheck{Check: name, Result: strings.ToLower(strings.TrimSpace(tag)), Message: fmt.Sprintf(format, args...)})
 		return
 	}
-	fmt.Fprintf(outw(d.ctx), "[%s] %s: %s\n", tag, name, fmt.Sprintf(format, args...))
+	fmt.Fprintf(d.cio.out, "[%s] %s: %s\n", tag, name, fmt.Sprintf(format, args...))
 }
 
 // printJSON prints the checks collected under --json.
@@ -79,7 +80,7 @@ func (d *doctorRun) printJSON() {
 	if checks == nil {
 		checks = []doctorCheck{}
 	}
-	printJSON(d.ctx, struct {
+	printJSON(d.ctx, d.cio, struct {
 		Checks []doctorCheck `json:"checks"`
 		Failed int           `json:"failed"`
 		Warned int           `json:"warned"`
@@ -95,30 +96,30 @@ func (d *doctorRun) fail(name, format string, args ...any) {
 	d.line("FAIL", name, format, args...)
 }
 
-func runDoctor(ctx context.Context, o *doctorOptions, args []string) error {
+func runDoctor(ctx context.Context, cio *cmdIO, o *doctorOptions, args []string) error {
 	if len(args) > 1 {
 		return usagef("doctor [--allow-other] [--json] [MNT]")
 	}
-	d := &doctorRun{ctx: ctx, json: o.json}
+	d := &doctorRun{ctx: ctx, cio: cio, json: o.json}
 	defer d.printJSON()
-	home, err := defaultHome(setOf(ctx))
+	home, err := defaultHome(cio.set)
 	if err != nil {
 		d.fail("KINT_HOME", "%v", err)
 		return exitCodeError{code: exitFailure, msg: "1 check(s) failed"}
 	}
 	d.checkHome(home)
-	v := d.checkVault(home)
+	v := d.checkVault(cio, home)
 	if v != nil {
 		d.checkDEK(home, v)
 		d.checkRecovery(home, v)
-		primary := d.checkPrimary(ctx, v)
+		primary := d.checkPrimary(ctx, cio, v)
 		if primary != nil {
 			defer primary.Close()
 		}
-		d.checkSecondary(ctx, v)
+		d.checkSecondary(ctx, cio, v)
 		d.checkContract(ctx, v, primary != nil)
 		d.checkSessionKey(ctx, home, v, primary)
-		d.checkMirror(ctx, home, v, primary)
+		d.checkMirror(ctx, cio, home, v, primary)
 	}
 	d.checkFUSE()
 	if o.allowOther {
@@ -144,7 +145,7 @@ func runDoctor(ctx context.Context, o *doctorOptions, args []string) error {
 }
 
 func (d *doctorRun) checkHome(home homedir.Home) {
-	fi, err := os.Stat(string(home))
+	fi, err := os.Stat(home.Dir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		d.fail("KINT_HOME", "%s does not exist: run kintfs init (or kintfs mount --dev)", home)
@@ -159,8 +160,8 @@ func (d *doctorRun) checkHome(home homedir.Home) {
 	}
 }
 
-func (d *doctorRun) checkVault(home homedir.Home) *homedir.VaultConfig {
-	v, err := loadVaultConfig(setOf(d.ctx), home)
+func (d *doctorRun) checkVault(cio *cmdIO, home homedir.Home) *homedir.VaultConfig {
+	v, err := loadVaultConfig(cio.set, home)
 	if err != nil {
 		d.fail("vault", "%v", err)
 		return nil
@@ -208,12 +209,12 @@ func (d *doctorRun) checkRecovery(home homedir.Home, v *homedir.VaultConfig) {
 	}
 }
 
-func (d *doctorRun) checkPrimary(ctx context.Context, v *homedir.VaultConfig) *chain.Client {
+func (d *doctorRun) checkPrimary(ctx context.Context, cio *cmdIO, v *homedir.VaultConfig) *chain.Client {
 	if v.RPC == "" {
 		d.fail("primary RPC", "no RPC URL (KINT_RPC_URL)")
 		return nil
 	}
-	c, err := dialChain(ctx, setOf(ctx), v.RPC, v.Contract)
+	c, err := dialChain(ctx, cio.set, v.RPC, v.Contract)
 	if err != nil {
 		d.fail("primary RPC", "%s cannot be reached", redactURL(v.RPC))
 		return nil
@@ -227,8 +228,8 @@ func (d *doctorRun) checkPrimary(ctx context.Context, v *homedir.VaultConfig) *c
 	return c
 }
 
-func (d *doctorRun) checkSecondary(ctx context.Context, v *homedir.VaultConfig) {
-	set := setOf(ctx)
+func (d *doctorRun) checkSecondary(ctx context.Context, cio *cmdIO, v *homedir.VaultConfig) {
+	set := cio.set
 	allowSingle := set.on("KINT_ALLOW_SINGLE_RPC")
 	if v.ChainID == devchain.ChainID && set.given("KINT_RPC_URL_2") == "" {
 		d.ok("secondary RPC", "not needed on the dev chain (chain id %d)", v.ChainID)
@@ -342,8 +343,8 @@ func doctorStatus(set settings, home homedir.Home, v *homedir.VaultConfig) (*rep
 	return st, "", err
 }
 
-func (d *doctorRun) checkMirror(ctx context.Context, home homedir.Home, v *homedir.VaultConfig, c *chain.Client) {
-	st, from, err := doctorStatus(setOf(d.ctx), home, v)
+func (d *doctorRun) checkMirror(ctx context.Context, cio *cmdIO, home homedir.Home, v *homedir.VaultConfig, c *chain.Client) {
+	st, from, err := doctorStatus(cio.set, home, v)
 	if err != nil {
 		d.fail("mirror", "%v", err)
 		d.fail("staged", "not checked: %v", err)
@@ -386,7 +387,7 @@ func (d *doctorRun) checkMirror(ctx context.Context, home homedir.Home, v *homed
 	staged := fmt.Sprintf("%d rows (%d bytes) and %d deletions staged, oldest %ds", st.StagedRows, st.StagedBytes, st.StagedDels, st.OldestStaged)
 	if st.StagedRows+st.StagedDels == 0 {
 		d.ok("staged", "nothing staged: the store matches the last anchored epoch")
-	} else if st.OldestStaged > 2*int64(setOf(ctx).duration("KINT_QUIET_SECONDS")/time.Second)+60 {
+	} else if st.OldestStaged > 2*int64(cio.set.duration("KINT_QUIET_SECONDS")/time.Second)+60 {
 		d.warn("staged", "%s: unanchored for longer than the quiet delay (kintfs push)", staged)
 	} else {
 		d.ok("staged", "%s", staged)
@@ -398,7 +399,7 @@ func (d *doctorRun) checkMirror(ctx context.Context, home homedir.Home, v *homed
 		d.ok("held", "no row held")
 	}
 	if st.StagedRows+st.StagedDels > 0 {
-		d.ok("next flush", "%s", doctorNextFlush(ctx, home, v, c))
+		d.ok("next flush", "%s", doctorNextFlush(ctx, cio, home, v, c))
 	}
 	d.checkShapes(st)
 }

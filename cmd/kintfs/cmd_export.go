@@ -16,17 +16,17 @@ func init() {
 	})
 }
 
-func runExport(ctx context.Context, args []string) error {
+func runExport(ctx context.Context, cio *cmdIO, args []string) error {
 	if len(args) > 0 {
 		return usagef("export takes no arguments")
 	}
-	e, err := openVault(ctx, openOptions{})
+	e, err := openVault(ctx, cio, openOptions{})
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	fmt.Fprintln(errw(ctx), "kintfs export: the output is plaintext memory: every anchored row of the vault, bodies included")
-	w := bufio.NewWriter(outw(ctx))
+	fmt.Fprintln(cio.err, "kintfs export: the output is plaintext memory: every anchored row of the vault, bodies included")
+	w := bufio.NewWriter(cio.out)
 	var line []byte
 	err = e.rep.MirrorRows(func(row *seal.Row) error {
 		line = append(seal.AppendRowJSON(line[:0], row), '\n')

@@ -36,7 +36,7 @@ func init() {
 			o := &infoOptions{}
 			fs.BoolVar(&o.json, "json", false, "print JSON")
 			fs.BoolVar(&o.next, "next-flush", false, "print only what the next flush would anchor and cost (a dry run)")
-			return func(ctx context.Context, args []string) error { return runStatus(ctx, o, args) }
+			return func(ctx context.Context, cio *cmdIO, args []string) error { return runStatus(ctx, cio, o, args) }
 		},
 	})
 	register(&command{
@@ -46,7 +46,7 @@ func init() {
 		setup: func(fs *pflag.FlagSet) runFunc {
 			o := &infoOptions{}
 			fs.BoolVar(&o.json, "json", false, "print a JSON list, one object per epoch (block_time in RFC 3339, \"\" while unknown)")
-			return func(ctx context.Context, args []string) error { return runLog(ctx, o, args) }
+			return func(ctx context.Context, cio *cmdIO, args []string) error { return runLog(ctx, cio, o, args) }
 		},
 	})
 	register(&command{
@@ -58,7 +58,7 @@ func init() {
 			fs.StringVar(&o.category, "category", "", "the entity's category")
 			fs.Uint64Var(&o.block, "block", 0, "print the body as anchored at or before this block")
 			fs.BoolVar(&o.json, "json", false, "print the versions as a JSON list")
-			return func(ctx context.Context, args []string) error { return runHistory(ctx, o, args) }
+			return func(ctx context.Context, cio *cmdIO, args []string) error { return runHistory(ctx, cio, o, args) }
 		},
 	})
 	register(&command{
@@ -68,13 +68,13 @@ func init() {
 		setup: func(fs *pflag.FlagSet) runFunc {
 			o := &infoOptions{}
 			fs.BoolVar(&o.json, "json", false, "print one JSON object per file in a list")
-			return func(ctx context.Context, args []string) error { return runVerify(ctx, o, args) }
+			return func(ctx context.Context, cio *cmdIO, args []string) error { return runVerify(ctx, cio, o, args) }
 		},
 	})
 }
 
-func runStatus(ctx context.Context, o *infoOptions, args []string) error {
-	e, err := openVault(ctx, openOptions{})
+func runStatus(ctx context.Context, cio *cmdIO, o *infoOptions, args []string) error {
+	e, err := openVault(ctx, cio, openOptions{})
 	if err != nil {
 		return err
 	}
@@ -85,7 +85,7 @@ func runStatus(ctx context.Context, o *infoOptions, args []string) error {
 		_ = e.rep.Control(ctx, "refresh")
 	}
 	if o.next {
-		fmt.Fprintln(outw(ctx), nextFlushLine(ctx, e.rep))
+		fmt.Fprintln(cio.out, nextFlushLine(ctx, e.rep))
 		return nil
 	}
 	st, err := e.rep.Status()
@@ -93,43 +93,43 @@ func runStatus(ctx context.Context, o *infoOptions, args []string) error {
 		return err
 	}
 	if o.json {
-		printJSON(ctx, st)
+		printJSON(ctx, cio, st)
 		return nil
 	}
-	fmt.Fprintf(outw(ctx), "owner %s, tenant %q, space %s\n", st.Owner, st.Tenant, st.Space[:18])
-	fmt.Fprintf(outw(ctx), "chain %d at %s, contract %s\n", st.Chain.ChainID, st.Chain.RPC, st.Chain.Contract)
-	fmt.Fprintf(outw(ctx), "head seq %d (block %d), mirror seq %d\n", st.Head.Seq, st.Head.Block, st.Mirror.Seq)
+	fmt.Fprintf(cio.out, "owner %s, tenant %q, space %s\n", st.Owner, st.Tenant, st.Space[:18])
+	fmt.Fprintf(cio.out, "chain %d at %s, contract %s\n", st.Chain.ChainID, st.Chain.RPC, st.Chain.Contract)
+	fmt.Fprintf(cio.out, "head seq %d (block %d), mirror seq %d\n", st.Head.Seq, st.Head.Block, st.Mirror.Seq)
 	if st.Offline != "" {
-		fmt.Fprintln(outw(ctx), st.Offline)
+		fmt.Fprintln(cio.out, st.Offline)
 	}
-	fmt.Fprintf(outw(ctx), "staged: %d rows (%d bytes), %d deletions; oldest %ds\n", st.StagedRows, st.StagedBytes, st.StagedDels, st.OldestStaged)
+	fmt.Fprintf(cio.out, "staged: %d rows (%d bytes), %d deletions; oldest %ds\n", st.StagedRows, st.StagedBytes, st.StagedDels, st.OldestStaged)
 	if st.LocalFiles > 0 {
-		fmt.Fprintf(outw(ctx), "local only: %d files, never anchored (dotfiles and local-only rules)\n", st.LocalFiles)
+		fmt.Fprintf(cio.out, "local only: %d files, never anchored (dotfiles and local-only rules)\n", st.LocalFiles)
 	}
 	if st.StagedRows+st.StagedDels > 0 {
-		fmt.Fprintf(outw(ctx), "next flush would cost: %s\n", nextFlushLine(ctx, e.rep))
+		fmt.Fprintf(cio.out, "next flush would cost: %s\n", nextFlushLine(ctx, e.rep))
 	}
 	if st.NextFlush != "" {
-		fmt.Fprintf(outw(ctx), "next automatic flush: %s\n", st.NextFlush)
+		fmt.Fprintf(cio.out, "next automatic flush: %s\n", st.NextFlush)
 	} else if st.StagedRows+st.StagedDels > len(st.Held) {
-		fmt.Fprintln(outw(ctx), "next automatic flush: none scheduled here (not mounted): kintfs push, or the next mount")
+		fmt.Fprintln(cio.out, "next automatic flush: none scheduled here (not mounted): kintfs push, or the next mount")
 	}
-	fmt.Fprintf(outw(ctx), "last push: %s\n", opLine(st.LastPush))
-	fmt.Fprintf(outw(ctx), "last pull: %s\n", opLine(st.LastPull))
-	fmt.Fprintf(outw(ctx), "history: from seq %d; backfill %s\n", st.HistoryFrom.Seq, st.Backfill)
-	fmt.Fprintf(outw(ctx), "held: %d rows\n", len(st.Held))
+	fmt.Fprintf(cio.out, "last push: %s\n", opLine(st.LastPush))
+	fmt.Fprintf(cio.out, "last pull: %s\n", opLine(st.LastPull))
+	fmt.Fprintf(cio.out, "history: from seq %d; backfill %s\n", st.HistoryFrom.Seq, st.Backfill)
+	fmt.Fprintf(cio.out, "held: %d rows\n", len(st.Held))
 	for _, h := range st.Held {
-		fmt.Fprintf(outw(ctx), "held: %s: %s\n", heldName(h), h.Reason)
+		fmt.Fprintf(cio.out, "held: %s: %s\n", heldName(h), h.Reason)
 	}
 	for i := range st.Conflicts {
-		fmt.Fprintf(outw(ctx), "conflict: %s\n", conflictLine(&st.Conflicts[i]))
+		fmt.Fprintf(cio.out, "conflict: %s\n", conflictLine(&st.Conflicts[i]))
 	}
 	for _, g := range st.Gaps {
-		fmt.Fprintf(outw(ctx), "gap: epoch %d: %s\n", g.Seq, g.Reason)
+		fmt.Fprintf(cio.out, "gap: epoch %d: %s\n", g.Seq, g.Reason)
 	}
-	fmt.Fprintf(outw(ctx), "vault model: %s\n", st.VaultModel)
+	fmt.Fprintf(cio.out, "vault model: %s\n", st.VaultModel)
 	for _, x := range st.KintIncompatible {
-		fmt.Fprintf(outw(ctx), "kint cannot hold: %s: %s\n", x.Path, x.Reason)
+		fmt.Fprintf(cio.out, "kint cannot hold: %s: %s\n", x.Path, x.Reason)
 	}
 	return nil
 }
@@ -140,11 +140,11 @@ type logEntry struct {
 	BlockTime string `json:"block_time"` // RFC 3339 UTC; "" while not recorded
 }
 
-func runLog(ctx context.Context, o *infoOptions, args []string) error {
+func runLog(ctx context.Context, cio *cmdIO, o *infoOptions, args []string) error {
 	if len(args) > 0 {
 		return usagef("log takes no arguments")
 	}
-	e, err := openVault(ctx, openOptions{})
+	e, err := openVault(ctx, cio, openOptions{})
 	if err != nil {
 		return err
 	}
@@ -158,7 +158,7 @@ func runLog(ctx context.Context, o *infoOptions, args []string) error {
 		for _, ep := range eps {
 			out = append(out, logEntry{EpochInfo: ep, BlockTime: strings.Trim(blockTime(ep.Time), "-")})
 		}
-		printJSON(ctx, out)
+		printJSON(ctx, cio, out)
 		return nil
 	}
 	for _, ep := range eps {
@@ -166,7 +166,7 @@ func runLog(ctx context.Context, o *infoOptions, args []string) error {
 		if ep.Snapshot {
 			kind = "snapshot"
 		}
-		fmt.Fprintf(outw(ctx), "seq %-5d block %-9d %-8s rows %-5d deleted %-4d total %-6d bucket %-6d %s time %s tx %s\n",
+		fmt.Fprintf(cio.out, "seq %-5d block %-9d %-8s rows %-5d deleted %-4d total %-6d bucket %-6d %s time %s tx %s\n",
 			ep.Seq, ep.Block, kind, ep.Rows, ep.Deleted, ep.NRows, ep.Bucket, ep.CreatedAt, blockTime(ep.Time), ep.Tx)
 	}
 	return nil
@@ -190,7 +190,7 @@ func rowKeyArgs(o *infoOptions, tier, key string) (vault.Key, error) {
 
 // historyKey is the row history names: TIER KEY, or one PATH (a file in a mount, or
 // tier/key as the live tree spells it), and the tier and key to name it by.
-func historyKey(ctx context.Context, o *infoOptions, args []string) (vault.Key, []string, error) {
+func historyKey(ctx context.Context, cio *cmdIO, o *infoOptions, args []string) (vault.Key, []string, error) {
 	switch len(args) {
 	case 2:
 		k, err := rowKeyArgs(o, args[0], args[1])
@@ -199,7 +199,7 @@ func historyKey(ctx context.Context, o *infoOptions, args []string) (vault.Key, 
 	default:
 		return vault.Key{}, nil, usagef("history TIER KEY, or history PATH [--category C] [--block N] [--json]")
 	}
-	k, err := keyOfPath(ctx, args[0])
+	k, err := keyOfPath(ctx, cio, args[0])
 	var ue usageError
 	if errors.As(err, &ue) && strings.Contains(ue.msg, "is not inside a kintfs mount") {
 		// not a file of a mount: tier/key (entity/category/key) as the tree spells it
@@ -237,12 +237,12 @@ type historyEntry struct {
 	Leaf      string `json:"leaf"` // "" for a deletion
 }
 
-func runHistory(ctx context.Context, o *infoOptions, args []string) error {
-	k, args, err := historyKey(ctx, o, args)
+func runHistory(ctx context.Context, cio *cmdIO, o *infoOptions, args []string) error {
+	k, args, err := historyKey(ctx, cio, o, args)
 	if err != nil {
 		return err
 	}
-	e, err := openVault(ctx, openOptions{})
+	e, err := openVault(ctx, cio, openOptions{})
 	if err != nil {
 		return err
 	}
@@ -256,7 +256,7 @@ func runHistory(ctx context.Context, o *infoOptions, args []string) error {
 		if err != nil {
 			return fmt.Errorf("%s at block %d: %w", args[1], o.block, err)
 		}
-		outw(ctx).Write(body)
+		cio.out.Write(body)
 		return nil
 	}
 	vs, err := e.rep.Versions(k)
@@ -295,16 +295,16 @@ func runHistory(ctx context.Context, o *infoOptions, args []string) error {
 			}
 			out = append(out, h)
 		}
-		printJSON(ctx, out)
+		printJSON(ctx, cio, out)
 		return nil
 	}
 	for _, v := range vs {
 		at := fmt.Sprintf("seq %d block %d time %s tx %s", v.Anchor.Seq, v.Anchor.Block, blockTime(times[v.Anchor.Seq]), v.Anchor.Tx)
 		if v.Row == nil {
-			fmt.Fprintf(outw(ctx), "%s: deleted\n", at)
+			fmt.Fprintf(cio.out, "%s: deleted\n", at)
 			continue
 		}
-		fmt.Fprintf(outw(ctx), "%s: %d bytes, leaf %x\n", at, len(replica.RenderContent(v.Row)), seal.Leaf(v.Row))
+		fmt.Fprintf(cio.out, "%s: %d bytes, leaf %x\n", at, len(replica.RenderContent(v.Row)), seal.Leaf(v.Row))
 	}
 	return nil
 }
@@ -318,8 +318,8 @@ func blockTime(unix uint64) string {
 }
 
 // keyOfPath finds the mount a path lives in and the row key it names.
-func keyOfPath(ctx context.Context, path string) (vault.Key, error) {
-	abs, err := absPath(ctx, path)
+func keyOfPath(ctx context.Context, cio *cmdIO, path string) (vault.Key, error) {
+	abs, err := cio.absPath(path)
 	if err != nil {
 		return vault.Key{}, err
 	}
@@ -368,26 +368,26 @@ type verifyEntry struct {
 	Staged   bool   `json:"staged"` // the file has changes not yet anchored; the anchored version was proven
 }
 
-func runVerify(ctx context.Context, o *infoOptions, args []string) error {
+func runVerify(ctx context.Context, cio *cmdIO, o *infoOptions, args []string) error {
 	if len(args) == 0 {
 		return usagef("verify PATH...")
 	}
-	e, err := openVault(ctx, openOptions{noDial: offlineIn(ctx)})
+	e, err := openVault(ctx, cio, openOptions{noDial: offlineIn(ctx, cio)})
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	if err := verifyHead(ctx, e); err != nil {
+	if err := verifyHead(ctx, cio, e); err != nil {
 		return err
 	}
 	failed := 0
 	var entries []verifyEntry
 	if o.json {
-		defer func() { printJSON(ctx, entries) }()
+		defer func() { printJSON(ctx, cio, entries) }()
 		entries = []verifyEntry{}
 	}
 	for _, p := range args {
-		k, err := keyOfPath(ctx, p)
+		k, err := keyOfPath(ctx, cio, p)
 		if err != nil {
 			return err
 		}
@@ -396,7 +396,7 @@ func runVerify(ctx context.Context, o *infoOptions, args []string) error {
 			if o.json {
 				entries = append(entries, verifyEntry{Path: p, Error: err.Error()})
 			} else {
-				fmt.Fprintf(outw(ctx), "%s: FAILED: %v\n", p, err)
+				fmt.Fprintf(cio.out, "%s: FAILED: %v\n", p, err)
 			}
 			failed++
 			continue
@@ -413,7 +413,7 @@ func runVerify(ctx context.Context, o *infoOptions, args []string) error {
 		if proof.Staged {
 			note += " (the file has changes not yet anchored; the anchored version was proven)"
 		}
-		fmt.Fprintf(outw(ctx), "%s: ok: leaf %x in rows_root %x of epoch %d (block %d, tx %s), %d proof steps%s\n", p,
+		fmt.Fprintf(cio.out, "%s: ok: leaf %x in rows_root %x of epoch %d (block %d, tx %s), %d proof steps%s\n", p,
 			proof.Leaf[:8], proof.RowsRoot[:8], proof.Epoch.Seq, proof.Epoch.Block, proof.Epoch.Tx, len(proof.Steps), note)
 	}
 	if failed > 0 {
@@ -425,8 +425,8 @@ func runVerify(ctx context.Context, o *infoOptions, args []string) error {
 // verifyHead refuses, as kint's verify does, when the chain moved past this machine's mirror:
 // a proof against an old root would vouch for a value another machine replaced. A head that
 // cannot be read is a warning; KINT_OFFLINE=1 does not read it.
-func verifyHead(ctx context.Context, e *vaultEnv) error {
-	if offlineIn(ctx) {
+func verifyHead(ctx context.Context, cio *cmdIO, e *vaultEnv) error {
+	if offlineIn(ctx, cio) {
 		return nil
 	}
 	mirror, err := e.rep.MirrorHead()
@@ -441,7 +441,7 @@ func verifyHead(ctx context.Context, e *vaultEnv) error {
 		h, err = c.Head(ctx, e.vault.Owner, e.vault.Space)
 	}
 	if err != nil {
-		fmt.Fprintf(errw(ctx), "kintfs verify: chain head unavailable (%v); verifying against the local mirror only\n", err)
+		fmt.Fprintf(cio.err, "kintfs verify: chain head unavailable (%v); verifying against the local mirror only\n", err)
 		return nil
 	}
 	if h.Seq > mirror.Seq {

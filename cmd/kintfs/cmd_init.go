@@ -47,9 +47,9 @@ func init() {
 			fs.StringVar(&o.recoveryFile, "recovery-code-file", "", "read a recovery code from a file")
 			fs.BoolVar(&o.newVault, "new-vault", false, "create the vault when the chain has none for this owner and tenant (without it, init only joins)")
 			fs.BoolVar(&o.pull, "pull", false, "after joining, run the first pull here, with its progress, so that the first mount is current at once")
-			return func(ctx context.Context, args []string) error {
-				settingFlags(fs, setOf(ctx), map[string]*string{"KINT_TENANT": &o.tenant, "KINT_RPC_URL": &o.rpc, "KINT_CONTRACT": &o.contract})
-				return runInit(ctx, o, args)
+			return func(ctx context.Context, cio *cmdIO, args []string) error {
+				settingFlags(fs, cio.set, map[string]*string{"KINT_TENANT": &o.tenant, "KINT_RPC_URL": &o.rpc, "KINT_CONTRACT": &o.contract})
+				return runInit(ctx, cio, o, args)
 			}
 		},
 	})
@@ -60,28 +60,28 @@ func init() {
 		setup: func(fs *pflag.FlagSet) runFunc {
 			var owner string
 			fs.StringVar(&owner, "owner", "", "the owner's address")
-			return func(ctx context.Context, args []string) error {
+			return func(ctx context.Context, cio *cmdIO, args []string) error {
 				if !common.IsHexAddress(owner) {
 					return usagef("--owner must be an address")
 				}
-				fmt.Fprintln(outw(ctx), seal.CanonicalPayload(common.HexToAddress(owner)))
+				fmt.Fprintln(cio.out, seal.CanonicalPayload(common.HexToAddress(owner)))
 				return nil
 			}
 		},
 	})
 }
 
-func runInit(ctx context.Context, o *initOptions, args []string) error {
+func runInit(ctx context.Context, cio *cmdIO, o *initOptions, args []string) error {
 	if len(args) > 0 {
 		return usagef("init takes no arguments")
 	}
 	if !common.IsHexAddress(o.owner) {
 		return usagef("--owner must be an address")
 	}
-	if !offline(setOf(ctx)) && (o.rpc == "" || !common.IsHexAddress(o.contract)) {
+	if !offline(cio.set) && (o.rpc == "" || !common.IsHexAddress(o.contract)) {
 		return usagef("init needs --rpc (KINT_RPC_URL) and --contract (KINT_CONTRACT)")
 	}
-	home, err := defaultHome(setOf(ctx))
+	home, err := defaultHome(cio.set)
 	if err != nil {
 		return err
 	}
@@ -90,13 +90,13 @@ func runInit(ctx context.Context, o *initOptions, args []string) error {
 	if err := readInitSecret(o, &io); err != nil {
 		return err
 	}
-	if offline(setOf(ctx)) {
+	if offline(cio.set) {
 		if o.pull {
 			return usagef("init --pull reads the chain: unset KINT_OFFLINE, or leave out --pull")
 		}
-		return initOffline(ctx, io)
+		return initOffline(ctx, cio, io)
 	}
-	return initOnline(ctx, o, io)
+	return initOnline(ctx, cio, o, io)
 }
 
 // readInitSecret reads the one secret init was given into io: a passphrase, the owner's
@@ -147,8 +147,8 @@ func readInitSecret(o *initOptions, io *replica.InitOptions) error {
 
 // initOnline connects this machine to the vault on the chain, or creates it there. Off the
 // dev chain, a vault that has epochs is checked against a second RPC first.
-func initOnline(ctx context.Context, o *initOptions, io replica.InitOptions) error {
-	c, err := dialChain(ctx, setOf(ctx), o.rpc, io.Contract)
+func initOnline(ctx context.Context, cio *cmdIO, o *initOptions, io replica.InitOptions) error {
+	c, err := dialChain(ctx, cio.set, o.rpc, io.Contract)
 	if err != nil {
 		return fmt.Errorf("%w: %v", replica.ErrOffline, err)
 	}
@@ -161,7 +161,7 @@ func initOnline(ctx context.Context, o *initOptions, io replica.InitOptions) err
 			return fmt.Errorf("read head: %w", err)
 		}
 		if h.Seq > 0 {
-			if err := checkSecondRPC(ctx, setOf(ctx), o.rpc, io.Contract, c.ChainID(), owner, space, vault.Head{Seq: h.Seq, Digest: h.Digest, Block: h.Block}); err != nil {
+			if err := checkSecondRPC(ctx, cio.set, o.rpc, io.Contract, c.ChainID(), owner, space, vault.Head{Seq: h.Seq, Digest: h.Digest, Block: h.Block}); err != nil {
 				return err
 			}
 		}
@@ -171,12 +171,12 @@ func initOnline(ctx context.Context, o *initOptions, io replica.InitOptions) err
 		return err
 	}
 	if res.Created {
-		fmt.Fprintf(outw(ctx), "created a new vault for %s, tenant %q (space %s) on chain %d\n", res.Vault.Owner.Hex(), res.Vault.Tenant, res.Vault.Space16(), res.Vault.ChainID)
-		fmt.Fprintf(outw(ctx), "the recovery code is in %s: keep it offline; it is the only way back if the passphrase is lost\n", res.RecoveryFile)
+		fmt.Fprintf(cio.out, "created a new vault for %s, tenant %q (space %s) on chain %d\n", res.Vault.Owner.Hex(), res.Vault.Tenant, res.Vault.Space16(), res.Vault.ChainID)
+		fmt.Fprintf(cio.out, "the recovery code is in %s: keep it offline; it is the only way back if the passphrase is lost\n", res.RecoveryFile)
 	} else {
-		fmt.Fprintf(outw(ctx), "connected to the vault of %s, tenant %q (space %s): data key %s from epoch %d\n", res.Vault.Owner.Hex(), res.Vault.Tenant, res.Vault.Space16(), res.Vault.DekID, res.AdoptedAt)
+		fmt.Fprintf(cio.out, "connected to the vault of %s, tenant %q (space %s): data key %s from epoch %d\n", res.Vault.Owner.Hex(), res.Vault.Tenant, res.Vault.Space16(), res.Vault.DekID, res.AdoptedAt)
 		if o.pull {
-			return initPull(ctx)
+			return initPull(ctx, cio)
 		}
 	}
 	return nil
@@ -184,19 +184,19 @@ func initOnline(ctx context.Context, o *initOptions, io replica.InitOptions) err
 
 // initPull is init --pull's first pull, shown as kintfs pull shows it (a line per epoch, or
 // one updating line on a terminal). The vault is joined whatever it says.
-func initPull(ctx context.Context) error {
-	e, err := openVault(ctx, openOptions{chain: true, dek: true})
+func initPull(ctx context.Context, cio *cmdIO) error {
+	e, err := openVault(ctx, cio, openOptions{chain: true, dek: true})
 	if err != nil {
 		return fmt.Errorf("joined the vault, but the first pull did not start: %w", err)
 	}
 	defer e.Close()
-	pctx, endProgress := withProgress(ctx)
+	pctx, endProgress := withProgress(ctx, cio)
 	rep, err := e.rep.Pull(pctx, false)
 	endProgress()
 	if err != nil {
 		return fmt.Errorf("joined the vault, but the first pull stopped (kintfs pull or the mount goes on from there): %w", err)
 	}
-	fmt.Fprintf(outw(ctx), "mirror at seq %d (head %d): %d epochs applied, %d fetched, %d from cache, %d rows changed\n",
+	fmt.Fprintf(cio.out, "mirror at seq %d (head %d): %d epochs applied, %d fetched, %d from cache, %d rows changed\n",
 		rep.Mirror.Seq, rep.Head.Seq, rep.Applied, rep.Fetched, rep.FromCache, rep.Changed)
 	return nil
 }
@@ -204,8 +204,8 @@ func initPull(ctx context.Context) error {
 // initOffline is init under KINT_OFFLINE=1: the data key comes from the key wraps this
 // machine keeps in its vault config, and the head epoch's header is not read. Only a machine
 // that connected before can do it; a new vault needs the chain.
-func initOffline(ctx context.Context, io replica.InitOptions) error {
-	v, err := loadVaultConfig(setOf(ctx), io.Home)
+func initOffline(ctx context.Context, cio *cmdIO, io replica.InitOptions) error {
+	v, err := loadVaultConfig(cio.set, io.Home)
 	if err != nil {
 		return usagef("KINT_OFFLINE=1: this machine has no vault config to unlock from (%v); run kintfs init online first", err)
 	}
@@ -262,7 +262,7 @@ func initOffline(ctx context.Context, io replica.InitOptions) error {
 			return err
 		}
 	}
-	fmt.Fprintf(outw(ctx), "unlocked data key %s of the vault of %s, tenant %q (space %s) from this machine's key wraps; KINT_OFFLINE=1: the chain was not read\n",
+	fmt.Fprintf(cio.out, "unlocked data key %s of the vault of %s, tenant %q (space %s) from this machine's key wraps; KINT_OFFLINE=1: the chain was not read\n",
 		v.DekID, v.Owner.Hex(), v.Tenant, v.Space16())
 	return nil
 }

@@ -77,14 +77,13 @@ func init() {
 			fs.Int64Var(&o.uid, "uid", -1, "the user id that owns every file (default: the mounting user)")
 			fs.Int64Var(&o.gid, "gid", -1, "the group id that owns every file (default: the mounting user's group)")
 			fs.StringSliceVarP(&o.opts, "options", "o", nil, "mount options as in fstab, comma-separated: "+mountOptNames())
-			return func(ctx context.Context, args []string) error {
+			return func(ctx context.Context, cio *cmdIO, args []string) error {
 				over, err := applyMountOpts(fs, o.opts)
 				if err != nil {
 					return err
 				}
-				cio := ioOf(ctx)
 				cio.set = cio.set.with(over)
-				return runMount(ctx, o, args)
+				return runMount(ctx, cio, o, args)
 			}
 		},
 	})
@@ -157,13 +156,13 @@ func checkMountFlags(o *mountOptions, args []string) (r *mountRun, err error) {
 	return r, nil
 }
 
-func runMount(ctx context.Context, o *mountOptions, args []string) error {
+func runMount(ctx context.Context, cio *cmdIO, o *mountOptions, args []string) error {
 	r, err := checkMountFlags(o, args)
 	if err != nil {
 		return err
 	}
 	if o.daemon && os.Getenv(readyFDEnv) == "" {
-		return daemonize(ioOf(ctx).argv, setOf(ctx).environ(), o.logFile)
+		return daemonize(cio.argv, cio.set.environ(), o.logFile)
 	}
 	logger, closeLog, err := openLog(o.logFile)
 	if err != nil {
@@ -172,37 +171,37 @@ func runMount(ctx context.Context, o *mountOptions, args []string) error {
 	defer closeLog()
 	r.logger = logger
 	limitMemory()
-	if stop := startCPUProfile(setOf(ctx), r.say); stop != nil {
+	if stop := startCPUProfile(cio.set, r.say); stop != nil {
 		defer stop()
 	}
-	if stop := startHeapProfile(setOf(ctx), r.say); stop != nil {
+	if stop := startHeapProfile(cio.set, r.say); stop != nil {
 		defer stop()
 	}
-	stopDev, err := r.prepare(ctx)
+	stopDev, err := r.prepare(ctx, cio)
 	if err != nil {
 		return r.fail(err)
 	}
 	defer stopDev()
-	r.set = setOf(ctx) // with what --dev added
+	r.set = cio.set // with what --dev added
 	if o.vaultModel != "" {
 		if err := replica.SaveVaultModel(r.home, o.vaultModel); err != nil {
 			return r.fail(err)
 		}
 	}
 	restoreGC := collectOftenWhileLoading()
-	r.env, err = openVault(ctx, openOptions{dek: true, redial: true, readOnly: o.readOnly, log: r.replicaLog()})
+	r.env, err = openVault(ctx, cio, openOptions{dek: true, redial: true, readOnly: o.readOnly, log: r.replicaLog()})
 	restoreGC()
 	if err != nil {
 		return r.fail(err)
 	}
 	defer r.env.Close()
-	return r.serve(ctx)
+	return r.serve(ctx, cio)
 }
 
 // prepare readies the mountpoint and the home: a dead mount on the directory cleared, no other
 // mount of this home, with --dev the development chain started and the vault on it. The
 // returned func stops what it started.
-func (r *mountRun) prepare(ctx context.Context) (stop func(), err error) {
+func (r *mountRun) prepare(ctx context.Context, cio *cmdIO) (stop func(), err error) {
 	stop = func() {}
 	if r.absDir, err = filepath.Abs(r.dir); err != nil {
 		return stop, err
@@ -210,7 +209,7 @@ func (r *mountRun) prepare(ctx context.Context) (stop func(), err error) {
 	if err := clearStaleMount(r.dir, r.say); err != nil {
 		return stop, err
 	}
-	if r.home, err = defaultHome(setOf(ctx)); err != nil {
+	if r.home, err = defaultHome(cio.set); err != nil {
 		return stop, err
 	}
 	if _, err := r.home.Ensure(); err != nil {
@@ -220,7 +219,7 @@ func (r *mountRun) prepare(ctx context.Context) (stop func(), err error) {
 		return stop, err
 	}
 	if r.o.dev {
-		dc, err := devSetup(ctx, r.home, r.o.devChainID, r.say)
+		dc, err := devSetup(ctx, cio, r.home, r.o.devChainID, r.say)
 		if err != nil {
 			return stop, err
 		}
@@ -238,7 +237,7 @@ func (r *mountRun) prepare(ctx context.Context) (stop func(), err error) {
 
 // serve starts the worker, the FUSE server and the control socket, says the mount is ready,
 // and returns once it is unmounted and the worker has flushed.
-func (r *mountRun) serve(ctx context.Context) error {
+func (r *mountRun) serve(ctx context.Context, cio *cmdIO) error {
 	e := r.env
 	if e.client() == nil {
 		r.say("offline: cannot reach the RPC %s; serving the local replica, changes stay staged; trying again at each poll", redactURL(e.vault.RPC))
@@ -255,7 +254,7 @@ func (r *mountRun) serve(ctx context.Context) error {
 	// the mount's own context: what runs for the mount's lifetime stops with it
 	mctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ctl, err := serveControl(mctx, r.home, e, r.absDir, m.Settle, r.say)
+	ctl, err := serveControl(mctx, r.set, r.home, e, r.absDir, m.Settle, r.say)
 	if err != nil {
 		_ = m.Unmount()
 		_ = e.rep.StopWorker(context.Background())
@@ -284,7 +283,7 @@ func (r *mountRun) serve(ctx context.Context) error {
 		sdNotify("READY=1")
 		sdNotify("STATUS=" + state)
 		if showNextSteps(r.o, os.Stderr) {
-			fmt.Fprint(os.Stderr, nextSteps(r.absDir, kintfsCommand(setOf(ctx)), setOf(ctx).duration("KINT_QUIET_SECONDS")))
+			fmt.Fprint(os.Stderr, nextSteps(r.absDir, kintfsCommand(cio.set), cio.set.duration("KINT_QUIET_SECONDS")))
 		}
 	}()
 	r.waitUnmounted(m, sig)

@@ -23,18 +23,18 @@ func offline(set settings) bool { return set.on("KINT_OFFLINE") }
 
 // offlineIn is offline for a command that may run inside a mount, where the caller's
 // KINT_OFFLINE counts, not the mount's own.
-func offlineIn(ctx context.Context) bool {
-	if c := ioOf(ctx); c.env != nil {
+func offlineIn(ctx context.Context, cio *cmdIO) bool {
+	if c := cio; c.env != nil {
 		return c.offline
 	}
-	return offline(setOf(ctx))
+	return offline(cio.set)
 }
 
-func runRecoveryCode(ctx context.Context, args []string) error {
+func runRecoveryCode(ctx context.Context, cio *cmdIO, args []string) error {
 	if len(args) > 0 {
 		return usagef("recovery-code takes no arguments")
 	}
-	home, v, err := loadHomeVault(setOf(ctx))
+	home, v, err := loadHomeVault(cio.set)
 	if err != nil {
 		return err
 	}
@@ -46,13 +46,13 @@ func runRecoveryCode(ctx context.Context, args []string) error {
 		return err
 	}
 	id := seal.DEKID(dek)
-	if offline(setOf(ctx)) {
+	if offline(cio.set) {
 		// the vault config names the key this machine last sealed or adopted
 		if v.DekID != fmt.Sprintf("%x", id[:]) {
 			return usagef("the cached data key is not the vault's current key %s: kintfs init again first", v.DekID)
 		}
 	} else {
-		c, err := dialVaultChain(ctx, setOf(ctx), v)
+		c, err := dialVaultChain(ctx, cio.set, v)
 		if err != nil {
 			return fmt.Errorf("%w: %v (KINT_OFFLINE=1 checks against the vault config instead)", replica.ErrOffline, err)
 		}
@@ -69,6 +69,6 @@ func runRecoveryCode(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(outw(ctx), "wrote the recovery code to %s (mode 0600): copy it off this machine\n", path)
+	fmt.Fprintf(cio.out, "wrote the recovery code to %s (mode 0600): copy it off this machine\n", path)
 	return nil
 }

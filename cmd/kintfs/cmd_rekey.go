@@ -41,7 +41,7 @@ func init() {
 			fs.BoolVar(&o.dropMissing, "drop-missing", false, "rotate even though a key that opens the vault today was not given (it keeps opening only the epochs before the rotation)")
 			fs.BoolVar(&o.overSkipped, "over-skipped", false, overSkippedUsage)
 			fs.Uint64Var(&o.confirmations, "confirmations", 0, confirmationsUsage)
-			return func(ctx context.Context, args []string) error { return runRekey(ctx, o, args) }
+			return func(ctx context.Context, cio *cmdIO, args []string) error { return runRekey(ctx, cio, o, args) }
 		},
 	})
 }
@@ -57,22 +57,21 @@ func kindName(kind byte) string {
 	return fmt.Sprintf("kind 0x%02x", kind)
 }
 
-func runRekey(ctx context.Context, o *rekeyOptions, args []string) error {
+func runRekey(ctx context.Context, cio *cmdIO, o *rekeyOptions, args []string) error {
 	if len(args) > 0 {
 		return usagef("rekey takes no arguments")
 	}
-	cio := ioOf(ctx)
 	if cio.env != nil {
 		// inside the mount: the caller read the secrets and derived the keys
 		if len(cio.keys) == 0 {
 			return usagef("rekey: the keys did not reach the mount")
 		}
-		return rekeyWith(ctx, o, cio.keys)
+		return rekeyWith(ctx, cio, o, cio.keys)
 	}
 	if err := checkRekeyFlags(o); err != nil {
 		return err
 	}
-	home, v, err := loadHomeVault(setOf(ctx))
+	home, v, err := loadHomeVault(cio.set)
 	if err != nil {
 		return err
 	}
@@ -82,7 +81,7 @@ func runRekey(ctx context.Context, o *rekeyOptions, args []string) error {
 	}
 	// a running mount holds the database: the rekey runs there, with the derived keys (never
 	// the passphrase or signature) sent over its socket
-	if reply, ok := forwardRequestTo(home, forwardRequest{Argv: cio.argv, Keys: encodeKeys(keys), Offline: offline(setOf(ctx))}); ok {
+	if reply, ok := forwardRequestTo(home, forwardRequest{Argv: cio.argv, Keys: encodeKeys(keys), Offline: offline(cio.set)}); ok {
 		fmt.Fprint(cio.out, reply.Out)
 		fmt.Fprint(cio.err, reply.Err)
 		if reply.Code != exitOK {
@@ -90,7 +89,7 @@ func runRekey(ctx context.Context, o *rekeyOptions, args []string) error {
 		}
 		return nil
 	}
-	return rekeyWith(ctx, o, keys)
+	return rekeyWith(ctx, cio, o, keys)
 }
 
 // checkRekeyFlags refuses secrets given twice, or from places that cannot be, and a rekey
@@ -149,13 +148,13 @@ func rekeyKeys(o *rekeyOptions, v *homedir.VaultConfig) ([]replica.RekeyKey, err
 }
 
 // rekeyWith checks the keys against the wraps that open the vault today and rotates.
-func rekeyWith(ctx context.Context, o *rekeyOptions, keys []replica.RekeyKey) error {
-	e, err := openVault(ctx, openOptions{chain: true, dek: true})
+func rekeyWith(ctx context.Context, cio *cmdIO, o *rekeyOptions, keys []replica.RekeyKey) error {
+	e, err := openVault(ctx, cio, openOptions{chain: true, dek: true})
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	wraps, dekID, from, err := todaysWraps(ctx, e)
+	wraps, dekID, from, err := todaysWraps(ctx, cio, e)
 	if err != nil {
 		return err
 	}
@@ -171,9 +170,9 @@ func rekeyWith(ctx context.Context, o *rekeyOptions, keys []replica.RekeyKey) er
 			len(missing), from, strings.Join(missing, ", "))
 	}
 	for _, m := range missing {
-		fmt.Fprintf(errw(ctx), "kintfs rekey: dropping the key wrap %s (--drop-missing): it opens nothing sealed from now on\n", m)
+		fmt.Fprintf(cio.err, "kintfs rekey: dropping the key wrap %s (--drop-missing): it opens nothing sealed from now on\n", m)
 	}
-	pctx, endProgress := withProgress(ctx)
+	pctx, endProgress := withProgress(ctx, cio)
 	if err := e.rep.Control(pctx, "refresh"); err != nil && !errors.Is(err, replica.ErrGapOpen) {
 		endProgress()
 		return err
@@ -181,12 +180,12 @@ func rekeyWith(ctx context.Context, o *rekeyOptions, keys []replica.RekeyKey) er
 	_, rep, err := e.rep.RekeyKeys(pctx, uniq, replica.PushOptions{OverSkipped: o.overSkipped, Confirmations: o.confirmations})
 	endProgress()
 	if rep != nil {
-		printPushReport(ctx, rep)
+		printPushReport(ctx, cio, rep)
 	}
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(outw(ctx), "rekeyed: data key %s, wrapped under %d key(s); the new recovery code is in %s: copy it off this machine\n", e.vault.DekID, len(uniq),
+	fmt.Fprintf(cio.out, "rekeyed: data key %s, wrapped under %d key(s); the new recovery code is in %s: copy it off this machine\n", e.vault.DekID, len(uniq),
 		e.home.Path("RECOVERY-"+e.vault.Space16()+".txt"))
 	return nil
 }
@@ -194,10 +193,10 @@ func rekeyWith(ctx context.Context, o *rekeyOptions, keys []replica.RekeyKey) er
 // todaysWraps are the wraps that open the vault today, the data key they open and where they
 // were read: the head epoch's header (kint's rule), or with KINT_OFFLINE=1 (or before the
 // first epoch) the ones this machine last sealed or adopted.
-func todaysWraps(ctx context.Context, e *vaultEnv) (wraps []seal.Wrap, dekID, from string, err error) {
+func todaysWraps(ctx context.Context, cio *cmdIO, e *vaultEnv) (wraps []seal.Wrap, dekID, from string, err error) {
 	dekID = e.vault.DekID
 	from = "this machine's vault config (KINT_OFFLINE=1)"
-	if !offlineIn(ctx) {
+	if !offlineIn(ctx, cio) {
 		c := e.client()
 		if c == nil {
 			return nil, "", "", fmt.Errorf("%w: the head epoch's header cannot be read (KINT_OFFLINE=1 uses this machine's key wraps)", replica.ErrOffline)

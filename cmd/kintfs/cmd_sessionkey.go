@@ -43,21 +43,21 @@ func init() {
 			fs.BoolVar(&o.printDigest, "print-digest", false, "print the EIP-712 digest the owner must sign, and its deadline")
 			fs.StringVar(&o.sigFile, "signature-file", "", "the owner's signature over that digest (hex), read from a file or - (stdin)")
 			fs.Int64Var(&o.deadline, "deadline", 0, "the deadline the signature was made for (unix seconds)")
-			return func(ctx context.Context, args []string) error { return runAuthorize(ctx, o, args) }
+			return func(ctx context.Context, cio *cmdIO, args []string) error { return runAuthorize(ctx, cio, o, args) }
 		},
 	})
 }
 
-func runSessionKey(ctx context.Context, args []string) error {
+func runSessionKey(ctx context.Context, cio *cmdIO, args []string) error {
 	if len(args) != 1 || (args[0] != "create" && args[0] != "show" && args[0] != "rotate") {
 		return usagef("session-key create | show | rotate")
 	}
-	home, err := defaultHome(setOf(ctx))
+	home, err := defaultHome(cio.set)
 	if err != nil {
 		return err
 	}
 	if args[0] == "rotate" {
-		return rotateSessionKey(ctx, home)
+		return rotateSessionKey(ctx, cio, home)
 	}
 	if args[0] == "create" {
 		if key, err := loadSessionKey(home); err == nil {
@@ -67,7 +67,7 @@ func runSessionKey(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(outw(ctx), "session key %s created; fund it with a little ETH and run kintfs authorize\n", addr.Hex())
+		fmt.Fprintf(cio.out, "session key %s created; fund it with a little ETH and run kintfs authorize\n", addr.Hex())
 		return nil
 	}
 	key, err := loadSessionKey(home)
@@ -75,8 +75,8 @@ func runSessionKey(ctx context.Context, args []string) error {
 		return fmt.Errorf("%w: no session key on this machine (kintfs session-key create)", replica.ErrNotAuthorized)
 	}
 	addr := crypto.PubkeyToAddress(key.PublicKey)
-	fmt.Fprintf(outw(ctx), "session key: %s\n", addr.Hex())
-	e, err := openVault(ctx, openOptions{chain: true, noStore: true})
+	fmt.Fprintf(cio.out, "session key: %s\n", addr.Hex())
+	e, err := openVault(ctx, cio, openOptions{chain: true, noStore: true})
 	if err != nil {
 		return err
 	}
@@ -89,18 +89,18 @@ func runSessionKey(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(outw(ctx), "balance: %s ETH (%s wei)\n", chain.FormatETH(bal), bal)
+	fmt.Fprintf(cio.out, "balance: %s ETH (%s wei)\n", chain.FormatETH(bal), bal)
 	if exp == 0 {
-		fmt.Fprintf(outw(ctx), "authorized: no (kintfs authorize)\n")
+		fmt.Fprintf(cio.out, "authorized: no (kintfs authorize)\n")
 	} else {
-		fmt.Fprintf(outw(ctx), "authorized for %s until %s\n", e.vault.Owner.Hex(), time.Unix(int64(exp), 0).UTC().Format(time.RFC3339))
+		fmt.Fprintf(cio.out, "authorized for %s until %s\n", e.vault.Owner.Hex(), time.Unix(int64(exp), 0).UTC().Format(time.RFC3339))
 	}
 	return nil
 }
 
 // rotateSessionKey moves the keystore to session.old and creates a new key. An earlier
 // session.old is never overwritten: it may still hold funds.
-func rotateSessionKey(ctx context.Context, home homedir.Home) error {
+func rotateSessionKey(ctx context.Context, cio *cmdIO, home homedir.Home) error {
 	key, err := loadSessionKey(home)
 	if err != nil {
 		return fmt.Errorf("%w: no session key on this machine to rotate (kintfs session-key create)", replica.ErrNotAuthorized)
@@ -116,16 +116,16 @@ func rotateSessionKey(ctx context.Context, home homedir.Home) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(outw(ctx), "rotated: session key %s created; the old key %s is kept in %s\nfund the new key and run kintfs authorize (a running mount keeps the old key until it restarts)\n",
+	fmt.Fprintf(cio.out, "rotated: session key %s created; the old key %s is kept in %s\nfund the new key and run kintfs authorize (a running mount keeps the old key until it restarts)\n",
 		addr.Hex(), crypto.PubkeyToAddress(key.PublicKey).Hex(), old)
 	return nil
 }
 
-func runAuthorize(ctx context.Context, o *authorizeOptions, args []string) error {
+func runAuthorize(ctx context.Context, cio *cmdIO, o *authorizeOptions, args []string) error {
 	if len(args) > 1 || (len(args) == 1 && args[0] != "burn-nonce") {
 		return usagef("authorize [burn-nonce] [--expiry 720h] [--print-digest | --signature-file F --deadline UNIX]")
 	}
-	e, err := openVault(ctx, openOptions{chain: true, noStore: true})
+	e, err := openVault(ctx, cio, openOptions{chain: true, noStore: true})
 	if err != nil {
 		return err
 	}
@@ -136,7 +136,7 @@ func runAuthorize(ctx context.Context, o *authorizeOptions, args []string) error
 	}
 	addr := crypto.PubkeyToAddress(key.PublicKey)
 	if len(args) == 1 {
-		return burnNonce(ctx, e, addr)
+		return burnNonce(ctx, cio, e, addr)
 	}
 	expiry := uint64(time.Now().Add(o.expiry).Unix())
 	switch {
@@ -146,8 +146,8 @@ func runAuthorize(ctx context.Context, o *authorizeOptions, args []string) error
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(outw(ctx), "sign this digest with the owner's key (no prefix), then run\n  kintfs authorize --signature-file FILE --deadline %s --expiry %s\n", deadline, o.expiry)
-		fmt.Fprintf(outw(ctx), "digest: %s\nsession key: %s\nexpiry: %d\nnonce: %s\n", d.Hex(), addr.Hex(), expiry, nonce)
+		fmt.Fprintf(cio.out, "sign this digest with the owner's key (no prefix), then run\n  kintfs authorize --signature-file FILE --deadline %s --expiry %s\n", deadline, o.expiry)
+		fmt.Fprintf(cio.out, "digest: %s\nsession key: %s\nexpiry: %d\nnonce: %s\n", d.Hex(), addr.Hex(), expiry, nonce)
 		return nil
 	case o.sigFile != "":
 		s, err := readSecret(o.sigFile, false, "signature")
@@ -165,7 +165,7 @@ func runAuthorize(ctx context.Context, o *authorizeOptions, args []string) error
 			return err
 		}
 	default:
-		owner, err := ownerKey(setOf(ctx), e, "or use --print-digest and --signature-file")
+		owner, err := ownerKey(cio.set, e, "or use --print-digest and --signature-file")
 		if err != nil {
 			return err
 		}
@@ -173,7 +173,7 @@ func runAuthorize(ctx context.Context, o *authorizeOptions, args []string) error
 			return err
 		}
 	}
-	fmt.Fprintf(outw(ctx), "session key %s may push for %s until %s\n", addr.Hex(), e.vault.Owner.Hex(), time.Unix(int64(expiry), 0).UTC().Format(time.RFC3339))
+	fmt.Fprintf(cio.out, "session key %s may push for %s until %s\n", addr.Hex(), e.vault.Owner.Hex(), time.Unix(int64(expiry), 0).UTC().Format(time.RFC3339))
 	return nil
 }
 
@@ -195,8 +195,8 @@ func ownerKey(set settings, e *vaultEnv, alt string) (*ecdsa.PrivateKey, error) 
 
 // burnNonce sends setSessionKey from the owner with the session key's current expiry: the
 // authorization nonce goes up by one, cancelling every authorization signed and never sent.
-func burnNonce(ctx context.Context, e *vaultEnv, addr common.Address) error {
-	owner, err := ownerKey(setOf(ctx), e, "")
+func burnNonce(ctx context.Context, cio *cmdIO, e *vaultEnv, addr common.Address) error {
+	owner, err := ownerKey(cio.set, e, "")
 	if err != nil {
 		return err
 	}
@@ -217,6 +217,6 @@ func burnNonce(ctx context.Context, e *vaultEnv, addr common.Address) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(outw(ctx), "burned authorization nonce %s (now %s): every signed, unsent authorization is void; session key %s keeps its expiry\n", before, after, addr.Hex())
+	fmt.Fprintf(cio.out, "burned authorization nonce %s (now %s): every signed, unsent authorization is void; session key %s keeps its expiry\n", before, after, addr.Hex())
 	return nil
 }

@@ -36,8 +36,8 @@ func init() {
 			fs.BoolVar(&o.dryRun, "dry-run", false, "report what would be anchored and send nothing")
 			fs.BoolVar(&o.json, "json", false, "print the report as JSON")
 			fs.Uint64Var(&o.confirmations, "confirmations", 0, confirmationsUsage)
-			return func(ctx context.Context, args []string) error {
-				return runPush(ctx, o, replica.PushOptions{DryRun: o.dryRun, Confirmations: o.confirmations})
+			return func(ctx context.Context, cio *cmdIO, args []string) error {
+				return runPush(ctx, cio, o, replica.PushOptions{DryRun: o.dryRun, Confirmations: o.confirmations})
 			}
 		},
 	})
@@ -51,8 +51,8 @@ func init() {
 			fs.BoolVar(&o.json, "json", false, "print the report as JSON")
 			fs.BoolVar(&o.overSkipped, "over-skipped", false, overSkippedUsage)
 			fs.Uint64Var(&o.confirmations, "confirmations", 0, confirmationsUsage)
-			return func(ctx context.Context, args []string) error {
-				return runPush(ctx, o, replica.PushOptions{DryRun: o.dryRun, Snapshot: true, OverSkipped: o.overSkipped, Confirmations: o.confirmations})
+			return func(ctx context.Context, cio *cmdIO, args []string) error {
+				return runPush(ctx, cio, o, replica.PushOptions{DryRun: o.dryRun, Snapshot: true, OverSkipped: o.overSkipped, Confirmations: o.confirmations})
 			}
 		},
 	})
@@ -65,23 +65,23 @@ func init() {
 			fs.BoolVar(&o.full, "full", false, "walk past snapshots to the first epoch and cache all history")
 			fs.BoolVar(&o.discardLocal, "discard-local", false, "move this machine's local state (staged rows included) aside to a dated backup in KINT_HOME and restore from the chain: the way out of a fork")
 			fs.BoolVar(&o.json, "json", false, "print the report as JSON")
-			return func(ctx context.Context, args []string) error { return runPull(ctx, o, args) }
+			return func(ctx context.Context, cio *cmdIO, args []string) error { return runPull(ctx, cio, o, args) }
 		},
 	})
 }
 
-func printJSON(ctx context.Context, v any) {
+func printJSON(ctx context.Context, cio *cmdIO, v any) {
 	b, _ := json.MarshalIndent(v, "", "  ")
-	fmt.Fprintln(outw(ctx), string(b))
+	fmt.Fprintln(cio.out, string(b))
 }
 
-func runPush(ctx context.Context, o *syncOptions, opt replica.PushOptions) error {
-	e, err := openVault(ctx, openOptions{chain: !opt.DryRun, dek: true})
+func runPush(ctx context.Context, cio *cmdIO, o *syncOptions, opt replica.PushOptions) error {
+	e, err := openVault(ctx, cio, openOptions{chain: !opt.DryRun, dek: true})
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	pctx, endProgress := withProgress(ctx)
+	pctx, endProgress := withProgress(ctx, cio)
 	if !opt.DryRun {
 		// another machine may have pushed: rebase on it first, as the mount does. A pull that
 		// stopped at an epoch this machine cannot apply is for the push itself to answer: it
@@ -94,21 +94,21 @@ func runPush(ctx context.Context, o *syncOptions, opt replica.PushOptions) error
 	rep, err := e.rep.Push(pctx, opt)
 	endProgress()
 	if rep != nil && o.json {
-		printJSON(ctx, rep)
+		printJSON(ctx, cio, rep)
 	} else if rep != nil {
-		printPushReport(ctx, rep)
+		printPushReport(ctx, cio, rep)
 	}
 	return err
 }
 
-func printPushReport(ctx context.Context, rep *replica.PushReport) {
+func printPushReport(ctx context.Context, cio *cmdIO, rep *replica.PushReport) {
 	for _, h := range rep.Held {
-		fmt.Fprintf(errw(ctx), "held: %s: %s\n", heldName(h), h.Reason)
+		fmt.Fprintf(cio.err, "held: %s: %s\n", heldName(h), h.Reason)
 	}
 	for _, r := range rep.Raised {
-		fmt.Fprintf(errw(ctx), "bucket: epoch %d raises the vault's bucket from %d to %d for good: %s\n", r.Seq, r.From, r.To, r.Why)
+		fmt.Fprintf(cio.err, "bucket: epoch %d raises the vault's bucket from %d to %d for good: %s\n", r.Seq, r.From, r.To, r.Why)
 	}
-	w := outw(ctx)
+	w := cio.out
 	if rep.DryRun {
 		fmt.Fprintf(w, "would anchor %d rows and %d deletions in %d epoch(s); nothing sent\n", rep.Rows, rep.Deleted, rep.Chunks)
 		for _, pe := range rep.Plan {
@@ -181,37 +181,37 @@ func heldName(h vault.HeldRow) string {
 	return h.Tier + " " + h.Key
 }
 
-func runPull(ctx context.Context, o *syncOptions, args []string) error {
+func runPull(ctx context.Context, cio *cmdIO, o *syncOptions, args []string) error {
 	if len(args) > 0 {
 		return usagef("pull takes no arguments")
 	}
 	if o.discardLocal {
-		if err := discardLocal(ctx); err != nil {
+		if err := discardLocal(ctx, cio); err != nil {
 			return err
 		}
 	}
-	e, err := openVault(ctx, openOptions{chain: true, dek: true})
+	e, err := openVault(ctx, cio, openOptions{chain: true, dek: true})
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	if stop := startCPUProfile(setOf(ctx), func(f string, a ...any) { fmt.Fprintf(errw(ctx), "kintfs: "+f+"\n", a...) }); stop != nil {
+	if stop := startCPUProfile(cio.set, func(f string, a ...any) { fmt.Fprintf(cio.err, "kintfs: "+f+"\n", a...) }); stop != nil {
 		defer stop() // KINTFS_CPUPROFILE, for benchmarks of a restore
 	}
-	pctx, endProgress := withProgress(ctx)
+	pctx, endProgress := withProgress(ctx, cio)
 	rep, err := e.rep.Pull(pctx, o.full)
 	endProgress()
 	if rep != nil && o.json {
-		printJSON(ctx, rep)
+		printJSON(ctx, cio, rep)
 	} else if rep != nil {
 		for _, g := range rep.Skipped {
-			fmt.Fprintf(errw(ctx), "skipped epoch %d: %s (superseded by snapshot %d)\n", g.Seq, g.Reason, g.SupersededBy)
+			fmt.Fprintf(cio.err, "skipped epoch %d: %s (superseded by snapshot %d)\n", g.Seq, g.Reason, g.SupersededBy)
 		}
 		for _, c := range rep.Conflicts {
-			fmt.Fprintf(errw(ctx), "conflict: %s %s: the chain's version stays, yours is in %s\n", c.Tier, c.Key, c.Copy)
+			fmt.Fprintf(cio.err, "conflict: %s %s: the chain's version stays, yours is in %s\n", c.Tier, c.Key, c.Copy)
 		}
 		if err == nil {
-			fmt.Fprintf(outw(ctx), "mirror at seq %d (head %d): %d epochs applied, %d fetched, %d from cache, %d rows changed\n",
+			fmt.Fprintf(cio.out, "mirror at seq %d (head %d): %d epochs applied, %d fetched, %d from cache, %d rows changed\n",
 				rep.Mirror.Seq, rep.Head.Seq, rep.Applied, rep.Fetched, rep.FromCache, rep.Changed)
 		}
 	}
@@ -220,19 +220,19 @@ func runPull(ctx context.Context, o *syncOptions, args []string) error {
 
 // discardLocal moves the local state aside before a pull --discard-local. The mount holds
 // the state, so it refuses there.
-func discardLocal(ctx context.Context) error {
-	home, err := defaultHome(setOf(ctx))
+func discardLocal(ctx context.Context, cio *cmdIO) error {
+	home, err := defaultHome(cio.set)
 	if err != nil {
 		return err
 	}
-	if ioOf(ctx).env != nil {
+	if cio.env != nil {
 		dir, _ := mountedAt(home)
 		return mountedError{dir}
 	}
 	if err := refuseIfMounted(home); err != nil {
 		return err
 	}
-	v, err := loadVaultConfig(setOf(ctx), home)
+	v, err := loadVaultConfig(cio.set, home)
 	if err != nil {
 		return err
 	}
@@ -244,6 +244,6 @@ func discardLocal(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(errw(ctx), "kintfs pull: moved this machine's local state aside to %s (kept: its unanchored changes are there); restoring from the chain\n", backup)
+	fmt.Fprintf(cio.err, "kintfs pull: moved this machine's local state aside to %s (kept: its unanchored changes are there); restoring from the chain\n", backup)
 	return nil
 }

@@ -32,12 +32,12 @@ func init() {
 			o := &unmountOptions{}
 			fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "how long the flush and the unmount may take in all, from the call")
 			fs.BoolVar(&o.noFlush, "no-flush", false, "unmount without anchoring first (staged rows stay staged)")
-			return func(ctx context.Context, args []string) error { return runUnmount(ctx, o, args) }
+			return func(ctx context.Context, cio *cmdIO, args []string) error { return runUnmount(ctx, cio, o, args) }
 		},
 	})
 }
 
-func runUnmount(ctx context.Context, o *unmountOptions, args []string) error {
+func runUnmount(ctx context.Context, cio *cmdIO, o *unmountOptions, args []string) error {
 	if len(args) != 1 {
 		return usagef("unmount takes one mountpoint")
 	}
@@ -49,11 +49,11 @@ func runUnmount(ctx context.Context, o *unmountOptions, args []string) error {
 	var flushErr error
 	if o.noFlush {
 		// the mount process anchors on its way out unless told not to
-		if err := mountCommand(ctx, dir, "no-flush", time.Until(deadline), o.timeout); err != nil {
+		if err := mountCommand(ctx, cio, dir, "no-flush", time.Until(deadline), o.timeout); err != nil {
 			return fmt.Errorf("%s was not unmounted: telling the mount not to flush failed: %w", dir, err)
 		}
 	} else {
-		flushErr = mountCommand(ctx, dir, "flush", time.Until(deadline), o.timeout)
+		flushErr = mountCommand(ctx, cio, dir, "flush", time.Until(deadline), o.timeout)
 	}
 	for {
 		busy, err := fuseUnmount(dir)
@@ -66,7 +66,7 @@ func runUnmount(ctx context.Context, o *unmountOptions, args []string) error {
 		}
 		if o.noFlush {
 			// still mounted: its later exit (SIGTERM, fusermount3 -u) flushes as before
-			_ = mountCommand(context.Background(), dir, "flush-on-exit", 5*time.Second, 5*time.Second)
+			_ = mountCommand(context.Background(), cio, dir, "flush-on-exit", 5*time.Second, 5*time.Second)
 		}
 		if !busy {
 			return err
@@ -99,13 +99,13 @@ func resolveMountpoint(dir string) string {
 // bounded by timeout: through the mount's socket when it is this KINT_HOME's mount (the
 // caller then holds nothing open on the mount and may stop waiting), else by writing it to
 // its control file. total is --timeout, which the messages name.
-func mountCommand(ctx context.Context, dir, cmd string, timeout, total time.Duration) error {
+func mountCommand(ctx context.Context, cio *cmdIO, dir, cmd string, timeout, total time.Duration) error {
 	if timeout <= 0 {
 		return fmt.Errorf("not finished after %s", total)
 	}
-	if home, err := defaultHome(setOf(ctx)); err == nil {
+	if home, err := defaultHome(cio.set); err == nil {
 		if at, ok := mountedAt(home); ok && at == dir {
-			return commandBySocket(ctx, home, cmd, timeout, total)
+			return commandBySocket(ctx, cio, home, cmd, timeout, total)
 		}
 	}
 	done := make(chan error, 1)
@@ -131,7 +131,7 @@ func mountCommand(ctx context.Context, dir, cmd string, timeout, total time.Dura
 	}
 }
 
-func commandBySocket(ctx context.Context, home homedir.Home, cmd string, timeout, total time.Duration) error {
+func commandBySocket(ctx context.Context, cio *cmdIO, home homedir.Home, cmd string, timeout, total time.Duration) error {
 	conn, err := net.DialTimeout("unix", home.Path(mountSocket), 2*time.Second)
 	if err != nil {
 		return err
@@ -144,7 +144,7 @@ func commandBySocket(ctx context.Context, home homedir.Home, cmd string, timeout
 		return err
 	}
 	dec := json.NewDecoder(conn)
-	pp := newProgressPrinter(errw(ctx))
+	pp := newProgressPrinter(cio.err)
 	defer pp.end()
 	for {
 		reply = forwardReply{}

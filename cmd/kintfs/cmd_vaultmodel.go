@@ -20,21 +20,21 @@ func init() {
 	})
 }
 
-func runVaultModel(ctx context.Context, args []string) error {
+func runVaultModel(ctx context.Context, cio *cmdIO, args []string) error {
 	if len(args) > 1 || len(args) == 1 && args[0] != vault.ModelKint && args[0] != vault.ModelFull {
 		return usagef("vault-model [kint | full]")
 	}
-	if e := ioOf(ctx).env; e != nil {
+	if e := cio.env; e != nil {
 		// inside the mount: the engine changes with vault.json
 		if len(args) == 1 {
 			if err := e.rep.SetVaultModel(args[0]); err != nil {
 				return err
 			}
 		}
-		fmt.Fprintln(outw(ctx), e.rep.Model())
+		fmt.Fprintln(cio.out, e.rep.Model())
 		return nil
 	}
-	home, err := defaultHome(setOf(ctx))
+	home, err := defaultHome(cio.set)
 	if err != nil {
 		return err
 	}
@@ -47,7 +47,7 @@ func runVaultModel(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(outw(ctx), modelName(v.Model))
+	fmt.Fprintln(cio.out, modelName(v.Model))
 	return nil
 }
 

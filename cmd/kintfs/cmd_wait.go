@@ -27,12 +27,12 @@ func init() {
 			fs.Uint64Var(&o.block, "block", 0, "wait until the mirror stands at or past this block")
 			fs.Uint64Var(&o.seq, "seq", 0, "wait until the mirror stands at or past this seq")
 			fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up after this long")
-			return func(ctx context.Context, args []string) error { return runWait(ctx, o, args) }
+			return func(ctx context.Context, cio *cmdIO, args []string) error { return runWait(ctx, cio, o, args) }
 		},
 	})
 }
 
-func runWait(ctx context.Context, o *waitOptions, args []string) error {
+func runWait(ctx context.Context, cio *cmdIO, o *waitOptions, args []string) error {
 	if len(args) != 1 || (o.block == 0 && o.seq == 0) {
 		return usagef("wait (--block N | --seq N) MOUNTPOINT")
 	}
@@ -53,7 +53,7 @@ func runWait(ctx context.Context, o *waitOptions, args []string) error {
 			return fmt.Errorf("read %s: %w", status, err)
 		}
 		if (o.block == 0 || st.Mirror.Block >= o.block) && (o.seq == 0 || st.Mirror.Seq >= o.seq) {
-			fmt.Fprintf(outw(ctx), "mirror at seq %d, block %d\n", st.Mirror.Seq, st.Mirror.Block)
+			fmt.Fprintf(cio.out, "mirror at seq %d, block %d\n", st.Mirror.Seq, st.Mirror.Block)
 			return nil
 		}
 		if time.Now().After(deadline) {

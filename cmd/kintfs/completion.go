@@ -14,21 +14,21 @@ func init() {
 		name:  "completion",
 		usage: "bash | zsh | fish",
 		short: "print a shell completion script (bash: source <(kintfs completion bash))",
-		run: func(ctx context.Context, args []string) error {
+		run: func(ctx context.Context, cio *cmdIO, args []string) error {
 			if len(args) != 1 {
 				return usagef("completion takes one shell: bash, zsh or fish")
 			}
-			return writeCompletion(outw(ctx), args[0])
+			return writeCompletion(cio.out, args[0])
 		},
 	})
 	register(&command{
 		name:  "man",
 		short: "print the manual page (roff), made from the same table as --help",
-		run: func(ctx context.Context, args []string) error {
+		run: func(ctx context.Context, cio *cmdIO, args []string) error {
 			if len(args) != 0 {
 				return usagef("man takes no arguments")
 			}
-			fmt.Fprint(outw(ctx), manPage())
+			fmt.Fprint(cio.out, manPage())
 			return nil
 		},
 	})

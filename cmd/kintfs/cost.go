@@ -24,11 +24,11 @@ func init() {
 	})
 }
 
-func runBucketPolicy(ctx context.Context, args []string) error {
+func runBucketPolicy(ctx context.Context, cio *cmdIO, args []string) error {
 	if len(args) > 1 {
 		return usagef("bucket-policy takes at most one argument: low or kint")
 	}
-	e, err := openVault(ctx, openOptions{noDial: true})
+	e, err := openVault(ctx, cio, openOptions{noDial: true})
 	if err != nil {
 		return err
 	}
@@ -45,7 +45,7 @@ func runBucketPolicy(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(outw(ctx), "bucket policy %s; the vault's bucket is %d\n", e.rep.BucketPolicy(), b)
+	fmt.Fprintf(cio.out, "bucket policy %s; the vault's bucket is %d\n", e.rep.BucketPolicy(), b)
 	return nil
 }
 
@@ -82,9 +82,9 @@ func nextFlushLine(ctx context.Context, rep *replica.Replica) string {
 
 // doctorNextFlush is nextFlushLine for doctor: from the mount when one runs, else from the
 // vault opened here.
-func doctorNextFlush(ctx context.Context, home homedir.Home, v *homedir.VaultConfig, c *chain.Client) string {
+func doctorNextFlush(ctx context.Context, cio *cmdIO, home homedir.Home, v *homedir.VaultConfig, c *chain.Client) string {
 	if _, mounted := mountedAt(home); mounted {
-		reply, ok := forward(setOf(ctx), []string{"status", "--next-flush"})
+		reply, ok := forward(cio.set, []string{"status", "--next-flush"})
 		if !ok || reply.Code != 0 {
 			return "not estimated: the mount did not answer: " + strings.TrimSpace(reply.Err)
 		}

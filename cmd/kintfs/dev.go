@@ -27,7 +27,7 @@ import (
 // home to a vault on it owned by the first dev account: the newcomer's whole set-up. chainID
 // 0 is the one the chain was created with, else 1337; another id than the existing chain's is
 // refused.
-func devSetup(ctx context.Context, home homedir.Home, chainID uint64, say func(string, ...any)) (*devchain.DevChain, error) {
+func devSetup(ctx context.Context, cio *cmdIO, home homedir.Home, chainID uint64, say func(string, ...any)) (*devchain.DevChain, error) {
 	dir, err := home.Ensure("devchain")
 	if err != nil {
 		return nil, err
@@ -40,10 +40,10 @@ func devSetup(ctx context.Context, home homedir.Home, chainID uint64, say func(s
 	if err != nil {
 		return nil, err
 	}
-	if cio := ioOf(ctx); cio.set.given("KINT_WS_URL") == "" && info.WS != "" {
+	if cio.set.given("KINT_WS_URL") == "" && info.WS != "" {
 		cio.set = cio.set.with(map[string]string{"KINT_WS_URL": info.WS}) // the mount subscribes on the dev chain's websocket
 	}
-	if err := devConnect(ctx, home, info, say); err != nil {
+	if err := devConnect(ctx, cio, home, info, say); err != nil {
 		if dc != nil {
 			dc.Close()
 		}
@@ -88,7 +88,7 @@ func startDevChain(dir string, chainID uint64, say func(string, ...any)) (*devch
 
 // devConnect connects home to the dev owner's vault on the development chain, creating it
 // on first use, and readies the session key.
-func devConnect(ctx context.Context, home homedir.Home, info devchain.Info, say func(string, ...any)) error {
+func devConnect(ctx context.Context, cio *cmdIO, home homedir.Home, info devchain.Info, say func(string, ...any)) error {
 	if len(info.Accounts) == 0 {
 		return errors.New("the development chain has no dev accounts")
 	}
@@ -97,7 +97,7 @@ func devConnect(ctx context.Context, home homedir.Home, info devchain.Info, say 
 		return err
 	}
 	contract := common.HexToAddress(info.Contract)
-	c, err := dialChain(ctx, setOf(ctx), info.RPC, contract)
+	c, err := dialChain(ctx, cio.set, info.RPC, contract)
 	if err != nil {
 		return err
 	}
@@ -112,7 +112,7 @@ func devConnect(ctx context.Context, home homedir.Home, info devchain.Info, say 
 			return err
 		}
 	case errors.Is(err, homedir.ErrNoVault):
-		if err := devInit(ctx, home, info, c, crypto.PubkeyToAddress(ownerKey.PublicKey), say); err != nil {
+		if err := devInit(ctx, cio, home, info, c, crypto.PubkeyToAddress(ownerKey.PublicKey), say); err != nil {
 			return err
 		}
 	default:
@@ -123,12 +123,12 @@ func devConnect(ctx context.Context, home homedir.Home, info devchain.Info, say 
 
 // devInit creates the dev owner's vault (tenant KINT_TENANT, else dev) under a passphrase of
 // devPassphrase.
-func devInit(ctx context.Context, home homedir.Home, info devchain.Info, c *chain.Client, owner common.Address, say func(string, ...any)) error {
-	pass, where, err := devPassphrase(setOf(ctx), home)
+func devInit(ctx context.Context, cio *cmdIO, home homedir.Home, info devchain.Info, c *chain.Client, owner common.Address, say func(string, ...any)) error {
+	pass, where, err := devPassphrase(cio.set, home)
 	if err != nil {
 		return err
 	}
-	tenant := setOf(ctx).given("KINT_TENANT")
+	tenant := cio.set.given("KINT_TENANT")
 	if tenant == "" {
 		tenant = "dev"
 	}

@@ -55,20 +55,21 @@ func (e *vaultEnv) client() *chain.Client {
 	return c
 }
 
-// defaultHome is KINT_HOME, else ~/.kint.
+// defaultHome is KINT_HOME, else ~/.kint, keeping its local secret and cached keys as the
+// settings say (localOf).
 func defaultHome(set settings) (homedir.Home, error) {
 	if h := set.given("KINT_HOME"); h != "" {
-		return homedir.Home(h), nil
+		return homedir.Home{Dir: h, Local: localOf(set)}, nil
 	}
 	dir, err := os.UserHomeDir()
 	if err != nil {
-		return "", fmt.Errorf("no KINT_HOME and no home directory: %w", err)
+		return homedir.Home{}, fmt.Errorf("no KINT_HOME and no home directory: %w", err)
 	}
-	return homedir.Home(filepath.Join(dir, ".kint")), nil
+	return homedir.Home{Dir: filepath.Join(dir, ".kint"), Local: localOf(set)}, nil
 }
 
-// localOf is how the homes of this process keep their local secret and cached keys:
-// KINT_SESSION_PASSPHRASE, KINT_NO_KEYCHAIN=1 and KINT_KEY_TTL (a Go duration or seconds).
+// localOf is how a home keeps its local secret and cached keys: KINT_SESSION_PASSPHRASE,
+// KINT_NO_KEYCHAIN=1 and KINT_KEY_TTL (a Go duration or seconds).
 func localOf(set settings) homedir.Local {
 	return homedir.Local{SessionPassphrase: set.given("KINT_SESSION_PASSPHRASE"), NoKeychain: set.on("KINT_NO_KEYCHAIN"),
 		KeyTTL: set.duration("KINT_KEY_TTL")}
@@ -87,11 +88,11 @@ type openOptions struct {
 }
 
 // openVault opens the vault this KINT_HOME is connected to.
-func openVault(ctx context.Context, o openOptions) (*vaultEnv, error) {
-	if e := ioOf(ctx).env; e != nil {
+func openVault(ctx context.Context, cio *cmdIO, o openOptions) (*vaultEnv, error) {
+	if e := cio.env; e != nil {
 		return &vaultEnv{home: e.home, vault: e.vault, rep: e.rep, shared: true}, nil
 	}
-	set := setOf(ctx) // read here: the engine's own contexts (a redial, a cold start) carry none
+	set := cio.set
 	home, v, err := loadHomeVault(set)
 	if err != nil {
 		return nil, err
@@ -164,7 +165,7 @@ func openVault(ctx context.Context, o openOptions) (*vaultEnv, error) {
 func loadHomeVault(set settings) (homedir.Home, *homedir.VaultConfig, error) {
 	home, err := defaultHome(set)
 	if err != nil {
-		return "", nil, err
+		return homedir.Home{}, nil, err
 	}
 	v, err := loadVaultConfig(set, home)
 	return home, v, err

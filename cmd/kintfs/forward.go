@@ -31,9 +31,10 @@ var forwarded = map[string]bool{"status": true, "conflicts": true, "push": true,
 
 const mountSocket = "mount.sock"
 
-type ioKey struct{}
-
-// cmdIO is where a command writes, and the open vault when it runs inside a mount.
+// cmdIO is what a command reads and writes besides its flags: where it writes, the settings
+// main read once, and the open vault when it runs inside a mount. runIO builds one per run and
+// passes it to the command, which passes it on to whatever needs it: nothing travels in a
+// context value.
 type cmdIO struct {
 	out, err io.Writer
 	env      *vaultEnv
@@ -47,22 +48,9 @@ type cmdIO struct {
 	progress func(replica.Progress)
 }
 
-func ioOf(ctx context.Context) *cmdIO {
-	if c, ok := ctx.Value(ioKey{}).(*cmdIO); ok {
-		return c
-	}
-	return &cmdIO{out: os.Stdout, err: os.Stderr, set: envSettings()}
-}
-
-// setOf is the settings of the command running in ctx.
-func setOf(ctx context.Context) settings { return ioOf(ctx).set }
-
-func outw(ctx context.Context) io.Writer { return ioOf(ctx).out }
-func errw(ctx context.Context) io.Writer { return ioOf(ctx).err }
-
 // absPath resolves p against the caller's working directory.
-func absPath(ctx context.Context, p string) (string, error) {
-	if cwd := ioOf(ctx).cwd; cwd != "" && !filepath.IsAbs(p) {
+func (cio *cmdIO) absPath(p string) (string, error) {
+	if cwd := cio.cwd; cwd != "" && !filepath.IsAbs(p) {
 		return filepath.Join(cwd, p), nil
 	}
 	return filepath.Abs(p)
@@ -169,11 +157,12 @@ type controlServer struct {
 	wg     sync.WaitGroup
 	path   string
 	logf   func(string, ...any) // the mount's log
+	set    settings             // the mount's: what the commands it answers read
 }
 
 // serveControl answers on the mount's socket until Close; the commands it runs run under ctx,
 // the mount's context.
-func serveControl(ctx context.Context, home homedir.Home, env *vaultEnv, dir string, settle func(), logf func(string, ...any)) (*controlServer, error) {
+func serveControl(ctx context.Context, set settings, home homedir.Home, env *vaultEnv, dir string, settle func(), logf func(string, ...any)) (*controlServer, error) {
 	path := home.Path(mountSocket)
 	if err := refuseIfMounted(home); err != nil {
 		return nil, err
@@ -185,7 +174,7 @@ func serveControl(ctx context.Context, home homedir.Home, env *vaultEnv, dir str
 	if err != nil {
 		return nil, err
 	}
-	s := &controlServer{ctx: ctx, ln: ln, env: env, path: path, dir: dir, settle: settle, logf: logf}
+	s := &controlServer{ctx: ctx, set: set, ln: ln, env: env, path: path, dir: dir, settle: settle, logf: logf}
 	go func() {
 		for {
 			conn, err := ln.Accept()
@@ -283,7 +272,7 @@ func (s *controlServer) handle(conn net.Conn) error {
 	}
 	// commands run side by side: each parses its flags into options of its own, and the
 	// replica orders what must be ordered (one push or pull at a time)
-	code := runIO(s.ctx, req.Argv, &cmdIO{out: &out, err: &errb, env: s.env, cwd: req.Cwd, keys: keys, offline: req.Offline, progress: progress, set: setOf(s.ctx)})
+	code := runIO(s.ctx, req.Argv, &cmdIO{out: &out, err: &errb, env: s.env, cwd: req.Cwd, keys: keys, offline: req.Offline, progress: progress, set: s.set})
 	s.settle() // a pull, push or compact: the next read through the mount sees what it changed
 	encMu.Lock()
 	defer encMu.Unlock()

@@ -25,24 +25,24 @@ func init() {
 		name:  "help",
 		usage: "[COMMAND]",
 		short: "show the commands, or one command's usage and options",
-		run: func(ctx context.Context, args []string) error {
+		run: func(ctx context.Context, cio *cmdIO, args []string) error {
 			if len(args) == 0 {
-				printUsage(outw(ctx))
+				printUsage(cio.out)
 				return nil
 			}
 			c, err := lookupCommand(args[0])
 			if err != nil {
 				return err
 			}
-			writeCommandHelp(outw(ctx), c)
+			writeCommandHelp(cio.out, c)
 			return nil
 		},
 	})
 	register(&command{
 		name:  "version",
 		short: "print the version, the source commit and the Go version it was built with",
-		run: func(ctx context.Context, args []string) error {
-			fmt.Fprint(outw(ctx), versionText())
+		run: func(ctx context.Context, cio *cmdIO, args []string) error {
+			fmt.Fprint(cio.out, versionText())
 			return nil
 		},
 	})

@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"kintfs/replica"
-	"kintfs/replica/homedir"
 )
 
 // Exit codes, kint's plus the mount's own.
@@ -41,7 +40,7 @@ type command struct {
 	run   runFunc // a command without flags
 }
 
-type runFunc func(ctx context.Context, args []string) error
+type runFunc func(ctx context.Context, cio *cmdIO, args []string) error
 
 var commands = map[string]*command{}
 
@@ -78,12 +77,11 @@ func run(argv []string) int { return runWith(envSettings(), argv) }
 
 // runWith runs one command with the settings main read, once.
 func runWith(set settings, argv []string) int {
-	homedir.SetLocal(localOf(set))
 	return runIO(context.Background(), argv, &cmdIO{out: os.Stdout, err: os.Stderr, set: set})
 }
 
 // runIO runs one command writing to io; io.env is set when it runs inside a mount.
-func runIO(base context.Context, argv []string, cio *cmdIO) int {
+func runIO(ctx context.Context, argv []string, cio *cmdIO) int {
 	if cio.env == nil {
 		cio.argv = argv
 	}
@@ -113,13 +111,12 @@ func runIO(base context.Context, argv []string, cio *cmdIO) int {
 			return reply.Code
 		}
 	}
-	ctx := context.WithValue(base, ioKey{}, cio)
 	if cio.env == nil && c.name != "mount" && c.name != "devchain" { // those handle signals themselves
 		var stop context.CancelFunc
 		ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 		defer stop()
 	}
-	err = runc(ctx, fl.Args())
+	err = runc(ctx, cio, fl.Args())
 	if err == nil {
 		return exitOK
 	}

@@ -129,8 +129,7 @@ func byteSize(n int64) string {
 // withProgress asks the long task run under ctx to show its steps: streamed to the caller
 // when the command runs inside a mount for another process, else printed to stderr here. The
 // returned func ends the display.
-func withProgress(ctx context.Context) (context.Context, func()) {
-	cio := ioOf(ctx)
+func withProgress(ctx context.Context, cio *cmdIO) (context.Context, func()) {
 	if cio.progress != nil {
 		return replica.WithProgress(ctx, cio.progress), func() {}
 	}

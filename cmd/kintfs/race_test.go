@@ -196,7 +196,7 @@ func devMachine(t *testing.T, ctx context.Context, dc *devchain.DevChain, tenant
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	home := homedir.Home(t.TempDir())
+	home := homedir.Home{Dir: t.TempDir()}
 	res, err := replica.Init(ctx, replica.InitOptions{Home: home, Owner: crypto.PubkeyToAddress(ownerKey.PublicKey), Tenant: tenant,
 		RPC: dc.Info().RPC, Contract: dc.Contract(), Client: c, Passphrase: &pass, NewVault: true})
 	if err != nil {

@@ -188,3 +188,80 @@ func TestReadmeNamesEverySetting(t *testing.T) {
 		}
 	}
 }
+
+// productionFiles parses the non-test Go files of dir.
+func productionFiles(t *testing.T, dir string) map[string]*ast.File {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]*ast.File{}
+	for _, p := range paths {
+		if strings.HasSuffix(p, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), p, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[p] = f
+	}
+	if len(files) == 0 {
+		t.Fatalf("no production Go file in %s", dir)
+	}
+	return files
+}
+
+// TestNoHiddenInputs: a command's I/O and settings reach it as its *cmdIO, never as a value
+// of its context (no context.WithValue in cmd/kintfs), and a home's local settings come with
+// the Home: homedir has no exported setter of its own and no package-level variable but its
+// sentinel errors, so nothing in it is set for the whole process.
+func TestNoHiddenInputs(t *testing.T) {
+	for path, f := range productionFiles(t, ".") {
+		ast.Inspect(f, func(n ast.Node) bool {
+			if sel, ok := n.(*ast.SelectorExpr); ok {
+				if id, ok := sel.X.(*ast.Ident); ok && id.Name == "context" && sel.Sel.Name == "WithValue" {
+					t.Errorf("%s: context.WithValue carries an input the command should be given", path)
+				}
+			}
+			return true
+		})
+	}
+	for path, f := range productionFiles(t, filepath.Join("..", "..", "replica", "homedir")) {
+		for _, decl := range f.Decls {
+			switch d := decl.(type) {
+			case *ast.FuncDecl:
+				if d.Recv == nil && d.Name.IsExported() && strings.HasPrefix(d.Name.Name, "Set") {
+					t.Errorf("%s: homedir.%s is a process-wide setter", path, d.Name.Name)
+				}
+			case *ast.GenDecl:
+				if d.Tok != token.VAR {
+					continue
+				}
+				for _, spec := range d.Specs {
+					vs := spec.(*ast.ValueSpec)
+					for i, name := range vs.Names {
+						if i >= len(vs.Values) || !isErrorValue(vs.Values[i]) {
+							t.Errorf("%s: package-level variable %s is state every home would share", path, name.Name)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// isErrorValue: e is errors.New(...) or fmt.Errorf(...), a sentinel error.
+func isErrorValue(e ast.Expr) bool {
+	call, ok := e.(*ast.CallExpr)
+	if !ok {
+		return false
+	}
+	sel, ok := call.Fun.(*ast.SelectorExpr)
+	if !ok {
+		return false
+	}
+	id, ok := sel.X.(*ast.Ident)
+	return ok && (id.Name == "errors" && sel.Sel.Name == "New" || id.Name == "fmt" && sel.Sel.Name == "Errorf")
+}

@@ -20,7 +20,7 @@ const (
 // pull metadata gives (its keys, its order, its separators, bare hex), snapshot only on a
 // snapshot; a 0x hash handed in comes out bare.
 func TestCacheMetaKintForm(t *testing.T) {
-	h := Home(t.TempDir())
+	h := Home{Dir: t.TempDir()}
 	c := NewEpochCache(h, "0123456789abcdef")
 	m := &CacheMeta{Seq: 7, Digest: "0x" + strings.ToUpper(digestHex), Prev: "0x" + prevHex, PrevBlock: 40, Block: 42,
 		Tx: "0x" + txHex, Bucket: 4096, RowsRoot: "0x" + rootHex, Writer: strings.ToLower(writer), Snapshot: true}
@@ -50,7 +50,7 @@ func TestCacheMetaKintForm(t *testing.T) {
 // short one it writes beside a ciphertext it only fetched, a push's with its cost) and an
 // earlier kintfs version's 0x form all read, normalised to bare hex.
 func TestCacheMetaReadsKintFiles(t *testing.T) {
-	h := Home(t.TempDir())
+	h := Home{Dir: t.TempDir()}
 	c := NewEpochCache(h, "0123456789abcdef")
 	files := map[string]string{
 		"00000001.meta.json": `{"seq": 1, "digest": "` + digestHex + `", "prev": "` + strings.Repeat("00", 32) + `", "prev_block": 0, "block": 10, "tx": "` + txHex + `", "bucket": 1024, "rows_root": "` + rootHex + `", "writer": "` + writer + `"}`,

@@ -2,22 +2,28 @@
 // written atomically), the vault config (vault.json), the cached data and key-encryption keys
 // sealed under the local secret, the recovery file, and kint's epoch cache files. It holds no
 // badger state and makes no chain call; it imports seal, and chain/atomicfile for its writes.
-// It reads no environment: the CLI finds the home (KINT_HOME) and passes in the local settings
-// (SetLocal).
+// It reads no environment: the CLI finds the home (KINT_HOME) and builds a Home that carries
+// the local settings with it; nothing here is set process-wide.
 package homedir
 
 import (
 	"crypto/rand"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"time"
 
 	"kintfs/chain/atomicfile"
 )
 
-// Home is KINT_HOME: mode 0700, every file in it 0600.
-type Home string
+// Home is KINT_HOME: mode 0700, every file in it 0600. Dir is its path; Local is how this
+// home keeps its local secret and cached keys, given by whoever opens it.
+type Home struct {
+	Dir   string
+	Local Local
+}
+
+// String is the home's path, so a Home prints as its folder and never shows its Local.
+func (h Home) String() string { return h.Dir }
 
 // Local is how this machine keeps its local secret and cached keys. The CLI fills it from
 // the environment; the zero value is the default of each.
@@ -34,23 +40,9 @@ type Local struct {
 // DefaultKeyTTL is how long a cached key stays valid unless Local.KeyTTL says otherwise.
 const DefaultKeyTTL = 24 * time.Hour
 
-var local atomic.Pointer[Local]
-
-// SetLocal sets how every home of this process keeps its local secret and cached keys; the
-// CLI calls it once, before it opens a home.
-func SetLocal(l Local) { local.Store(&l) }
-
-// localSettings is what SetLocal set, else the zero Local.
-func localSettings() Local {
-	if l := local.Load(); l != nil {
-		return *l
-	}
-	return Local{}
-}
-
 // Path joins elements under the home.
 func (h Home) Path(elem ...string) string {
-	return filepath.Join(append([]string{string(h)}, elem...)...)
+	return filepath.Join(append([]string{h.Dir}, elem...)...)
 }
 
 // Ensure creates the home (and a subdirectory) with mode 0700, tightening an existing one.
@@ -63,7 +55,7 @@ func (h Home) Ensure(sub ...string) (string, error) {
 		if err := os.Chmod(d, 0o700); err != nil {
 			return "", err
 		}
-		if d == string(h) || d == filepath.Dir(d) {
+		if d == h.Dir || d == filepath.Dir(d) {
 			break
 		}
 	}

@@ -18,8 +18,8 @@ const (
 // keychainPassphrase reads the local passphrase from the macOS Keychain, creating it on first
 // use, through the security tool (no cgo). ok is false with Local.NoKeychain or when the
 // Keychain cannot be used; the caller falls back to local.secret.
-func keychainPassphrase() (string, bool) {
-	if localSettings().NoKeychain {
+func keychainPassphrase(l Local) (string, bool) {
+	if l.NoKeychain {
 		return "", false
 	}
 	out, err := exec.Command("security", "find-generic-password", "-s", keychainService, "-a", keychainAccount, "-w").Output()

@@ -4,4 +4,4 @@ package homedir
 
 // keychainPassphrase: there is no Keychain off macOS; local.secret (or
 // Local.SessionPassphrase) holds the local passphrase.
-func keychainPassphrase() (string, bool) { return "", false }
+func keychainPassphrase(Local) (string, bool) { return "", false }

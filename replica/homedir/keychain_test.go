@@ -10,22 +10,19 @@ import (
 // is no Keychain.
 func TestKeychainPassphrase(t *testing.T) {
 	if runtime.GOOS != "darwin" {
-		if p, ok := keychainPassphrase(); ok || p != "" {
+		if p, ok := keychainPassphrase(Local{}); ok || p != "" {
 			t.Fatalf("a Keychain passphrase off macOS: %q", p)
 		}
 		t.Skip("SKIPPED, NOT RUN: the Keychain half of this test needs macOS")
 	}
-	SetLocal(Local{NoKeychain: true})
-	t.Cleanup(func() { SetLocal(Local{}) })
-	if _, ok := keychainPassphrase(); ok {
+	if _, ok := keychainPassphrase(Local{NoKeychain: true}); ok {
 		t.Fatal("KINT_NO_KEYCHAIN=1 still reads the Keychain")
 	}
-	SetLocal(Local{})
-	a, ok := keychainPassphrase()
+	a, ok := keychainPassphrase(Local{})
 	if !ok || a == "" {
 		t.Fatal("no Keychain passphrase on macOS")
 	}
-	if b, _ := keychainPassphrase(); b != a {
+	if b, _ := keychainPassphrase(Local{}); b != a {
 		t.Fatal("the Keychain passphrase changed between two reads")
 	}
 }

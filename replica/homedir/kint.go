@@ -164,5 +164,5 @@ func (h Home) KintSessionKey() (dir, pass string, ok bool, err error) {
 		return "", "", false, nil
 	}
 	pass, err = h.KintPassphrase()
-	return string(h), pass, true, err
+	return h.Dir, pass, true, err
 }

@@ -22,7 +22,7 @@ import (
 // and a session keystore sealed under that key in hex.
 func legacyHome(t *testing.T) (Home, *VaultConfig, [32]byte, [32]byte, *keystore.Key) {
 	t.Helper()
-	h := Home(t.TempDir())
+	h := Home{Dir: t.TempDir()}
 	old := bytes.Repeat([]byte{0x00, 0xff, 0x13, 0x80}, 8) // not text: kint cannot read it
 	if err := h.WriteFile(old, "local.secret"); err != nil {
 		t.Fatal(err)
@@ -126,7 +126,7 @@ func TestLocalSecretMigrationResumes(t *testing.T) {
 // TestLocalSecretKintMade: a local.secret kint wrote is used as it is, never rewritten, and
 // kint's passphrase is its text stripped.
 func TestLocalSecretKintMade(t *testing.T) {
-	h := Home(t.TempDir())
+	h := Home{Dir: t.TempDir()}
 	text := "Zm9vYmFyYmF6cXV4cXV1eGNvcmdlZ3JhdWx0Z2FycGx5\n"
 	if err := h.WriteFile([]byte(text), "local.secret"); err != nil {
 		t.Fatal(err)
@@ -137,11 +137,11 @@ func TestLocalSecretKintMade(t *testing.T) {
 	if pass, err := h.KintPassphrase(); err != nil || pass != strings.TrimSpace(text) {
 		t.Fatalf("kint's passphrase %q, %v", pass, err)
 	}
-	if got, _ := os.ReadFile(filepath.Join(string(h), "local.secret")); string(got) != text {
+	if got, _ := os.ReadFile(filepath.Join(h.Dir, "local.secret")); string(got) != text {
 		t.Fatalf("kint's local.secret was rewritten: %q", got)
 	}
 	// a new home gets one in kint's form
-	n := Home(t.TempDir())
+	n := Home{Dir: t.TempDir()}
 	if _, err := n.LocalKey(); err != nil {
 		t.Fatal(err)
 	}

@@ -132,9 +132,9 @@ func (h Home) SaveVault(v *VaultConfig) error {
 // else from the bytes of local.secret, the file kint keeps its local passphrase in (created in
 // kint's form when missing; an earlier kintfs version's binary one is migrated first).
 func (h Home) LocalKey() ([]byte, error) {
-	p := localSettings().SessionPassphrase
+	p := h.Local.SessionPassphrase
 	if p == "" {
-		p, _ = keychainPassphrase()
+		p, _ = keychainPassphrase(h.Local)
 	}
 	if p != "" {
 		return scrypt.Key([]byte(p), []byte("kintfs-local-v1"), 1<<15, 8, 1, 32)
@@ -159,10 +159,10 @@ func deriveLocal(secret []byte) ([]byte, error) {
 // (vault-*.aes) are sealed under: Local.SessionPassphrase as given, else the Keychain item,
 // else local.secret stripped of its surrounding white space.
 func (h Home) KintPassphrase() (string, error) {
-	if p := localSettings().SessionPassphrase; p != "" {
+	if p := h.Local.SessionPassphrase; p != "" {
 		return p, nil
 	}
-	if p, ok := keychainPassphrase(); ok {
+	if p, ok := keychainPassphrase(h.Local); ok {
 		return p, nil
 	}
 	secret, err := h.localSecret()
@@ -178,9 +178,9 @@ type dekFile struct {
 	Sealed  string `json:"sealed"`
 }
 
-// KeyTTL is how long a cached key stays valid: Local.KeyTTL, default 24h.
-func KeyTTL() time.Duration {
-	if d := localSettings().KeyTTL; d > 0 {
+// KeyTTL is how long a cached key of this home stays valid: Local.KeyTTL, default 24h.
+func (h Home) KeyTTL() time.Duration {
+	if d := h.Local.KeyTTL; d > 0 {
 		return d
 	}
 	return DefaultKeyTTL
@@ -226,7 +226,7 @@ func (h Home) saveKey(space common.Hash, kind string, secret [32]byte) error {
 		return err
 	}
 	nonce := randomBytes(12)
-	f := dekFile{Expires: time.Now().Add(KeyTTL()).Unix(), Nonce: hex.EncodeToString(nonce),
+	f := dekFile{Expires: time.Now().Add(h.KeyTTL()).Unix(), Nonce: hex.EncodeToString(nonce),
 		Sealed: hex.EncodeToString(gcm.Seal(nil, nonce, secret[:], keyAAD(space, kind)))}
 	b, _ := json.Marshal(&f)
 	return h.WriteFile(b, "keys", seal.Space16(space)+"."+kind)

@@ -35,7 +35,7 @@ func New(t testing.TB) *replica.Replica {
 		t.Fatal(err)
 	}
 	v := &homedir.VaultConfig{Owner: owner, Tenant: "test", Space: seal.SpaceID("test"), ChainID: 1337}
-	home := homedir.Home(t.TempDir())
+	home := homedir.Home{Dir: t.TempDir()}
 	if err := home.SaveVault(v); err != nil { // so that SetVaultModel finds it
 		t.Fatal(err)
 	}
