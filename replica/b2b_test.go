@@ -103,8 +103,10 @@ func TestPushBackToBackThirtyEpochs(t *testing.T) {
 	if len(rep.Epochs) != 30 {
 		t.Fatalf("%d epochs, want 30", len(rep.Epochs))
 	}
-	if took > 10*time.Second {
-		t.Errorf("30 epochs took %v from the first send to the last receipt, want under 10 s (one at a time: about 60 s)", took)
+	// One at a time, each epoch waits for its receipt: at least one block each. The wall clock
+	// (about 6 s here on a quiet machine) is for make bench; blocks hold under any load.
+	if len(blocks) > 15 {
+		t.Errorf("30 epochs landed in %d blocks (%v from the first send to the last receipt), want at most 15: one at a time takes 30 or more", len(blocks), took)
 	}
 	if d := diffModels(w.m, restored(t, e, keysOf(w.m))); d != "" {
 		t.Fatalf("fresh machine: %s", d)
