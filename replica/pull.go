@@ -9,6 +9,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 
 	"kintfs/chain"
+	"kintfs/replica/homedir"
 	"kintfs/replica/store"
 	"kintfs/replica/vault"
 	"kintfs/seal"
@@ -375,12 +376,12 @@ func contradiction(err error) bool {
 //
 // The epochs are committed without a sync each and made durable together: every
 // pullSyncEvery epochs and before the pull returns (on an error too), the cache files written
-// so far are waited for (each is synced as it is written) and then one sync of the store
-// covers every epoch applied before it. A crash in between leaves the store at the boundary
-// of an epoch applied before it, never ahead of the cache files that were made durable
-// before its sync; the next pull fetches the rest.
+// so far are waited for and committed (made durable at once, then put in place: see
+// homedir.FileBatch), and then one sync of the store covers every epoch applied before it. A
+// crash in between leaves the store at the boundary of an epoch applied before it, never
+// ahead of the cache files made durable before its sync; the next pull fetches the rest.
 func (r *Replica) applyWalk(list []walked, mirror vault.Head, rep *PullReport, t *tracker) error {
-	cw := newCacheWriter()
+	cw := newCacheWriter(r.opt.Home.NewBatch())
 	err := r.applyWalkCaching(list, mirror, rep, cw, t)
 	if werr := r.syncApplied(cw); err == nil && werr != nil {
 		err = werr
@@ -397,6 +398,9 @@ var pullSyncEvery = 64
 func (r *Replica) syncApplied(cw *cacheWriter) error {
 	if err := cw.wait(); err != nil {
 		return err
+	}
+	if err := cw.batch.Commit(); err != nil {
+		return fmt.Errorf("cache the applied epochs: %w", err)
 	}
 	if err := r.store.Sync(); err != nil {
 		return fmt.Errorf("sync the applied epochs: %w", err)
@@ -541,7 +545,11 @@ func (r *Replica) applyOpened(w walked, rep *PullReport, cw *cacheWriter, open f
 		return err
 	}
 	cacheIt := func() error {
-		if err := r.cache.PutOpened(cacheMeta(&info, ev.PrevBlock), opened.Raw); err != nil {
+		put := r.cache.PutOpened
+		if cw != nil && cw.batch != nil {
+			put = func(m *homedir.CacheMeta, pt []byte) error { return r.cache.PutOpenedIn(cw.batch, m, pt) }
+		}
+		if err := put(cacheMeta(&info, ev.PrevBlock), opened.Raw); err != nil {
 			return fmt.Errorf("cache epoch %d: %w", ev.Seq, err)
 		}
 		return nil
