@@ -468,10 +468,16 @@ func (r *Replica) applyWalkCaching(list []walked, mirror vault.Head, rep *PullRe
 		rep.Gap = &gap
 		r.warnf("pull: stopped at epoch %d: %s", gap.Seq, gap.Reason)
 		gaps = append(openGaps(gaps, 0, gap.Seq), gap)
+		if err := r.syncApplied(cw); err != nil { // the cache first: SetGaps syncs the store
+			return err
+		}
 		if err := r.store.SetGaps(gaps); err != nil {
 			return err
 		}
 		return fmt.Errorf("%w: epoch %d: %s", ErrGapOpen, gap.Seq, gap.Reason)
+	}
+	if err := r.syncApplied(cw); err != nil { // the cache first: SetGaps syncs the store
+		return err
 	}
 	return r.store.SetGaps(openGaps(gaps, mirror.Seq, 0))
 }
@@ -558,6 +564,14 @@ func (r *Replica) applyOpened(w walked, rep *PullReport, cw *cacheWriter, open f
 		cw.do(cacheIt)
 	} else if err := cacheIt(); err != nil {
 		return err
+	}
+	if cw != nil && cw.batch != nil {
+		// raising the bucket syncs the store: the cache files of the epochs it covers first
+		if cur, err := r.Bucket(); err == nil && info.Bucket > cur {
+			if err := r.syncApplied(cw); err != nil {
+				return err
+			}
+		}
 	}
 	if err := r.raiseBucket(info.Bucket); err != nil {
 		return err
