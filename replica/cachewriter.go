@@ -1,24 +1,28 @@
 package replica
 
-import "sync"
+import (
+	"sync"
+
+	"kintfs/replica/homedir"
+)
 
 // cacheWriters bounds the epoch cache files written at once during a pull.
 const cacheWriters = 4
 
-// cacheWriter writes epoch cache files beside a pull, several at once: each file is written
-// and synced on its own (atomicfile.Write), and waiting for those syncs one after another is
-// most of a long restore's local time. The cache is only a cache (a blob is trusted after its
-// keccak matches the chain's digest), so it may lag the apply; wait ends the pull's writes
-// and returns the first error.
+// cacheWriter writes epoch cache files beside a pull, several at once. The cache is only a
+// cache (a blob is trusted after its keccak matches the chain's digest), so it may lag the
+// apply; wait ends the pull's writes and returns the first error. The applied epochs' files go
+// through batch (when not nil), which the pull commits before each sync of the store.
 type cacheWriter struct {
-	sem chan struct{}
-	wg  sync.WaitGroup
-	mu  sync.Mutex
-	err error
+	sem   chan struct{}
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	err   error
+	batch *homedir.FileBatch
 }
 
-func newCacheWriter() *cacheWriter {
-	return &cacheWriter{sem: make(chan struct{}, cacheWriters)}
+func newCacheWriter(batch *homedir.FileBatch) *cacheWriter {
+	return &cacheWriter{sem: make(chan struct{}, cacheWriters), batch: batch}
 }
 
 // do runs write in the background, waiting while cacheWriters writes are under way.

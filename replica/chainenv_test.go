@@ -207,10 +207,8 @@ func sendRaw(t testing.TB, r *Replica, prev common.Hash, ct []byte) *chain.PushR
 	return rc
 }
 
-// strp and cat are pointers to s, for rows' optional fields.
+// strp is a pointer to s, for rows' optional fields.
 func strp(s string) *string { return &s }
-
-func cat(s string) *string { return &s }
 
 // lineLog hands each line of the engine's log to logf as the mount's log writes it: "warn: "
 // and "debug: " in front of those levels.

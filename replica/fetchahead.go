@@ -32,7 +32,7 @@ type fetchAhead struct {
 }
 
 func (r *Replica) newFetchAhead(ctx context.Context) *fetchAhead {
-	return &fetchAhead{r: r, ctx: ctx, sem: make(chan struct{}, fetchAheadDepth), cw: newCacheWriter(), blobs: map[int][]byte{}, snap: -1}
+	return &fetchAhead{r: r, ctx: ctx, sem: make(chan struct{}, fetchAheadDepth), cw: newCacheWriter(nil), blobs: map[int][]byte{}, snap: -1}
 }
 
 // submit fetches the blobs of list[from:to] in the background; it waits while fetchAheadDepth

@@ -9,6 +9,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 
 	"kintfs/chain"
+	"kintfs/replica/homedir"
 	"kintfs/replica/store"
 	"kintfs/replica/vault"
 	"kintfs/seal"
@@ -372,13 +373,39 @@ func contradiction(err error) bool {
 // applyWalk opens and applies the walked epochs oldest first. An epoch that cannot be opened
 // is skipped when a later snapshot in the walk opens; otherwise the pull stops there. The
 // opened epochs are written to the epoch cache beside the apply.
+//
+// The epochs are committed without a sync each and made durable together: every
+// pullSyncEvery epochs and before the pull returns (on an error too), the cache files written
+// so far are waited for and committed (made durable at once, then put in place: see
+// homedir.FileBatch), and then one sync of the store covers every epoch applied before it. A
+// crash in between leaves the store at the boundary of an epoch applied before it, never
+// ahead of the cache files made durable before its sync; the next pull fetches the rest.
 func (r *Replica) applyWalk(list []walked, mirror vault.Head, rep *PullReport, t *tracker) error {
-	cw := newCacheWriter()
+	cw := newCacheWriter(r.opt.Home.NewBatch())
 	err := r.applyWalkCaching(list, mirror, rep, cw, t)
-	if werr := cw.wait(); err == nil && werr != nil {
+	if werr := r.syncApplied(cw); err == nil && werr != nil {
 		err = werr
 	}
 	return err
+}
+
+// pullSyncEvery is how many epochs a pull applies between two syncs of the store (a
+// variable for the test that kills a pull between two).
+var pullSyncEvery = 64
+
+// syncApplied waits for the cache files written so far, then makes every epoch applied
+// before it durable with one sync of the store.
+func (r *Replica) syncApplied(cw *cacheWriter) error {
+	if err := cw.wait(); err != nil {
+		return err
+	}
+	if err := cw.batch.Commit(); err != nil {
+		return fmt.Errorf("cache the applied epochs: %w", err)
+	}
+	if err := r.store.Sync(); err != nil {
+		return fmt.Errorf("sync the applied epochs: %w", err)
+	}
+	return nil
 }
 
 // toApply is the number of walked epochs above the mirror.
@@ -399,11 +426,19 @@ func (r *Replica) applyWalkCaching(list []walked, mirror vault.Head, rep *PullRe
 	}
 	ahead := r.startOpenAhead(list, mirror.Seq)
 	defer ahead.stop()
+	unsynced := 0
 	for i := len(list) - 1; i >= 0; i-- {
 		w := list[i]
 		if w.ev.Seq <= mirror.Seq {
 			continue // walked with --full for the cache; already applied
 		}
+		if unsynced == pullSyncEvery {
+			if err := r.syncApplied(cw); err != nil {
+				return err
+			}
+			unsynced = 0
+		}
+		unsynced++
 		err := r.applyOpened(w, rep, cw, func() (*seal.Opened, error) { return ahead.take(i) })
 		if err == nil {
 			t.landed(w.ev.Seq, int64(len(w.blob)), fmt.Sprintf("epoch %d applied (block %d)", w.ev.Seq, w.ev.Block))
@@ -433,10 +468,16 @@ func (r *Replica) applyWalkCaching(list []walked, mirror vault.Head, rep *PullRe
 		rep.Gap = &gap
 		r.warnf("pull: stopped at epoch %d: %s", gap.Seq, gap.Reason)
 		gaps = append(openGaps(gaps, 0, gap.Seq), gap)
+		if err := r.syncApplied(cw); err != nil { // the cache first: SetGaps syncs the store
+			return err
+		}
 		if err := r.store.SetGaps(gaps); err != nil {
 			return err
 		}
 		return fmt.Errorf("%w: epoch %d: %s", ErrGapOpen, gap.Seq, gap.Reason)
+	}
+	if err := r.syncApplied(cw); err != nil { // the cache first: SetGaps syncs the store
+		return err
 	}
 	return r.store.SetGaps(openGaps(gaps, mirror.Seq, 0))
 }
@@ -504,12 +545,17 @@ func (r *Replica) applyOpened(w walked, rep *PullReport, cw *cacheWriter, open f
 	}
 	info := epochInfoOf(ev, opened)
 	info.Time = w.time
-	changed, conflicts, err := r.store.ApplyEpoch(info, opened.Plaintext, store.ApplyOptions{})
+	// with cw (a pull's walk) the epoch is made durable by the walk's next syncApplied
+	changed, conflicts, err := r.store.ApplyEpoch(info, opened.Plaintext, store.ApplyOptions{NoSync: cw != nil})
 	if err != nil {
 		return err
 	}
 	cacheIt := func() error {
-		if err := r.cache.PutOpened(cacheMeta(&info, ev.PrevBlock), opened.Raw); err != nil {
+		put := r.cache.PutOpened
+		if cw != nil && cw.batch != nil {
+			put = func(m *homedir.CacheMeta, pt []byte) error { return r.cache.PutOpenedIn(cw.batch, m, pt) }
+		}
+		if err := put(cacheMeta(&info, ev.PrevBlock), opened.Raw); err != nil {
 			return fmt.Errorf("cache epoch %d: %w", ev.Seq, err)
 		}
 		return nil
@@ -518,6 +564,14 @@ func (r *Replica) applyOpened(w walked, rep *PullReport, cw *cacheWriter, open f
 		cw.do(cacheIt)
 	} else if err := cacheIt(); err != nil {
 		return err
+	}
+	if cw != nil && cw.batch != nil {
+		// raising the bucket syncs the store: the cache files of the epochs it covers first
+		if cur, err := r.Bucket(); err == nil && info.Bucket > cur {
+			if err := r.syncApplied(cw); err != nil {
+				return err
+			}
+		}
 	}
 	if err := r.raiseBucket(info.Bucket); err != nil {
 		return err

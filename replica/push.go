@@ -706,7 +706,9 @@ func (r *Replica) adopt(info *vault.EpochInfo, prevBlock uint64, p *seal.Plainte
 	if err := r.raiseBucket(info.Bucket); err != nil {
 		return err
 	}
-	if _, _, err := r.store.ApplyEpoch(*info, p, store.ApplyOptions{Own: true}); err != nil {
+	// the apply shares the sync of ClearPending below, which comes after it in the logs: a
+	// crash before that sync leaves the journal entry, and the recovery applies it again
+	if _, _, err := r.store.ApplyEpoch(*info, p, store.ApplyOptions{Own: true, NoSync: true}); err != nil {
 		return fmt.Errorf("apply own epoch %d: %w", info.Seq, err)
 	}
 	if info.Snapshot {

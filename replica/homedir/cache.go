@@ -82,9 +82,15 @@ func (c *EpochCache) Blob(seq uint64, digest common.Hash) ([]byte, bool) {
 	return b, true
 }
 
-// PutBlob stores the blob of seq.
+// PutBlob stores the blob of seq. It is put in place whole (renamed from a temporary file)
+// but not synced: a blob is read only when its keccak matches the chain's digest, so a blob a
+// machine crash left damaged or empty is only a miss, fetched again.
 func (c *EpochCache) PutBlob(seq uint64, blob []byte) error {
-	return c.home.WriteFile(blob, c.dir, c.name(seq, ".bin"))
+	b := c.home.NewBatch()
+	if err := b.WriteFile(blob, c.dir, c.name(seq, ".bin")); err != nil {
+		return err
+	}
+	return b.rename()
 }
 
 // PutOpened stores the plaintext and the metadata of an applied epoch.
@@ -93,6 +99,14 @@ func (c *EpochCache) PutOpened(meta *CacheMeta, plaintext []byte) error {
 		return err
 	}
 	return c.home.WriteFile(meta.kintJSON(), c.dir, c.name(meta.Seq, ".meta.json"))
+}
+
+// PutOpenedIn is PutOpened through b: the files are in place and durable once b commits.
+func (c *EpochCache) PutOpenedIn(b *FileBatch, meta *CacheMeta, plaintext []byte) error {
+	if err := b.WriteFile(plaintext, c.dir, c.name(meta.Seq, ".json")); err != nil {
+		return err
+	}
+	return b.WriteFile(meta.kintJSON(), c.dir, c.name(meta.Seq, ".meta.json"))
 }
 
 // Meta reads the metadata of a cached epoch.

@@ -38,6 +38,12 @@ type ApplyOptions struct {
 	Own bool
 	// Mtime overrides the epoch's created_at as the mtime of the rows it brings (zero: use created_at).
 	Mtime time.Time
+	// NoSync returns once the epoch is committed, before a sync has made it durable: a pull
+	// applying many epochs makes them durable together with Sync, before anything depends on
+	// them. The commits reach badger's logs in order, so a crash before that sync leaves the
+	// store at the boundary of some epoch applied before it (a batched epoch's marker finishes
+	// or drops it when the store opens), and the pull after fetches the rest again.
+	NoSync bool
 }
 
 // ApplyEpoch applies one opened epoch to the mirror and the history index, checking the
@@ -50,12 +56,13 @@ type ApplyOptions struct {
 // lock is held throughout and the in-memory tree changes only after that last commit, so a
 // reader sees the epoch whole or not at all; a crash in between is finished by OpenStore.
 // The commits reach badger's logs in that order and are synced together once the lock is
-// released (readers do not wait on the disk); ApplyEpoch returns after that sync.
+// released (readers do not wait on the disk); ApplyEpoch returns after that sync, or at once
+// with opt.NoSync.
 func (s *Store) ApplyEpoch(info vault.EpochInfo, p *seal.Plaintext, opt ApplyOptions) ([]vault.Key, []vault.Conflict, error) {
 	s.t.mu.Lock()
 	changed, conflicts, err := s.applyLocked(info, p, opt, false)
 	s.t.mu.Unlock()
-	if err == nil {
+	if err == nil && !opt.NoSync {
 		err = s.db.durable() // the commits above, synced once the lock is free for readers
 	}
 	if err != nil {

@@ -58,7 +58,8 @@ func (d *db) commit(fn func(txn *badger.Txn) error) (n uint64, err error) {
 }
 
 // commitOnly is commit for a caller that holds the tree's lock across several commits (an
-// epoch's apply): it calls durable once it has let the lock go.
+// epoch's apply), which calls durable once it has let the lock go, or for a change a later
+// synced commit makes durable (it is in the logs before that one).
 func (d *db) commitOnly(fn func(txn *badger.Txn) error) error {
 	_, err := d.commit(fn)
 	return err

@@ -215,9 +215,12 @@ func (s *Store) ClearPending(seq uint64, seen *vault.Head) error {
 }
 
 // SetPendingStage moves the push journal entry of seq on to stage, landed in block for
-// JournalReceipt. An entry already cleared stays cleared.
+// JournalReceipt. An entry already cleared stays cleared. The change is committed but not
+// synced: it shares the sync of the next synced commit (ClearPending, once the epoch is
+// applied). A crash before that sync finds the entry at an earlier stage, which a push's
+// recovery takes up again from there.
 func (s *Store) SetPendingStage(seq uint64, stage JournalStage, block uint64) error {
-	return s.db.Update(func(txn *badger.Txn) error {
+	return s.db.commitOnly(func(txn *badger.Txn) error {
 		var p PendingPush
 		found, err := getJSON(txn, pendingKey(seq), &p)
 		if err != nil || !found {

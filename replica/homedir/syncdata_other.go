@@ -1,0 +1,13 @@
+//go:build !linux
+
+package homedir
+
+// syncData makes the data of the files at paths durable, one fsync a file.
+func syncData(paths []string) error {
+	for _, p := range paths {
+		if err := syncPath(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
