@@ -60,41 +60,7 @@ func TestApplyKilledMidEpochChild(t *testing.T) {
 // leaves a store that, reopened, serves the whole epoch: never half of it.
 func TestApplyKilledMidEpoch(t *testing.T) {
 	dir := t.TempDir()
-	child := exec.Command(os.Args[0], "-test.run=^TestApplyKilledMidEpochChild$", "-test.count=1")
-	child.Env = append(os.Environ(), killChildEnv+"="+dir)
-	out, err := child.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	child.Stderr = os.Stderr
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "KILL ME") {
-				ready <- true
-				return
-			}
-		}
-		ready <- false
-	}()
-	select {
-	case ok := <-ready:
-		if !ok {
-			child.Wait()
-			t.Fatal("the child ended before the third batch")
-		}
-	case <-time.After(2 * time.Minute):
-		child.Process.Kill()
-		t.Fatal("the child never reached the third batch")
-	}
-	if err := child.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	child.Wait()
+	killChildAt(t, "^TestApplyKilledMidEpochChild$", killChildEnv+"="+dir, "the third batch", "")
 
 	s, err := OpenStore(dir)
 	if err != nil {
@@ -116,4 +82,51 @@ func TestApplyKilledMidEpoch(t *testing.T) {
 	if body, err := s.Content(rowKey(&rows[394])); err != nil || string(body) != "o" {
 		t.Fatalf("a row the epoch left alone: %q, %v", body, err)
 	}
+}
+
+// killChildAt runs the test named by run in a child process with env added, and kills it with
+// SIGKILL once it prints "KILL ME" (it has reached what); it reports whether the child printed
+// the line seen before that (never when seen is "").
+func killChildAt(t *testing.T, run, env, what, seen string) bool {
+	t.Helper()
+	child := exec.Command(os.Args[0], "-test.run="+run, "-test.count=1")
+	child.Env = append(os.Environ(), env)
+	out, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	child.Stderr = os.Stderr
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	type result struct{ reached, saw bool }
+	ready := make(chan result, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		saw := false
+		for sc.Scan() {
+			saw = saw || seen != "" && sc.Text() == seen
+			if strings.Contains(sc.Text(), "KILL ME") {
+				ready <- result{true, saw}
+				return
+			}
+		}
+		ready <- result{false, saw}
+	}()
+	var r result
+	select {
+	case r = <-ready:
+		if !r.reached {
+			child.Wait()
+			t.Fatalf("the child ended before %s", what)
+		}
+	case <-time.After(2 * time.Minute):
+		child.Process.Kill()
+		t.Fatalf("the child never reached %s", what)
+	}
+	if err := child.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	child.Wait()
+	return r.saw
 }

@@ -1,12 +1,10 @@
 package store
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"kintfs/replica/vault"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -234,43 +232,9 @@ func groupBody(i int) []byte {
 // yet synced, is there whole or not at all.
 func TestCrashDuringGroupCommit(t *testing.T) {
 	dir := t.TempDir()
-	child := exec.Command(os.Args[0], "-test.run=^TestCrashDuringGroupCommitChild$", "-test.count=1")
-	child.Env = append(os.Environ(), groupKillEnv+"="+dir)
-	out, err := child.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
+	if !killChildAt(t, "^TestCrashDuringGroupCommitChild$", groupKillEnv+"="+dir, "it held a group sync", "ACKED") {
+		t.Fatal("the child held a group sync before it acknowledged its writes")
 	}
-	child.Stderr = os.Stderr
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		acked := false
-		for sc.Scan() {
-			acked = acked || sc.Text() == "ACKED"
-			if strings.Contains(sc.Text(), "KILL ME") {
-				ready <- acked
-				return
-			}
-		}
-		ready <- false
-	}()
-	select {
-	case ok := <-ready:
-		if !ok {
-			child.Wait()
-			t.Fatal("the child ended before it held a group sync")
-		}
-	case <-time.After(2 * time.Minute):
-		child.Process.Kill()
-		t.Fatal("the child never held a group sync")
-	}
-	if err := child.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	child.Wait()
 
 	s, err := OpenStore(dir)
 	if err != nil {
