@@ -42,24 +42,44 @@ type bufferIO interface {
 	Write(k vault.Key, content []byte, mtime time.Time) (*vault.Version, error)
 }
 
-// fileBuffer is the state of one file's content, shared by all its handles.
+// fileBuffer is the state of one file's content, shared by all its handles. Every file node
+// of a mount holds one, open or not, so what a closed file needs stays small: the content and
+// its mtime live in a bufData allocated when the file is loaded and dropped with it at the last
+// release (or a discard). The leaf stays: it decides whether the next open keeps the kernel's
+// pages.
 type fileBuffer struct {
-	key     vault.Key
+	key  vault.Key
+	leaf [32]byte // the leaf the kernel's page cache holds, for FOPEN_KEEP_CACHE
+	*bufData
+	opens   int32
 	bind    bufBinding
 	phase   bufPhase
 	history bool // a file of a history view: read-only, and the kernel keeps its pages
-	opens   int
 	// opened is set by an open for writing and cleared by the next request on the file. The
 	// kernel (without atomic O_TRUNC, which go-fuse does not offer) sends open(O_TRUNC) as an
 	// open followed by a truncate to 0 that names no handle; that truncate then cuts the
 	// open buffer like one through the handle, and is stored at close, so a write that is
 	// refused afterwards (EFBIG) leaves the file as it was.
 	opened bool
-	buf    []byte
-	mtime  time.Time
-	leaf   [32]byte // the leaf the kernel's page cache holds, for FOPEN_KEEP_CACHE
 	leafOK bool
 }
+
+// bufData is the content of a loaded buffer: non-nil exactly while the phase is not
+// bufUnloaded.
+type bufData struct {
+	buf   []byte
+	mtime time.Time
+}
+
+// hold gives the buffer its bufData, before the content is set.
+func (b *fileBuffer) hold() {
+	if b.bufData == nil {
+		b.bufData = &bufData{}
+	}
+}
+
+// unload drops the content: the next use reads the row again.
+func (b *fileBuffer) unload() { b.bufData, b.phase = nil, bufUnloaded }
 
 // bufEventKind is a request on the file, or something that happened to its row.
 type bufEventKind uint8
@@ -125,6 +145,7 @@ func (b *fileBuffer) step(io bufferIO, ev bufEvent) (r bufResult) {
 		switch {
 		case ev.trunc:
 			keep = false
+			b.hold()
 			b.buf, b.phase, b.mtime = b.buf[:0], bufDirty, ev.now
 		case b.gone() && !b.loaded():
 			return bufResult{errno: syscall.ENOENT}
@@ -207,7 +228,7 @@ func (b *fileBuffer) step(io bufferIO, ev bufEvent) (r bufResult) {
 			return bufResult{}
 		}
 		r = b.store(io)
-		b.buf, b.phase = nil, bufUnloaded
+		b.unload()
 		switch b.bind {
 		case bindEvent:
 			b.bind, r.forget = bindRow, true
@@ -285,6 +306,7 @@ func (b *fileBuffer) load(io bufferIO, v *vault.Version) error {
 			return err
 		}
 	}
+	b.hold()
 	b.buf, b.phase, b.mtime = content, bufClean, v.Mtime
 	return nil
 }
@@ -297,7 +319,7 @@ func (b *fileBuffer) discard() bool {
 		return false
 	}
 	if b.standsFor() {
-		b.buf, b.phase = nil, bufUnloaded
+		b.unload()
 	} else {
 		b.buf, b.phase = b.buf[:0], bufClean
 	}

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"kintfs/seal"
 )
@@ -262,6 +263,7 @@ func TestBufferDetached(t *testing.T) {
 func TestBufferJournalEvent(t *testing.T) {
 	created := vault.Key{Tier: seal.TierJournal, Key: "new.json"}
 	bt := newBufT(t, created, "")
+	bt.b.hold()
 	bt.b.bind, bt.b.phase = bindEvent, bufClean
 	bt.ok("open", bufEvent{kind: evOpen, write: true})
 	bt.ok("open the duplicate", bufEvent{kind: evOpen, write: true})
@@ -293,6 +295,7 @@ func TestBufferJournalEvent(t *testing.T) {
 	}
 	// an event unlinked before its last release still has its name forgotten then
 	ev := newBufT(t, created, "")
+	ev.b.hold()
 	ev.b.bind, ev.b.phase = bindEvent, bufClean
 	ev.ok("open", bufEvent{kind: evOpen, write: true})
 	ev.ok("detach", bufEvent{kind: evDetach})
@@ -536,7 +539,7 @@ func checkBuffer(bt *bufT, m *bufModel, fail func(string, ...any)) {
 		fail("stored %q, want %q", row.content, m.stored)
 	case !row.mtime.Equal(m.storedMtime):
 		fail("stored mtime %v, want %v", row.mtime, m.storedMtime)
-	case b.opens != m.opens:
+	case int(b.opens) != m.opens:
 		fail("%d opens, want %d", b.opens, m.opens)
 	case (b.phase == bufDirty) != m.dirty:
 		fail("phase %d, model dirty %v", b.phase, m.dirty)
@@ -548,9 +551,22 @@ func checkBuffer(bt *bufT, m *bufModel, fail func(string, ...any)) {
 		fail("a clean buffer %q is not the row %q", b.buf, m.stored)
 	case b.opens == 0 && b.phase != bufUnloaded:
 		fail("no handle, but phase %d", b.phase)
-	case b.phase == bufUnloaded && len(b.buf) != 0:
+	case b.phase == bufUnloaded && b.bufData != nil:
 		fail("an unloaded buffer holds %q", b.buf)
+	case b.phase != bufUnloaded && b.bufData == nil:
+		fail("phase %d without content", b.phase)
 	case b.bind != bindRow:
 		fail("binding %d", b.bind)
+	}
+}
+
+// TestFileNodeSize bounds what every file node of a mount costs, open or not: a mount that
+// has looked up 100,000 files holds 100,000 of them. The content of an open file (bufData)
+// and a new event's created name (pendingEvent) live apart; 368 bytes and a 32-byte boxed
+// bufferIO a node before they did.
+func TestFileNodeSize(t *testing.T) {
+	const most = 288 // a size class of the Go allocator
+	if got := unsafe.Sizeof(fileNode{}); got > most {
+		t.Errorf("a fileNode is %d bytes, want at most %d", got, most)
 	}
 }

@@ -27,7 +27,8 @@ func (d *rowDir) createPending(ctx context.Context, name string, flags uint32, o
 	}
 	if fn == nil {
 		fn = newFileNode(d.fs, d.v, vault.Key{Tier: seal.TierJournal, Key: name})
-		fn.pendingIn, fn.pendingName = d, name
+		fn.pending = &pendingEvent{in: d, name: name}
+		fn.b.hold()
 		fn.b.bind, fn.b.phase, fn.b.mtime = bindEvent, bufClean, time.Now()
 		if d.pending == nil {
 			d.pending = map[string]*fileNode{}

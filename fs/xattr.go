@@ -38,7 +38,7 @@ var (
 // xattrs returns the attributes a file has, by name, in listing order.
 func (n *fileNode) xattrs() ([]string, map[string]string, syscall.Errno) {
 	n.mu.Lock()
-	k, unwritten := n.b.key, n.b.isEvent() && n.b.key.Key == n.pendingName
+	k, unwritten := n.b.key, n.b.isEvent() && n.pending != nil && n.b.key.Key == n.pending.name
 	n.mu.Unlock()
 	if unwritten {
 		return nil, nil, 0

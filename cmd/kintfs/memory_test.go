@@ -5,8 +5,8 @@ import (
 	"testing"
 )
 
-// TestCollectOftenWhileLoading: opening a vault runs at loadGCPercent, and the target the
-// mount had before comes back after; a GOGC of the user's own is left alone.
+// TestCollectOftenWhileLoading: opening a vault runs at loadGCPercent, and the mount at
+// mountGCPercent after; a GOGC of the user's own is left alone.
 func TestCollectOftenWhileLoading(t *testing.T) {
 	t.Setenv("GOGC", "")
 	before := debug.SetGCPercent(100)
@@ -16,8 +16,8 @@ func TestCollectOftenWhileLoading(t *testing.T) {
 		t.Errorf("while loading the GC target is %d, want %d", got, loadGCPercent)
 	}
 	restore()
-	if got := debug.SetGCPercent(100); got != 100 {
-		t.Errorf("after loading the GC target is %d, want 100 back", got)
+	if got := debug.SetGCPercent(100); got != mountGCPercent {
+		t.Errorf("after loading the GC target is %d, want %d", got, mountGCPercent)
 	}
 
 	t.Setenv("GOGC", "300")
