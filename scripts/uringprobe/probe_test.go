@@ -5,9 +5,11 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -91,11 +93,12 @@ func TestURingMountServesTree(t *testing.T) {
 	fs := &trivialFS{}
 	var m *rawMount
 	if err := withURingEnabled(func() (err error) {
-		m, err = mountRaw(dir, fs, &uringOpts{})
+		m, err = mountRaw(dir, fs, &uringOpts{pin: true})
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
+	defer watchdog(t, dir, 2*time.Minute)()
 	unmounted := false
 	t.Cleanup(func() {
 		if !unmounted {
@@ -164,4 +167,47 @@ func TestURingRefusedWhileDisabled(t *testing.T) {
 	if strings.Contains(string(mounts), " "+dir+" ") {
 		t.Errorf("%s is still mounted after the refusal", dir)
 	}
+}
+
+// watchdog aborts the FUSE connection of the mount at dir unless the function it returns is
+// called within d, and then fails the test: the test is the server's own client, so a request
+// the server never answers would otherwise hold it (and the whole test run) forever. Once, an
+// unpinned io_uring server left a LOOKUP unanswered on a loaded machine.
+func watchdog(t *testing.T, dir string, d time.Duration) (stop func()) {
+	t.Helper()
+	conn, err := fuseConnection(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fired atomic.Bool
+	timer := time.AfterFunc(d, func() {
+		fired.Store(true)
+		_ = os.WriteFile(filepath.Join("/sys/fs/fuse/connections", conn, "abort"), []byte("1"), 0o200)
+	})
+	return func() {
+		timer.Stop()
+		if fired.Load() {
+			t.Errorf("the mount at %s answered nothing for %v: its FUSE connection %s was aborted", dir, d, conn)
+		}
+	}
+}
+
+// fuseConnection is the number under /sys/fs/fuse/connections of the mount at dir, read from
+// /proc/self/mountinfo (a stat of dir would itself be a request to the server).
+func fuseConnection(dir string) (string, error) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && f[4] == dir {
+			major, minor, ok := strings.Cut(f[2], ":")
+			if !ok || major != "0" {
+				return "", fmt.Errorf("mount %s: device %q is not a FUSE connection's", dir, f[2])
+			}
+			return minor, nil
+		}
+	}
+	return "", fmt.Errorf("%s is not in /proc/self/mountinfo", dir)
 }
