@@ -35,3 +35,17 @@ func Write(path string, data []byte) error {
 	}
 	return os.Rename(tmp.Name(), path)
 }
+
+// Sync fsyncs the file or directory at path: a directory's sync makes the names renamed or
+// created in it durable.
+func Sync(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

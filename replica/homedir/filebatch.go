@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"kintfs/chain/atomicfile"
 )
 
 // FileBatch writes files under the home that appear and become durable together, for a pull
@@ -97,7 +99,7 @@ func (b *FileBatch) put(files []batchedFile, sync bool) error {
 		return nil
 	}
 	for d := range dirs {
-		if err := syncPath(d); err != nil {
+		if err := atomicfile.Sync(d); err != nil {
 			return err
 		}
 	}
@@ -108,17 +110,4 @@ func (b *FileBatch) remove(files []batchedFile) {
 	for _, f := range files {
 		os.Remove(f.tmp)
 	}
-}
-
-// syncPath fsyncs the file or directory at path.
-func syncPath(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

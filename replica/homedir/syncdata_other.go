@@ -2,10 +2,12 @@
 
 package homedir
 
+import "kintfs/chain/atomicfile"
+
 // syncData makes the data of the files at paths durable, one fsync a file.
 func syncData(paths []string) error {
 	for _, p := range paths {
-		if err := syncPath(p); err != nil {
+		if err := atomicfile.Sync(p); err != nil {
 			return err
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"github.com/dgraph-io/badger/v4"
+
+	"kintfs/chain/atomicfile"
 )
 
 // db is the badger database with group commit. Badger is opened without synced writes: a
@@ -155,7 +157,7 @@ func (d *db) syncRotated() error {
 		if d.done[name] || name == newest[filepath.Ext(name)] {
 			continue
 		}
-		if err := fsyncPath(filepath.Join(d.dir, name)); err != nil && !os.IsNotExist(err) {
+		if err := atomicfile.Sync(filepath.Join(d.dir, name)); err != nil && !os.IsNotExist(err) {
 			return err
 		}
 		d.done[name] = true
@@ -167,7 +169,7 @@ func (d *db) syncRotated() error {
 	}
 	d.known = seen
 	if newLog {
-		return fsyncPath(d.dir)
+		return atomicfile.Sync(d.dir)
 	}
 	return nil
 }
@@ -182,16 +184,4 @@ func newestOf(name, than string) bool {
 		return len(a) > len(b)
 	}
 	return a > b
-}
-
-func fsyncPath(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
