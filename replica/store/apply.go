@@ -354,7 +354,11 @@ func (s *Store) applyPut(txn *badger.Txn, apply *[]func(), e *epochApply, id str
 // batched apply in the same transaction.
 func (s *Store) finishEpoch(txn *badger.Txn, e *epochApply, marked bool) error {
 	info := e.info
-	if err := s.recordCategoryCount(txn, info.Block, info.Seq); err != nil {
+	ids := make([]string, len(e.changes))
+	for i, ch := range e.changes {
+		ids[i] = ch.id
+	}
+	if err := s.recordCategoryCount(txn, info.Block, info.Seq, ids); err != nil {
 		return err
 	}
 	s.untimed.noteEpochRecord(&info)

@@ -275,10 +275,9 @@ func (h *History) List(tier string, category *string) ([]vault.Dirent, error) {
 func (h *History) HasCategory(category string) bool {
 	found := false
 	_ = h.s.db.View(func(txn *badger.Txn) error {
-		return h.categories(txn, seal.TierEntity+"\x00"+category+"\x00", func(c string) bool {
-			found = c == category
-			return !found
-		})
+		var err error
+		found, err = h.hasCategory(txn, category)
+		return err
 	})
 	return found
 }
@@ -333,14 +332,93 @@ func (h *History) countCategories(txn *badger.Txn) (int, error) {
 }
 
 // recordCategoryCount records, in the transaction that applies an epoch (after its history
-// entries are written), the number of entity categories at its block.
-func (s *Store) recordCategoryCount(txn *badger.Txn, block, seq uint64) error {
-	n, err := s.At(block).countCategories(txn)
+// entries are written), the number of entity categories at its block. ids are the rows the
+// epoch changed; nil when they are not known, and the count is then made whole.
+func (s *Store) recordCategoryCount(txn *badger.Txn, block, seq uint64, ids []string) error {
+	n, ok, err := s.countFromPrevious(txn, block, seq, ids)
+	if err == nil && !ok {
+		n, err = s.At(block).countCategories(txn)
+	}
 	if err != nil {
 		return err
 	}
 	key := append(append([]byte(pCategoryCount), be64(block)...), be64(seq)...)
 	return txn.Set(key, []byte(strconv.Itoa(n)))
+}
+
+// countFromPrevious counts the entity categories at the block from the count recorded by the
+// epoch just before (seq-1): only a category one of ids is in can have gained its first row or
+// lost its last, so only those are looked at, before and after. That keeps an epoch's apply
+// from walking every category of the vault. ok is false when there is no such record, or when
+// it shares the block (a view at that block would already show this epoch's rows).
+func (s *Store) countFromPrevious(txn *badger.Txn, block, seq uint64, ids []string) (n int, ok bool, err error) {
+	if ids == nil || seq <= 1 {
+		return 0, false, nil
+	}
+	prevBlock, prev, found, err := previousCategoryCount(txn, block, seq)
+	if err != nil || !found || prevBlock >= block {
+		return 0, false, err
+	}
+	entityPrefix := seal.TierEntity + "\x00"
+	seen := map[string]bool{}
+	for _, id := range ids {
+		c, _, isEntity := strings.Cut(strings.TrimPrefix(id, entityPrefix), "\x00")
+		if !isEntity || !strings.HasPrefix(id, entityPrefix) || seen[c] {
+			continue
+		}
+		seen[c] = true
+		before, err := s.At(prevBlock).hasCategory(txn, c)
+		if err != nil {
+			return 0, false, err
+		}
+		after, err := s.At(block).hasCategory(txn, c)
+		if err != nil {
+			return 0, false, err
+		}
+		switch {
+		case after && !before:
+			prev++
+		case before && !after:
+			prev--
+		}
+	}
+	return prev, true, nil
+}
+
+// previousCategoryCount reads the count recorded by epoch seq-1, when it is the newest record
+// before (block, seq), and the block it was recorded at.
+func previousCategoryCount(txn *badger.Txn, block, seq uint64) (prevBlock uint64, n int, found bool, err error) {
+	opts := badger.DefaultIteratorOptions
+	opts.PrefetchValues = false
+	opts.Reverse = true
+	opts.Prefix = []byte(pCategoryCount)
+	it := txn.NewIterator(opts)
+	defer it.Close()
+	// In reverse, Seek finds the greatest key <= the one given: seq-1 is the greatest below seq.
+	it.Seek(append(append([]byte(pCategoryCount), be64(block)...), be64(seq-1)...))
+	if !it.ValidForPrefix(opts.Prefix) {
+		return 0, 0, false, nil
+	}
+	key := it.Item().Key()
+	if len(key) != len(pCategoryCount)+16 || beUint64(key[len(key)-8:]) != seq-1 {
+		return 0, 0, false, nil
+	}
+	err = it.Item().Value(func(b []byte) error {
+		var err error
+		n, err = strconv.Atoi(string(b))
+		return err
+	})
+	return beUint64(key[len(pCategoryCount):]), n, err == nil, err
+}
+
+// hasCategory reports whether the entity category had a row at the block.
+func (h *History) hasCategory(txn *badger.Txn, category string) (bool, error) {
+	found := false
+	err := h.categories(txn, seal.TierEntity+"\x00"+category+"\x00", func(c string) bool {
+		found = c == category
+		return !found
+	})
+	return found, err
 }
 
 // DirIno is the inode number of a directory of this view.

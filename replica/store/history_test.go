@@ -94,7 +94,8 @@ func TestHistoryMatchesModel(t *testing.T) {
 		}
 		snaps[block] = snap
 		blocks = append(blocks, block)
-		block += uint64(1 + rng.IntN(3))
+		block += uint64(rng.IntN(4)) // one epoch in four shares its block with the next
+
 	}
 	stateAt := func(b uint64) map[string]seal.Row {
 		best := map[string]seal.Row{}
@@ -180,5 +181,54 @@ func TestDeletedHistPrefix(t *testing.T) {
 	live, err := json.Marshal(&histRec{Row: &seal.Row{Tier: "state", Key: "k", Body: seal.BodyString("null")}})
 	if err != nil || bytes.HasPrefix(live, deletedHistPrefix) {
 		t.Fatalf("a row encodes as %s", live)
+	}
+}
+
+// TestCategoryCountFromPrevious: an epoch's apply counts the entity categories from the count
+// the epoch before it recorded, looking only at the categories it touches; an epoch sharing
+// its block with the one before counts them all. A wrong count planted on epoch 1 shows which
+// way each epoch counted.
+func TestCategoryCountFromPrevious(t *testing.T) {
+	r := newTestStore(t)
+	state := map[string]seal.Row{}
+	apply := func(seq, block uint64, rows []seal.Row, dels []seal.Deleted) {
+		t.Helper()
+		p := plaintextFor(state, seq, rows, dels)
+		if _, _, err := r.ApplyEpoch(vault.EpochInfo{Seq: seq, Block: block, Digest: common.Hash{byte(seq)}}, p, ApplyOptions{}); err != nil {
+			t.Fatalf("epoch %d: %v", seq, err)
+		}
+	}
+	recorded := func(block uint64) int {
+		t.Helper()
+		n, err := r.Store.At(block).CategoryCount()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	row := func(c, k string) seal.Row {
+		return seal.Row{Tier: "entity", Category: cat(c), Key: k, Body: seal.BodyString(`"` + k + `"`)}
+	}
+	apply(1, 10, []seal.Row{row("a", "x"), row("a", "y")}, nil)
+	if got := recorded(10); got != 1 {
+		t.Fatalf("after epoch 1: %d categories, want 1", got)
+	}
+	err := r.Store.db.Update(func(txn *badger.Txn) error {
+		return txn.Set(append(append([]byte(pCategoryCount), be64(10)...), be64(1)...), []byte("5"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply(2, 11, []seal.Row{row("b", "z")}, nil) // a new category: 5 + 1
+	if got := recorded(11); got != 6 {
+		t.Fatalf("after epoch 2: %d categories, want 6 (counted from epoch 1's 5)", got)
+	}
+	apply(3, 12, []seal.Row{row("a", "w")}, []seal.Deleted{{Tier: "entity", Category: cat("b"), Key: "z"}}) // b empties: 6 - 1
+	if got := recorded(12); got != 5 {
+		t.Fatalf("after epoch 3: %d categories, want 5", got)
+	}
+	apply(4, 12, []seal.Row{row("c", "v")}, nil) // same block as epoch 3: counted whole
+	if got := recorded(12); got != 2 {
+		t.Fatalf("after epoch 4 (block shared with epoch 3): %d categories, want 2 (a and c, counted whole)", got)
 	}
 }

@@ -333,7 +333,7 @@ var errStopScan = errors.New("stop")
 func (s *Store) RecordHistory(info *vault.EpochInfo) error {
 	defer s.holeBlocks.forget()
 	return s.db.Update(func(txn *badger.Txn) error {
-		if err := s.recordCategoryCount(txn, info.Block, info.Seq); err != nil {
+		if err := s.recordCategoryCount(txn, info.Block, info.Seq, nil); err != nil {
 			return err
 		}
 		s.untimed.noteEpochRecord(info)
@@ -343,7 +343,7 @@ func (s *Store) RecordHistory(info *vault.EpochInfo) error {
 
 // RecordBoundary writes the category count at the snapshot above a filled hole.
 func (s *Store) RecordBoundary(block, seq uint64) error {
-	return s.db.Update(func(txn *badger.Txn) error { return s.recordCategoryCount(txn, block, seq) })
+	return s.db.Update(func(txn *badger.Txn) error { return s.recordCategoryCount(txn, block, seq, nil) })
 }
 
 // HistorySkipped lists the epochs under a snapshot that the backfill could not open.
