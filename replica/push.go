@@ -166,11 +166,10 @@ func (r *Replica) pushLocked(ctx context.Context, opt PushOptions) (*PushReport,
 	return rep, err
 }
 
-func (r *Replica) push(ctx context.Context, opt PushOptions) (*PushReport, error) {
-	rep := &PushReport{DryRun: opt.DryRun, Policy: r.BucketPolicy(), CostWei: "0", CostETH: "0"}
+func (r *Replica) push(ctx context.Context, opt PushOptions) (rep *PushReport, err error) {
+	rep = &PushReport{DryRun: opt.DryRun, Policy: r.BucketPolicy(), CostWei: "0", CostETH: "0"}
 	var c Chain
 	if !opt.DryRun {
-		var err error
 		if c, err = r.connect(ctx); err != nil {
 			return rep, err
 		}
@@ -218,6 +217,12 @@ func (r *Replica) push(ctx context.Context, opt PushOptions) (*PushReport, error
 	// stops the push where it is, as a crash there would: what is in flight stays in the push
 	// journal, and the next push's recovery lands or drops each entry, in order.
 	window := r.sendWindow(c, opt)
+	own := r.newOwnCache()
+	defer func() {
+		if cerr := own.commit(); err == nil {
+			err = cerr
+		}
+	}()
 	var (
 		queue []*inFlight
 		last  *chain.PreparedPush   // the last epoch sent, the one the next is signed after
@@ -239,12 +244,12 @@ func (r *Replica) push(ctx context.Context, opt PushOptions) (*PushReport, error
 			}
 			ahead <- nextEpoch{sealedEpoch: r.sealChunk(c, prior, after, bucket, false)}
 		}(sent[:len(sent):len(sent)], vault.Head{Seq: cur.p.Seq, Digest: cur.sealed.Digest}, max(prevBucket, cur.sealed.Bucket))
-		f, err := r.sendOnly(ctx, c, cur, last, window)
+		f, err := r.sendOnly(ctx, c, cur, last, window, own)
 		if err == nil {
 			queue, last = append(queue, f), f.prep
 			prevBucket = max(prevBucket, cur.sealed.Bucket)
 			for err == nil && len(queue) >= window {
-				err = r.landFirst(ctx, c, rep, &queue, opt.Confirmations)
+				err = r.landFirst(ctx, c, rep, &queue, opt.Confirmations, own)
 			}
 		}
 		if err != nil {
@@ -255,7 +260,7 @@ func (r *Replica) push(ctx context.Context, opt PushOptions) (*PushReport, error
 		n := <-ahead
 		if n.end {
 			for err == nil && len(queue) > 0 {
-				err = r.landFirst(ctx, c, rep, &queue, opt.Confirmations)
+				err = r.landFirst(ctx, c, rep, &queue, opt.Confirmations, own)
 			}
 			if err == nil {
 				err = n.err
@@ -297,8 +302,9 @@ type inFlight struct {
 }
 
 // sendOnly signs a sealed epoch (after last, the epoch sent before it in this push, when
-// there is one and window allows more than one in flight), journals it and sends it.
-func (r *Replica) sendOnly(ctx context.Context, c Chain, se sealedEpoch, last *chain.PreparedPush, window int) (*inFlight, error) {
+// there is one and window allows more than one in flight), journals it and sends it; own
+// caches its blob.
+func (r *Replica) sendOnly(ctx context.Context, c Chain, se sealedEpoch, last *chain.PreparedPush, window int, own *ownCache) (*inFlight, error) {
 	p, sealed := se.p, se.sealed
 	if err := r.atStage(StageSealed, p.Seq); err != nil {
 		return nil, err
@@ -324,9 +330,7 @@ func (r *Replica) sendOnly(ctx context.Context, c Chain, se sealedEpoch, last *c
 	if err != nil {
 		return nil, err
 	}
-	if err := r.cache.PutBlob(p.Seq, sealed.Blob); err != nil {
-		return nil, fmt.Errorf("cache epoch %d: %w", p.Seq, err)
-	}
+	own.putBlob(p.Seq, sealed.Blob)
 	pend := store.PendingPush{Seq: p.Seq, Prev: p.Prev, Digest: sealed.Digest, Tx: prep.Hash, RawTx: raw,
 		Plaintext: sealed.Plaintext, Bucket: sealed.Bucket, Stage: store.JournalSealed}
 	var sentBefore uint64 // the epoch this push sent just before, now known sent (0: none)
@@ -366,16 +370,16 @@ func (r *Replica) checkGasPrice(prep *chain.PreparedPush) error {
 }
 
 // landFirst lands the oldest epoch in flight: waits for its receipt and confirmations, applies
-// it as this machine's own and adds it to the report.
-func (r *Replica) landFirst(ctx context.Context, c Chain, rep *PushReport, queue *[]*inFlight, confirmations uint64) error {
+// it as this machine's own (own caches it) and adds it to the report.
+func (r *Replica) landFirst(ctx context.Context, c Chain, rep *PushReport, queue *[]*inFlight, confirmations uint64, own *ownCache) error {
 	f := (*queue)[0]
-	er, err := r.landEpoch(ctx, c, f, confirmations)
+	er, err := r.landEpoch(ctx, c, f, confirmations, own)
 	if err != nil {
 		return err
 	}
 	*queue = (*queue)[1:]
 	rep.Epochs = append(rep.Epochs, *er)
-	return nil
+	return own.commitIfDue()
 }
 
 // planPush reads what the push anchors (marking it sealing unless on a dry run), holds what
@@ -644,7 +648,7 @@ func (r *Replica) preparePush(ctx context.Context, c Chain, p *seal.Plaintext, s
 }
 
 // landEpoch waits for an epoch in flight and applies it as this machine's own.
-func (r *Replica) landEpoch(ctx context.Context, c Chain, f *inFlight, confirmations uint64) (*EpochReceipt, error) {
+func (r *Replica) landEpoch(ctx context.Context, c Chain, f *inFlight, confirmations uint64, own *ownCache) (*EpochReceipt, error) {
 	if confirmations == 0 {
 		confirmations = r.opt.Confirmations
 	}
@@ -667,7 +671,7 @@ func (r *Replica) landEpoch(ctx context.Context, c Chain, f *inFlight, confirmat
 	info := vault.EpochInfo{Seq: p.Seq, Block: rc.Block, Tx: rc.TxHash.Hex(), Digest: sealed.Digest, Prev: p.Prev,
 		Bucket: sealed.Bucket, RowsRoot: p.RowsRoot, Writer: rc.Event.Writer, CreatedAt: p.CreatedAt,
 		Snapshot: p.Snapshot, NRows: p.NRows, Rows: len(p.Rows), Deleted: len(p.Deleted)}
-	if err := r.adopt(&info, rc.Event.PrevBlock, p, sealed.Plaintext); err != nil {
+	if err := r.adopt(&info, rc.Event.PrevBlock, p, sealed.Plaintext, own); err != nil {
 		return nil, err
 	}
 	if err := r.atStage(StageApplied, p.Seq); err != nil {
@@ -696,18 +700,23 @@ func epochReceipt(p *seal.Plaintext, sealed *seal.Sealed, prep *chain.PreparedPu
 	return er
 }
 
-// adopt applies an epoch this machine sealed and clears its journal entry.
-func (r *Replica) adopt(info *vault.EpochInfo, prevBlock uint64, p *seal.Plaintext, plaintext []byte) error {
-	// the epoch landed: cache it and raise the bucket first, so a crash during the apply
-	// (which the next open finishes) leaves nothing of it undone
-	if err := r.cache.PutOpened(cacheMeta(info, prevBlock), plaintext); err != nil {
-		return fmt.Errorf("cache epoch %d: %w", info.Seq, err)
+// adopt applies an epoch this machine sealed and clears its journal entry: at once, or with
+// own (a push under way) once own has made its cache files durable.
+func (r *Replica) adopt(info *vault.EpochInfo, prevBlock uint64, p *seal.Plaintext, plaintext []byte, own *ownCache) error {
+	if own == nil {
+		// the cache first, so a crash during the apply (which the next open finishes)
+		// leaves nothing of it undone
+		if err := r.cache.PutOpened(cacheMeta(info, prevBlock), plaintext); err != nil {
+			return fmt.Errorf("cache epoch %d: %w", info.Seq, err)
+		}
 	}
+	// the bucket first, so a crash during the apply leaves it raised
 	if err := r.raiseBucket(info.Bucket); err != nil {
 		return err
 	}
-	// the apply shares the sync of ClearPending below, which comes after it in the logs: a
-	// crash before that sync leaves the journal entry, and the recovery applies it again
+	// the apply is made durable by the next synced commit, which comes after it in the logs
+	// (the next epoch's journal entry, or the clear of this one): a crash before it leaves the
+	// journal entry, and the recovery applies the epoch again
 	if _, _, err := r.store.ApplyEpoch(*info, p, store.ApplyOptions{Own: true, NoSync: true}); err != nil {
 		return fmt.Errorf("apply own epoch %d: %w", info.Seq, err)
 	}
@@ -721,15 +730,19 @@ func (r *Replica) adopt(info *vault.EpochInfo, prevBlock uint64, p *seal.Plainte
 			return err
 		}
 	}
+	if own != nil {
+		own.putOpened(info, prevBlock, plaintext)
+		return nil
+	}
 	seen := vault.Head{Seq: info.Seq, Digest: info.Digest, Block: info.Block}
 	old, err := r.store.Seen()
 	if err != nil {
 		return err
 	}
 	if seen.Seq > old.Seq {
-		return r.store.ClearPending(info.Seq, &seen)
+		return r.store.ClearPending([]uint64{info.Seq}, &seen)
 	}
-	return r.store.ClearPending(info.Seq, nil)
+	return r.store.ClearPending([]uint64{info.Seq}, nil)
 }
 
 // prepared is the journaled transaction, signed as it was first sent, ready to resend or wait
@@ -816,7 +829,11 @@ func (r *Replica) settleApplied(p *store.PendingPush) error {
 	if rec.Digest != p.Digest {
 		return r.dropPending(p, "the mirror holds another epoch at that seq")
 	}
-	// a crash after the apply, before the entry was cleared: nothing is lost
+	// a crash after the apply, before the entry was cleared: nothing is lost, but the epoch's
+	// cache files may not have been made durable yet
+	if err := r.recacheOwn(p, &rec); err != nil {
+		return fmt.Errorf("push journal: epoch %d: write its cache files: %w", p.Seq, err)
+	}
 	r.logf("push journal: epoch %d was applied before the restart; clearing its entry", p.Seq)
 	return r.store.DeletePending(p.Seq)
 }
@@ -887,7 +904,7 @@ func (r *Replica) adoptEvent(p *store.PendingPush, ev *chain.EpochEvent, block u
 	info := vault.EpochInfo{Seq: p.Seq, Block: block, Tx: p.Tx.Hex(), Digest: p.Digest, Prev: p.Prev, Bucket: p.Bucket,
 		RowsRoot: pt.RowsRoot, Writer: ev.Writer, CreatedAt: pt.CreatedAt, Snapshot: pt.Snapshot, NRows: pt.NRows,
 		Rows: len(pt.Rows), Deleted: len(pt.Deleted)}
-	if err := r.adopt(&info, ev.PrevBlock, pt, p.Plaintext); err != nil {
+	if err := r.adopt(&info, ev.PrevBlock, pt, p.Plaintext, nil); err != nil {
 		return err
 	}
 	r.logf("push journal: adopted epoch %d as this machine's own (%s)", p.Seq, p.Tx.Hex())

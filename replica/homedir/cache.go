@@ -87,10 +87,15 @@ func (c *EpochCache) Blob(seq uint64, digest common.Hash) ([]byte, bool) {
 // machine crash left damaged or empty is only a miss, fetched again.
 func (c *EpochCache) PutBlob(seq uint64, blob []byte) error {
 	b := c.home.NewBatch()
-	if err := b.WriteFile(blob, c.dir, c.name(seq, ".bin")); err != nil {
+	if err := c.PutBlobIn(b, seq, blob); err != nil {
 		return err
 	}
 	return b.rename()
+}
+
+// PutBlobIn is PutBlob through b: the file is in place once b commits.
+func (c *EpochCache) PutBlobIn(b *FileBatch, seq uint64, blob []byte) error {
+	return b.WriteFile(blob, c.dir, c.name(seq, ".bin"))
 }
 
 // PutOpened stores the plaintext and the metadata of an applied epoch.

@@ -45,7 +45,7 @@ func TestPushJournalStages(t *testing.T) {
 		t.Fatalf("epoch 2: %s in block %d, want its receipt kept", st, block)
 	}
 	seen := vault.Head{Seq: 2, Block: 42}
-	if err := s.ClearPending(2, &seen); err != nil {
+	if err := s.ClearPending([]uint64{2}, &seen); err != nil {
 		t.Fatal(err)
 	}
 	if h, err := s.Seen(); err != nil || h.Seq != 2 || h.Block != 42 {

@@ -201,23 +201,28 @@ func (s *Store) PutPendingAfter(p *PendingPush, sent uint64) error {
 	})
 }
 
-// ClearPending clears the push journal entry of an epoch applied here and, when seen is not
+// ClearPending clears the push journal entries of epochs applied here and, when seen is not
 // nil, records it as the newest chain head seen, in one commit.
-func (s *Store) ClearPending(seq uint64, seen *vault.Head) error {
+func (s *Store) ClearPending(seqs []uint64, seen *vault.Head) error {
 	return s.db.Update(func(txn *badger.Txn) error {
 		if seen != nil {
 			if err := setJSON(txn, kSeen, seen); err != nil {
 				return err
 			}
 		}
-		return txn.Delete([]byte(pendingKey(seq)))
+		for _, seq := range seqs {
+			if err := txn.Delete([]byte(pendingKey(seq))); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 
 // SetPendingStage moves the push journal entry of seq on to stage, landed in block for
 // JournalReceipt. An entry already cleared stays cleared. The change is committed but not
-// synced: it shares the sync of the next synced commit (ClearPending, once the epoch is
-// applied). A crash before that sync finds the entry at an earlier stage, which a push's
+// synced: it shares the sync of the next synced commit (the next epoch's journal entry, or
+// ClearPending). A crash before that sync finds the entry at an earlier stage, which a push's
 // recovery takes up again from there.
 func (s *Store) SetPendingStage(seq uint64, stage JournalStage, block uint64) error {
 	return s.db.commitOnly(func(txn *badger.Txn) error {

@@ -1,0 +1,122 @@
+package replica
+
+import (
+	"fmt"
+
+	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/crypto"
+
+	"kintfs/chain"
+	"kintfs/replica/store"
+	"kintfs/replica/vault"
+)
+
+// ownCacheEvery is how many of its epochs a push lands between two commits of their cache
+// files (and clears of their journal entries).
+const ownCacheEvery = 64
+
+// ownCache writes the epoch cache files of a push's own epochs (the blob as sent, the
+// plaintext and the metadata) beside the push, off the path from one epoch to the next: on
+// some disks creating a file costs more than sealing and applying an epoch. An epoch's journal
+// entry is cleared only once its files are durable, so a crash in between leaves the entry of
+// an epoch the mirror holds, and the next push's recovery writes the files from the entry
+// (recacheOwn). Every ownCacheEvery epochs, and when the push ends, the files written so far
+// are made durable together and the entries of the epochs they complete are cleared in one
+// synced commit.
+type ownCache struct {
+	r      *Replica
+	cw     *cacheWriter
+	landed []uint64    // epochs applied whose entries wait for their files
+	seen   *vault.Head // the newest of them
+}
+
+func (r *Replica) newOwnCache() *ownCache {
+	return &ownCache{r: r, cw: newCacheWriter(r.opt.Home.NewBatch())}
+}
+
+// putBlob caches the blob of an epoch about to be sent.
+func (o *ownCache) putBlob(seq uint64, blob []byte) {
+	o.cw.do(func() error { return o.r.cache.PutBlobIn(o.cw.batch, seq, blob) })
+}
+
+// putOpened caches an epoch that landed and notes that its entry waits for the files.
+func (o *ownCache) putOpened(info *vault.EpochInfo, prevBlock uint64, plaintext []byte) {
+	meta := cacheMeta(info, prevBlock)
+	o.cw.do(func() error { return o.r.cache.PutOpenedIn(o.cw.batch, meta, plaintext) })
+	o.landed = append(o.landed, info.Seq)
+	o.seen = &vault.Head{Seq: info.Seq, Digest: info.Digest, Block: info.Block}
+}
+
+// commitIfDue commits once ownCacheEvery epochs wait.
+func (o *ownCache) commitIfDue() error {
+	if len(o.landed) < ownCacheEvery {
+		return nil
+	}
+	return o.commit()
+}
+
+// commit makes the files written so far durable, then clears the entries of the epochs landed
+// since the last commit, recording the newest as the chain head seen.
+func (o *ownCache) commit() error {
+	if err := o.cw.wait(); err != nil {
+		return fmt.Errorf("cache the pushed epochs: %w", err)
+	}
+	if err := o.cw.batch.Commit(); err != nil {
+		return fmt.Errorf("cache the pushed epochs: %w", err)
+	}
+	if len(o.landed) == 0 {
+		return nil
+	}
+	seen := o.seen
+	old, err := o.r.store.Seen()
+	if err != nil {
+		return err
+	}
+	if seen.Seq <= old.Seq {
+		seen = nil
+	}
+	if err := o.r.store.ClearPending(o.landed, seen); err != nil {
+		return err
+	}
+	o.landed, o.seen = nil, nil
+	return nil
+}
+
+// recacheOwn writes the cache files of a journaled epoch the mirror holds (info is its
+// record) when a crash came before they were made durable: the plaintext and the signed
+// transaction, whose calldata carries the blob, are in the entry.
+func (r *Replica) recacheOwn(p *store.PendingPush, info *vault.EpochInfo) error {
+	if _, err := r.cache.Meta(p.Seq); err == nil {
+		if _, ok := r.cache.Blob(p.Seq, p.Digest); ok {
+			return nil
+		}
+	}
+	var prevBlock uint64
+	if p.Seq > 1 {
+		prev, found, err := r.store.EpochRecord(p.Seq - 1)
+		if err != nil {
+			return err
+		}
+		if found {
+			prevBlock = prev.Block
+		}
+	}
+	var tx types.Transaction
+	if err := tx.UnmarshalBinary(p.RawTx); err != nil {
+		return fmt.Errorf("push journal entry %d: %w", p.Seq, err)
+	}
+	_, _, _, blob, err := chain.DecodePushCalldata(tx.Data())
+	if err != nil {
+		return fmt.Errorf("push journal entry %d: %w", p.Seq, err)
+	}
+	b := r.opt.Home.NewBatch()
+	if crypto.Keccak256Hash(blob) == p.Digest {
+		if err := r.cache.PutBlobIn(b, p.Seq, blob); err != nil {
+			return err
+		}
+	}
+	if err := r.cache.PutOpenedIn(b, cacheMeta(info, prevBlock), p.Plaintext); err != nil {
+		return err
+	}
+	return b.Commit()
+}
