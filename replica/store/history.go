@@ -306,23 +306,34 @@ func (h *History) CategoryCount() (int, error) {
 // Every epoch since the first one recorded has one, so the newest record found is the one of
 // the newest epoch at or before the block.
 func (h *History) recordedCategoryCount(txn *badger.Txn) (int, bool, error) {
+	_, _, n, found, err := categoryCountAtOrBefore(txn, h.block, ^uint64(0))
+	return n, found, err
+}
+
+// categoryCountAtOrBefore reads the newest count recorded at or before (block, seq), with the
+// block and seq it was recorded at.
+func categoryCountAtOrBefore(txn *badger.Txn, block, seq uint64) (atBlock, atSeq uint64, n int, found bool, err error) {
 	opts := badger.DefaultIteratorOptions
 	opts.PrefetchValues = false
 	opts.Reverse = true
 	opts.Prefix = []byte(pCategoryCount)
 	it := txn.NewIterator(opts)
 	defer it.Close()
-	it.Seek(append(append([]byte(pCategoryCount), be64(h.block)...), bytes.Repeat([]byte{0xff}, 8)...))
+	// In reverse, Seek finds the greatest key <= the one given.
+	it.Seek(append(append([]byte(pCategoryCount), be64(block)...), be64(seq)...))
 	if !it.ValidForPrefix(opts.Prefix) {
-		return 0, false, nil
+		return 0, 0, 0, false, nil
 	}
-	var n int
-	err := it.Item().Value(func(b []byte) error {
+	key := it.Item().Key()
+	if len(key) != len(pCategoryCount)+16 {
+		return 0, 0, 0, false, nil
+	}
+	err = it.Item().Value(func(b []byte) error {
 		var err error
 		n, err = strconv.Atoi(string(b))
 		return err
 	})
-	return n, err == nil, err
+	return beUint64(key[len(pCategoryCount):]), beUint64(key[len(pCategoryCount)+8:]), n, err == nil, err
 }
 
 func (h *History) countCategories(txn *badger.Txn) (int, error) {
@@ -388,27 +399,11 @@ func (s *Store) countFromPrevious(txn *badger.Txn, block, seq uint64, ids []stri
 // previousCategoryCount reads the count recorded by epoch seq-1, when it is the newest record
 // before (block, seq), and the block it was recorded at.
 func previousCategoryCount(txn *badger.Txn, block, seq uint64) (prevBlock uint64, n int, found bool, err error) {
-	opts := badger.DefaultIteratorOptions
-	opts.PrefetchValues = false
-	opts.Reverse = true
-	opts.Prefix = []byte(pCategoryCount)
-	it := txn.NewIterator(opts)
-	defer it.Close()
-	// In reverse, Seek finds the greatest key <= the one given: seq-1 is the greatest below seq.
-	it.Seek(append(append([]byte(pCategoryCount), be64(block)...), be64(seq-1)...))
-	if !it.ValidForPrefix(opts.Prefix) {
-		return 0, 0, false, nil
+	prevBlock, prevSeq, n, found, err := categoryCountAtOrBefore(txn, block, seq-1)
+	if err != nil || !found || prevSeq != seq-1 {
+		return 0, 0, false, err
 	}
-	key := it.Item().Key()
-	if len(key) != len(pCategoryCount)+16 || beUint64(key[len(key)-8:]) != seq-1 {
-		return 0, 0, false, nil
-	}
-	err = it.Item().Value(func(b []byte) error {
-		var err error
-		n, err = strconv.Atoi(string(b))
-		return err
-	})
-	return beUint64(key[len(pCategoryCount):]), n, err == nil, err
+	return prevBlock, n, true, nil
 }
 
 // hasCategory reports whether the entity category had a row at the block.
