@@ -69,7 +69,7 @@ type pushGas struct {
 func cmdGas(args []string) error {
 	fl := flag.NewFlagSet("gas", flag.ExitOnError)
 	url := fl.String("rpc", "", "JSON-RPC URL")
-	blocks := fl.String("blocks", "", "the mount's .kint/blocks (lines: seq block tx)")
+	blocks := fl.String("blocks", "", "the mount's .kint/blocks (lines: seq block tx [time])")
 	fromSeq := fl.Uint64("from-seq", 2, "first seq to check (the vault's first push pays for new storage)")
 	fl.Parse(args)
 	f, err := os.Open(*blocks)
@@ -84,7 +84,7 @@ func cmdGas(args []string) error {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fs := strings.Fields(sc.Text())
-		if len(fs) != 3 {
+		if len(fs) < 3 {
 			continue
 		}
 		seq, _ := strconv.ParseUint(fs[0], 10, 64)
