@@ -82,23 +82,14 @@ func (o *ownCache) commit() error {
 	return nil
 }
 
-// recacheOwn writes the cache files of a journaled epoch the mirror holds (info is its
-// record) when a crash came before they were made durable: the plaintext and the signed
-// transaction, whose calldata carries the blob, are in the entry.
-func (r *Replica) recacheOwn(p *store.PendingPush, info *vault.EpochInfo) error {
+// recacheOwn writes the cache files of a journaled epoch from its entry (info is its record,
+// prevBlock the block of the epoch before) unless they are in place: after a crash before a
+// push made them durable, or for an epoch the recovery adopts. The plaintext is in the entry,
+// and the blob in the calldata of its signed transaction.
+func (r *Replica) recacheOwn(p *store.PendingPush, info *vault.EpochInfo, prevBlock uint64) error {
 	if _, err := r.cache.Meta(p.Seq); err == nil {
 		if _, ok := r.cache.Blob(p.Seq, p.Digest); ok {
 			return nil
-		}
-	}
-	var prevBlock uint64
-	if p.Seq > 1 {
-		prev, found, err := r.store.EpochRecord(p.Seq - 1)
-		if err != nil {
-			return err
-		}
-		if found {
-			prevBlock = prev.Block
 		}
 	}
 	var tx types.Transaction

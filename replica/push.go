@@ -703,13 +703,7 @@ func epochReceipt(p *seal.Plaintext, sealed *seal.Sealed, prep *chain.PreparedPu
 // adopt applies an epoch this machine sealed and clears its journal entry: at once, or with
 // own (a push under way) once own has made its cache files durable.
 func (r *Replica) adopt(info *vault.EpochInfo, prevBlock uint64, p *seal.Plaintext, plaintext []byte, own *ownCache) error {
-	if own == nil {
-		// the cache first, so a crash during the apply (which the next open finishes)
-		// leaves nothing of it undone
-		if err := r.cache.PutOpened(cacheMeta(info, prevBlock), plaintext); err != nil {
-			return fmt.Errorf("cache epoch %d: %w", info.Seq, err)
-		}
-	}
+	// without own (a recovery), the caller cached the epoch first
 	// the bucket first, so a crash during the apply leaves it raised
 	if err := r.raiseBucket(info.Bucket); err != nil {
 		return err
@@ -831,7 +825,15 @@ func (r *Replica) settleApplied(p *store.PendingPush) error {
 	}
 	// a crash after the apply, before the entry was cleared: nothing is lost, but the epoch's
 	// cache files may not have been made durable yet
-	if err := r.recacheOwn(p, &rec); err != nil {
+	var prevBlock uint64
+	if p.Seq > 1 {
+		prev, _, err := r.store.EpochRecord(p.Seq - 1)
+		if err != nil {
+			return err
+		}
+		prevBlock = prev.Block // 0 when there is no record: unknown
+	}
+	if err := r.recacheOwn(p, &rec, prevBlock); err != nil {
 		return fmt.Errorf("push journal: epoch %d: write its cache files: %w", p.Seq, err)
 	}
 	r.logf("push journal: epoch %d was applied before the restart; clearing its entry", p.Seq)
@@ -904,6 +906,11 @@ func (r *Replica) adoptEvent(p *store.PendingPush, ev *chain.EpochEvent, block u
 	info := vault.EpochInfo{Seq: p.Seq, Block: block, Tx: p.Tx.Hex(), Digest: p.Digest, Prev: p.Prev, Bucket: p.Bucket,
 		RowsRoot: pt.RowsRoot, Writer: ev.Writer, CreatedAt: pt.CreatedAt, Snapshot: pt.Snapshot, NRows: pt.NRows,
 		Rows: len(pt.Rows), Deleted: len(pt.Deleted)}
+	// the cache first, so a crash during the apply (which the next open finishes) leaves
+	// nothing of it undone
+	if err := r.recacheOwn(p, &info, ev.PrevBlock); err != nil {
+		return fmt.Errorf("cache epoch %d: %w", p.Seq, err)
+	}
 	if err := r.adopt(&info, ev.PrevBlock, pt, p.Plaintext, nil); err != nil {
 		return err
 	}
