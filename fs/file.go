@@ -45,6 +45,7 @@ var (
 	_ = (fusefs.NodeGetattrer)((*fileNode)(nil))
 	_ = (fusefs.NodeSetattrer)((*fileNode)(nil))
 	_ = (fusefs.NodeOpener)((*fileNode)(nil))
+	_ = (fusefs.NodeOnForgetter)((*fileNode)(nil))
 )
 
 // nodeIO is the bufferIO of a file node: its view's tree, and the backend's Write. A pointer
@@ -58,6 +59,7 @@ func (n *nodeIO) Write(k vault.Key, content []byte, mtime time.Time) (*vault.Ver
 }
 
 func newFileNode(f *mountFS, v *view, k vault.Key) *fileNode {
+	f.fileNodeMade()
 	return &fileNode{node: node{fs: f}, v: v, b: fileBuffer{key: k, history: v.history}}
 }
 

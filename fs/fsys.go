@@ -47,7 +47,8 @@ type mountFS struct {
 	// refused are the @<block> names refused for missing history and logged once
 	refused map[string]bool
 
-	inv invalidator
+	inv   invalidator
+	files fileNodes
 	// head is the block of the newest epoch applied, as of the last change told (see changed)
 	head atomic.Uint64
 }

@@ -44,6 +44,10 @@ type MountOptions struct {
 	// or has failed. Until then a lookup in the live tree that finds nothing waits for it (at
 	// most currentWait) instead of answering, and caching, ENOENT.
 	Current <-chan struct{}
+	// MaxCachedFiles bounds the file nodes the mount keeps for names the kernel caches: past
+	// it, the kernel is made to drop the names of idle files (see fileNodes). Zero means
+	// DefaultMaxCachedFiles; less than zero, no bound.
+	MaxCachedFiles int
 }
 
 // currentWait bounds how long a lookup that misses waits for the start-up pull.

@@ -246,7 +246,8 @@ func (r *mountRun) serve(ctx context.Context, cio *cmdIO) error {
 	pulled := make(chan struct{})
 	m, err := fs.Mount(r.dir, e.rep, fs.MountOptions{AllowOther: r.o.allowOther, ReadOnly: r.o.readOnly,
 		AllowNonEmpty: r.o.allowNonEmpty, Xattrs: r.o.xattrs, FileMode: r.fileMode, DirMode: r.dirMode, Logger: r.logger,
-		Debug: r.o.debugFuse || r.o.verbose >= 2, Umask: r.umask, UID: ownerID(r.o.uid, os.Getuid()), GID: ownerID(r.o.gid, os.Getgid()), Current: pulled})
+		Debug: r.o.debugFuse || r.o.verbose >= 2, Umask: r.umask, UID: ownerID(r.o.uid, os.Getuid()), GID: ownerID(r.o.gid, os.Getgid()), Current: pulled,
+		MaxCachedFiles: maxCachedFiles(r.set)})
 	if err != nil {
 		_ = e.rep.StopWorker(context.Background())
 		return r.fail(err)
@@ -631,4 +632,13 @@ func parseUmask(s string, allowOther bool) (uint32, error) {
 		return 0, usagef("--umask %q: give octal permission bits, such as 077 or 022", s)
 	}
 	return uint32(n), nil
+}
+
+// maxCachedFiles is KINTFS_MAX_CACHED_FILES as fs.MountOptions takes it: 0 there is the
+// default, less than 0 no bound.
+func maxCachedFiles(set settings) int {
+	if set.given("KINTFS_MAX_CACHED_FILES") == "0" {
+		return -1
+	}
+	return int(set.positive("KINTFS_MAX_CACHED_FILES"))
 }

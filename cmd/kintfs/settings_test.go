@@ -265,3 +265,19 @@ func isErrorValue(e ast.Expr) bool {
 	id, ok := sel.X.(*ast.Ident)
 	return ok && (id.Name == "errors" && sel.Sel.Name == "New" || id.Name == "fmt" && sel.Sel.Name == "Errorf")
 }
+
+// TestMaxCachedFiles: KINTFS_MAX_CACHED_FILES reaches the mount as a bound, 0 as none, and a
+// value that is not a positive whole number as the default.
+func TestMaxCachedFiles(t *testing.T) {
+	for given, want := range map[string]int{"": 20000, "0": -1, "500": 500, "many": 20000, "-3": 20000} {
+		set := loadSettings(func(env string) (string, bool) {
+			if env == "KINTFS_MAX_CACHED_FILES" && given != "" {
+				return given, true
+			}
+			return "", false
+		})
+		if got := maxCachedFiles(set); got != want {
+			t.Errorf("KINTFS_MAX_CACHED_FILES=%q: %d, want %d", given, got, want)
+		}
+	}
+}

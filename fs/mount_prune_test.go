@@ -1,0 +1,64 @@
+package fs
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestFileNodesBounded: past MaxCachedFiles file nodes (every file of a tree read), the mount
+// has the kernel drop idle files' names until a quarter of the bound is free; the files read
+// the same afterwards, looked up again. An open file with unsaved writes keeps its node and
+// its content through it.
+func TestFileNodesBounded(t *testing.T) {
+	const bound, files = 40, 200
+	tm := mountForTest(t, func(o *MountOptions) {
+		o.MaxCachedFiles = bound
+		o.EntryTimeout, o.AttrTimeout = time.Hour, time.Hour // only the prune makes the kernel forget
+	})
+	open, err := os.Create(tm.path("state", "open"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := open.WriteString("written before the walk, "); err != nil {
+		t.Fatal(err)
+	}
+	for i := range files {
+		if err := os.WriteFile(tm.path("state", fmt.Sprintf("f%03d", i)), []byte(fmt.Sprint("row ", i)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(what string) {
+		t.Helper()
+		for i := range files {
+			p := tm.path("state", fmt.Sprintf("f%03d", i))
+			if got := readFile(t, p); got != fmt.Sprint("row ", i) {
+				t.Fatalf("%s: %s reads %q", what, filepath.Base(p), got)
+			}
+		}
+	}
+	read("first read")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		live := tm.m.fs.files.live.Load()
+		if live <= bound && !tm.m.fs.files.pruning.Load() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d file nodes 30 s after a walk of %d files, bound %d", live, files, bound)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	read("after the prune")
+	if _, err := open.WriteString("and after"); err != nil {
+		t.Fatal(err)
+	}
+	if err := open.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, tm.path("state", "open")); got != "written before the walk, and after" {
+		t.Fatalf("the file open through the prune reads %q", got)
+	}
+}
