@@ -50,7 +50,7 @@ func (n *fileNode) OnForget() { n.fs.files.live.Add(-1) }
 
 // pruneSettle is how long a prune waits after its notifications for the kernel's FORGETs,
 // before another may start.
-const pruneSettle = time.Second
+const pruneSettle = 100 * time.Millisecond
 
 // prune has the kernel drop idle files' names, a round at a time, until the nodes are within
 // max or no round finds one to drop.
