@@ -62,3 +62,45 @@ func TestFileNodesBounded(t *testing.T) {
 		t.Fatalf("the file open through the prune reads %q", got)
 	}
 }
+
+// TestToolsWhilePruning: cp -r, diff -r, tar, rsync (temporary file, then rename) and sed -i
+// over 150 files, with the mount dropping idle files' names all along (a bound of 30): every
+// tool sees the tree it wrote.
+func TestToolsWhilePruning(t *testing.T) {
+	tm := mountForTest(t, func(o *MountOptions) {
+		o.MaxCachedFiles = 30
+		o.EntryTimeout, o.AttrTimeout = time.Hour, time.Hour
+	})
+	src, out := t.TempDir(), t.TempDir()
+	for c := range 3 {
+		if err := os.MkdirAll(filepath.Join(src, fmt.Sprint("c", c)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for k := range 50 {
+			body := fmt.Sprintf("{\"n\": %d, \"text\": \"row %d of c%d\"}", k, k, c)
+			if err := os.WriteFile(filepath.Join(src, fmt.Sprint("c", c), fmt.Sprintf("k%02d", k)), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	ent := tm.path("entity")
+	mustRun(t, "cp", "-r", src+"/.", ent)
+	mustRun(t, "diff", "-r", src, ent)
+	mustRun(t, "tar", "-C", tm.path(), "-cf", filepath.Join(out, "t.tar"), "entity")
+	mustRun(t, "tar", "-C", out, "-xf", filepath.Join(out, "t.tar"))
+	mustRun(t, "diff", "-r", src, filepath.Join(out, "entity"))
+	// rsync writes each changed file to a temporary name and renames it over the row
+	mustSh(t, "sed -i 's/row /line /' "+src+"/c1/*")
+	mustRun(t, "rsync", "-r", src+"/", ent+"/")
+	mustRun(t, "diff", "-r", src, ent)
+	mustSh(t, "sed -i 's/\"n\"/\"m\"/' "+src+"/c2/* "+ent+"/c2/*")
+	mustRun(t, "diff", "-r", src, ent)
+	deadline := time.Now().Add(30 * time.Second)
+	for tm.m.fs.files.live.Load() > 30 || tm.m.fs.files.pruning.Load() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d file nodes 30 s after the tools ran, bound 30", tm.m.fs.files.live.Load())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	mustRun(t, "diff", "-r", src, ent)
+}
