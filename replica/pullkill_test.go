@@ -1,33 +1,15 @@
 package replica
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
-	"log/slog"
-	"os"
-	"os/exec"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/crypto"
 
-	"kintfs/chain"
 	"kintfs/replica/homedir"
-	"kintfs/replica/vault"
 )
-
-const pullKillEnv = "KINT_TEST_PULL_KILL"
-
-// pullKillSetup is what the killed child needs to pull: the fresh machine's home and the chain.
-type pullKillSetup struct {
-	Home     string `json:"home"`
-	RPC      string `json:"rpc"`
-	Contract string `json:"contract"`
-}
 
 // Between two of the child's syncs: it syncs after epochs 4 and 8 and is killed once epoch 6
 // is applied.
@@ -36,47 +18,16 @@ const (
 	pullKillAt        = 6
 )
 
-// openPullKill opens the fresh machine's replica in home on the chain at rpc.
-func openPullKill(t *testing.T, s pullKillSetup) *Replica {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	c, err := chain.Dial(ctx, s.RPC, common.HexToAddress(s.Contract), chain.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	home := homedir.Home{Dir: s.Home}
-	v, err := home.LoadVault()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dek, err := home.LoadDEK(v.Space)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v.Model = vault.ModelFull
-	r, err := Open(Options{Home: home, Vault: v, DEK: dek, Client: c, Log: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
 // TestPullKilledMidBatchChild is the process TestPullKilledMidBatch kills: it pulls with a
 // sync every pullKillSyncEvery epochs and stops dead once epoch pullKillAt is applied, after
 // the batch's last sync and before its next one.
 func TestPullKilledMidBatchChild(t *testing.T) {
-	env := os.Getenv(pullKillEnv)
-	if env == "" {
+	s, ok := childSetupOf(t)
+	if !ok {
 		t.Skip("the child half of TestPullKilledMidBatch; it runs only when that test starts it")
 	}
-	var s pullKillSetup
-	if err := json.Unmarshal([]byte(env), &s); err != nil {
-		t.Fatal(err)
-	}
 	pullSyncEvery = pullKillSyncEvery
-	r := openPullKill(t, s)
+	r := openChildMachine(t, s)
 	ctx := WithProgress(context.Background(), func(p Progress) {
 		if p.Phase == "landed" && p.Seq == pullKillAt {
 			fmt.Println("KILL ME")
@@ -112,45 +63,10 @@ func TestPullKilledMidBatch(t *testing.T) {
 		RPC: e.rpc, Contract: e.contract, Client: e.conn(), Passphrase: &pass, KEK: e.kek()}); err != nil {
 		t.Fatal(err)
 	}
-	setup := pullKillSetup{Home: home.Dir, RPC: e.rpc, Contract: e.contract.Hex()}
-	env, _ := json.Marshal(setup)
-	child := exec.Command(os.Args[0], "-test.run=^TestPullKilledMidBatchChild$", "-test.count=1")
-	child.Env = append(os.Environ(), pullKillEnv+"="+string(env))
-	out, err := child.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	child.Stderr = os.Stderr
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "KILL ME") {
-				ready <- true
-				return
-			}
-		}
-		ready <- false
-	}()
-	select {
-	case ok := <-ready:
-		if !ok {
-			child.Wait()
-			t.Fatalf("the child ended before epoch %d was applied", pullKillAt)
-		}
-	case <-time.After(5 * time.Minute):
-		child.Process.Kill()
-		t.Fatalf("the child never applied epoch %d", pullKillAt)
-	}
-	if err := child.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	child.Wait()
+	setup := childSetup{Home: home.Dir, RPC: e.rpc, Contract: e.contract.Hex()}
+	killChild(t, "TestPullKilledMidBatchChild", setup, fmt.Sprintf("epoch %d was applied", pullKillAt))
 
-	r := openPullKill(t, setup)
+	r := openChildMachine(t, setup)
 	defer r.Close()
 	head, err := r.MirrorHead()
 	if err != nil {

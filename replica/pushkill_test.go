@@ -1,36 +1,15 @@
 package replica
 
 import (
-	"bufio"
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"log/slog"
-	"os"
-	"os/exec"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/crypto"
-
-	"kintfs/chain"
-	"kintfs/replica/homedir"
-	"kintfs/replica/vault"
 )
-
-const pushKillEnv = "KINT_TEST_PUSH_KILL"
-
-// pushKillSetup is what the killed child needs to push: the machine's home, its session key
-// (a dev chain's throwaway key) and the chain.
-type pushKillSetup struct {
-	Home       string `json:"home"`
-	SessionKey string `json:"session_key"`
-	RPC        string `json:"rpc"`
-	Contract   string `json:"contract"`
-}
 
 // The child is killed once epoch pushKillAt is applied: before the push has made any of its
 // epochs' cache files durable (it does every ownCacheEvery epochs and at its end).
@@ -39,49 +18,14 @@ const (
 	pushKillAt     = 6
 )
 
-// openPushKill opens the machine's replica in the setup's home, able to push.
-func openPushKill(t *testing.T, s pushKillSetup) *Replica {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	c, err := chain.Dial(ctx, s.RPC, common.HexToAddress(s.Contract), chain.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	home := homedir.Home{Dir: s.Home}
-	v, err := home.LoadVault()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dek, err := home.LoadDEK(v.Space)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := crypto.HexToECDSA(s.SessionKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v.Model = vault.ModelFull
-	r, err := Open(Options{Home: home, Vault: v, DEK: dek, Client: c, SessionKey: key, Log: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
 // TestPushKilledBeforeCacheChild is the process TestPushKilledBeforeCache kills: it pushes the
 // staged rows and stops dead once epoch pushKillAt is applied.
 func TestPushKilledBeforeCacheChild(t *testing.T) {
-	env := os.Getenv(pushKillEnv)
-	if env == "" {
+	s, ok := childSetupOf(t)
+	if !ok {
 		t.Skip("the child half of TestPushKilledBeforeCache; it runs only when that test starts it")
 	}
-	var s pushKillSetup
-	if err := json.Unmarshal([]byte(env), &s); err != nil {
-		t.Fatal(err)
-	}
-	r := openPushKill(t, s)
+	r := openChildMachine(t, s)
 	r.SetPushHook(func(stage PushStage, seq uint64) error {
 		if stage == StageApplied && seq == pushKillAt {
 			fmt.Println("KILL ME")
@@ -108,44 +52,9 @@ func TestPushKilledBeforeCache(t *testing.T) {
 	opt := a.opt
 	a.Close()
 
-	setup := pushKillSetup{Home: opt.Home.Dir, SessionKey: hex.EncodeToString(crypto.FromECDSA(opt.SessionKey)),
-		RPC: e.rpc, Contract: e.contract.Hex()}
-	env, _ := json.Marshal(setup)
-	child := exec.Command(os.Args[0], "-test.run=^TestPushKilledBeforeCacheChild$", "-test.count=1")
-	child.Env = append(os.Environ(), pushKillEnv+"="+string(env))
-	out, err := child.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	child.Stderr = os.Stderr
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "KILL ME") {
-				ready <- true
-				return
-			}
-		}
-		ready <- false
-	}()
-	select {
-	case ok := <-ready:
-		if !ok {
-			child.Wait()
-			t.Fatalf("the child ended before epoch %d was applied", pushKillAt)
-		}
-	case <-time.After(5 * time.Minute):
-		child.Process.Kill()
-		t.Fatalf("the child never applied epoch %d", pushKillAt)
-	}
-	if err := child.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	child.Wait()
+	setup := childSetup{Home: opt.Home.Dir, RPC: e.rpc, Contract: e.contract.Hex(),
+		SessionKey: hex.EncodeToString(crypto.FromECDSA(opt.SessionKey))}
+	killChild(t, "TestPushKilledBeforeCacheChild", setup, fmt.Sprintf("epoch %d was applied", pushKillAt))
 
 	r, err := Open(opt)
 	if err != nil {
