@@ -284,7 +284,7 @@ func (r *Replica) recordHistory(w walked, opened *seal.Opened, before *store.Rep
 	}
 	info := epochInfoOf(ev, opened)
 	info.Time = w.time
-	return r.store.RecordHistory(&info)
+	return r.store.RecordHistory(&info, opened.Plaintext)
 }
 
 // recordBoundary writes the versions closeHole finds: what the snapshot above changed

@@ -9,19 +9,23 @@ import (
 	"kintfs/replica/vault"
 )
 
-var historyPaths = []string{"entity/person/first", "entity/person/second", "state/x", "state/y"}
+var historyPaths = []string{"entity/person/first", "entity/person/second", "entity/team/t", "entity/club/c", "state/x", "state/y"}
 
 // historyWriter anchors diff, diff, a snapshot that deletes a row, and a diff, returning the
-// writer and the blocks of its four epochs.
+// writer and the blocks of its four epochs. The second diff empties one entity category and
+// starts another.
 func historyWriter(t *testing.T, e *chainEnv) (*Replica, []uint64) {
 	t.Helper()
 	a := e.machine()
 	w := &writer{t: t, r: a, m: model{}}
 	w.write("entity/person/first", `{"v":1}`)
+	w.write("entity/team/t", `{"t":1}`)
 	w.write("state/x", "x1")
 	flushAll(t, a)
 	w.write("entity/person/first", `{"v":2}`)
 	w.write("entity/person/second", `{"v":"s"}`)
+	w.rm("entity/team/t")
+	w.write("entity/club/c", `{"c":2}`)
 	flushAll(t, a)
 	w.rm("entity/person/first")
 	w.write("state/y", "y3")
@@ -56,6 +60,15 @@ func sameHistory(t *testing.T, a, b *Replica, blocks []uint64) {
 		want, got := viewOf(t, a.At(blk), historyPaths), viewOf(t, view, historyPaths)
 		if d := diffModels(want, got); d != "" {
 			t.Fatalf("@%d on the fresh machine: %s", blk, d)
+		}
+		// entity/'s link count: recorded by each epoch, on the writer by its apply and here by
+		// the backfill
+		wantN, err := a.At(blk).CategoryCount()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if gotN, err := view.CategoryCount(); err != nil || gotN != wantN {
+			t.Fatalf("@%d on the fresh machine: %d entity categories, %v; want %d", blk, gotN, err, wantN)
 		}
 	}
 }

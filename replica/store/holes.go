@@ -329,11 +329,22 @@ func (s *Store) BlockAt(t time.Time) (uint64, error) {
 var errStopScan = errors.New("stop")
 
 // RecordHistory writes the epoch record of an epoch whose versions WriteVersions recorded
-// (which marks it recorded), with the category count at it, never touching the mirror.
-func (s *Store) RecordHistory(info *vault.EpochInfo) error {
+// (which marks it recorded), with the category count at it, never touching the mirror. p is
+// the epoch's plaintext: the rows it changes let the count start from the epoch before's.
+func (s *Store) RecordHistory(info *vault.EpochInfo, p *seal.Plaintext) error {
 	defer s.holeBlocks.forget()
+	var ids []string // nil: counted whole, as for a snapshot, which changes every row
+	if p != nil && !p.Snapshot {
+		ids = make([]string, 0, len(p.Rows)+len(p.Deleted))
+		for i := range p.Rows {
+			ids = append(ids, p.Rows[i].ID())
+		}
+		for _, d := range p.Deleted {
+			ids = append(ids, d.ID())
+		}
+	}
 	return s.db.Update(func(txn *badger.Txn) error {
-		if err := s.recordCategoryCount(txn, info.Block, info.Seq, nil); err != nil {
+		if err := s.recordCategoryCount(txn, info.Block, info.Seq, ids); err != nil {
 			return err
 		}
 		s.untimed.noteEpochRecord(info)

@@ -240,7 +240,7 @@ func TestHistoryViewRefusesHoles(t *testing.T) {
 			t.Fatalf("@%d in the hole: %v", block, err)
 		}
 	}
-	if err := r.RecordHistory(&vault.EpochInfo{Seq: 2, Block: 20}); err != nil {
+	if err := r.RecordHistory(&vault.EpochInfo{Seq: 2, Block: 20}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := r.HistoryView(11); err != nil {

@@ -47,7 +47,7 @@ func TestEpochsWithoutTimeFollowsWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	want("after times set", 4)
-	if err := r.RecordHistory(&vault.EpochInfo{Seq: 9, Block: 5}); err != nil {
+	if err := r.RecordHistory(&vault.EpochInfo{Seq: 9, Block: 5}, nil); err != nil {
 		t.Fatal(err)
 	}
 	want("after a history record", 4, 9)
