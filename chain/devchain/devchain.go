@@ -45,6 +45,7 @@ import (
 	"github.com/ethereum/go-ethereum/eth/ethconfig"
 	"github.com/ethereum/go-ethereum/eth/filters"
 	"github.com/ethereum/go-ethereum/ethclient"
+	"github.com/ethereum/go-ethereum/event"
 	"github.com/ethereum/go-ethereum/log"
 	"github.com/ethereum/go-ethereum/node"
 	"github.com/ethereum/go-ethereum/p2p"
@@ -227,8 +228,12 @@ func Start(cfg Config) (*DevChain, error) {
 	d.wg.Add(1)
 	go d.seal()
 	if cfg.Period == 0 {
+		// subscribed here, before the contract below is sent: a subscription made on the
+		// goroutine could come after that transaction, and nothing would ever seal it
+		ch := make(chan core.NewTxsEvent, 64)
+		sub := d.eth.TxPool().SubscribeTransactions(ch, true)
 		d.wg.Add(1)
-		go d.watchTxs()
+		go d.watchTxs(ch, sub)
 	}
 
 	contract, err := d.ensureContract(prev)
@@ -495,12 +500,18 @@ func (d *DevChain) sealPending() {
 	}
 }
 
-// watchTxs turns new-transaction events into a wake-up of seal. It never blocks the pool.
-func (d *DevChain) watchTxs() {
+// watchStarting, when set (by tests), runs as watchTxs starts: a goroutine the scheduler is
+// slow to run.
+var watchStarting func()
+
+// watchTxs turns the pool's new-transaction events (ch, from sub) into a wake-up of seal. It
+// never blocks the pool.
+func (d *DevChain) watchTxs(ch <-chan core.NewTxsEvent, sub event.Subscription) {
 	defer d.wg.Done()
-	ch := make(chan core.NewTxsEvent, 64)
-	sub := d.eth.TxPool().SubscribeTransactions(ch, true)
 	defer sub.Unsubscribe()
+	if watchStarting != nil {
+		watchStarting()
+	}
 	for {
 		select {
 		case <-d.quit:

@@ -332,3 +332,20 @@ func TestBlockTimesFollowWallClock(t *testing.T) {
 		t.Fatalf("head time %d is %d s from the wall clock", h.Time, skew)
 	}
 }
+
+// TestSlowWatcherStillSealsTheDeploy: a first start deploys the contract right after it
+// starts the goroutine that turns new transactions into blocks. When that goroutine runs late
+// (a loaded machine), the deploy must still be sealed: its subscription is made before the
+// deploy is sent, not on the goroutine.
+func TestSlowWatcherStillSealsTheDeploy(t *testing.T) {
+	devchain.SetWatchStarting(func() { time.Sleep(2 * time.Second) })
+	defer devchain.SetWatchStarting(nil)
+	t0 := time.Now()
+	d := start(t, devchain.Config{})
+	if took := time.Since(t0); took > 30*time.Second {
+		t.Fatalf("the first start took %s", took)
+	}
+	if d.Contract() == (common.Address{}) {
+		t.Fatal("no contract deployed")
+	}
+}
