@@ -49,3 +49,12 @@ func (w *cacheWriter) wait() error {
 	defer w.mu.Unlock()
 	return w.err
 }
+
+// commit waits for every write, then makes the files of w's batch durable and puts them in
+// place; what must not be durable before them is synced after it returns.
+func (w *cacheWriter) commit() error {
+	if err := w.wait(); err != nil {
+		return err
+	}
+	return w.batch.Commit()
+}

@@ -3,7 +3,6 @@ package replica
 import (
 	"fmt"
 
-	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/crypto"
 
 	"kintfs/chain"
@@ -26,8 +25,8 @@ const ownCacheEvery = 64
 type ownCache struct {
 	r      *Replica
 	cw     *cacheWriter
-	landed []uint64    // epochs applied whose entries wait for their files
-	seen   *vault.Head // the newest of them
+	landed []uint64   // epochs applied whose entries wait for their files
+	newest vault.Head // the newest of them
 }
 
 func (r *Replica) newOwnCache() *ownCache {
@@ -44,7 +43,7 @@ func (o *ownCache) putOpened(info *vault.EpochInfo, prevBlock uint64, plaintext 
 	meta := cacheMeta(info, prevBlock)
 	o.cw.do(func() error { return o.r.cache.PutOpenedIn(o.cw.batch, meta, plaintext) })
 	o.landed = append(o.landed, info.Seq)
-	o.seen = &vault.Head{Seq: info.Seq, Digest: info.Digest, Block: info.Block}
+	o.newest = vault.Head{Seq: info.Seq, Digest: info.Digest, Block: info.Block}
 }
 
 // commitIfDue commits once ownCacheEvery epochs wait.
@@ -58,28 +57,32 @@ func (o *ownCache) commitIfDue() error {
 // commit makes the files written so far durable, then clears the entries of the epochs landed
 // since the last commit, recording the newest as the chain head seen.
 func (o *ownCache) commit() error {
-	if err := o.cw.wait(); err != nil {
-		return fmt.Errorf("cache the pushed epochs: %w", err)
-	}
-	if err := o.cw.batch.Commit(); err != nil {
+	if err := o.cw.commit(); err != nil {
 		return fmt.Errorf("cache the pushed epochs: %w", err)
 	}
 	if len(o.landed) == 0 {
 		return nil
 	}
-	seen := o.seen
-	old, err := o.r.store.Seen()
+	if err := o.r.clearLanded(o.landed, o.newest); err != nil {
+		return err
+	}
+	o.landed = nil
+	return nil
+}
+
+// clearLanded clears the journal entries of epochs applied here as this machine's own, and
+// records newest, the newest of them, as the chain head seen when it is newer than the one
+// recorded, in one commit.
+func (r *Replica) clearLanded(seqs []uint64, newest vault.Head) error {
+	old, err := r.store.Seen()
 	if err != nil {
 		return err
 	}
-	if seen.Seq <= old.Seq {
-		seen = nil
+	var seen *vault.Head
+	if newest.Seq > old.Seq {
+		seen = &newest
 	}
-	if err := o.r.store.ClearPending(o.landed, seen); err != nil {
-		return err
-	}
-	o.landed, o.seen = nil, nil
-	return nil
+	return r.store.ClearPending(seqs, seen)
 }
 
 // recacheOwn writes the cache files of a journaled epoch from its entry (info is its record,
@@ -92,11 +95,11 @@ func (r *Replica) recacheOwn(p *store.PendingPush, info *vault.EpochInfo, prevBl
 			return nil
 		}
 	}
-	var tx types.Transaction
-	if err := tx.UnmarshalBinary(p.RawTx); err != nil {
-		return fmt.Errorf("push journal entry %d: %w", p.Seq, err)
+	prep, err := prepared(p)
+	if err != nil {
+		return err
 	}
-	_, _, _, blob, err := chain.DecodePushCalldata(tx.Data())
+	_, _, _, blob, err := chain.DecodePushCalldata(prep.Tx.Data())
 	if err != nil {
 		return fmt.Errorf("push journal entry %d: %w", p.Seq, err)
 	}

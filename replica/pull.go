@@ -396,10 +396,7 @@ var pullSyncEvery = 64
 // syncApplied waits for the cache files written so far, then makes every epoch applied
 // before it durable with one sync of the store.
 func (r *Replica) syncApplied(cw *cacheWriter) error {
-	if err := cw.wait(); err != nil {
-		return err
-	}
-	if err := cw.batch.Commit(); err != nil {
+	if err := cw.commit(); err != nil {
 		return fmt.Errorf("cache the applied epochs: %w", err)
 	}
 	if err := r.store.Sync(); err != nil {

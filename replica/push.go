@@ -703,8 +703,8 @@ func epochReceipt(p *seal.Plaintext, sealed *seal.Sealed, prep *chain.PreparedPu
 // adopt applies an epoch this machine sealed and clears its journal entry: at once, or with
 // own (a push under way) once own has made its cache files durable.
 func (r *Replica) adopt(info *vault.EpochInfo, prevBlock uint64, p *seal.Plaintext, plaintext []byte, own *ownCache) error {
-	// without own (a recovery), the caller cached the epoch first
-	// the bucket first, so a crash during the apply leaves it raised
+	// The bucket first, so a crash during the apply leaves it raised. Without own (a
+	// recovery), the caller cached the epoch first.
 	if err := r.raiseBucket(info.Bucket); err != nil {
 		return err
 	}
@@ -728,15 +728,7 @@ func (r *Replica) adopt(info *vault.EpochInfo, prevBlock uint64, p *seal.Plainte
 		own.putOpened(info, prevBlock, plaintext)
 		return nil
 	}
-	seen := vault.Head{Seq: info.Seq, Digest: info.Digest, Block: info.Block}
-	old, err := r.store.Seen()
-	if err != nil {
-		return err
-	}
-	if seen.Seq > old.Seq {
-		return r.store.ClearPending([]uint64{info.Seq}, &seen)
-	}
-	return r.store.ClearPending([]uint64{info.Seq}, nil)
+	return r.clearLanded([]uint64{info.Seq}, vault.Head{Seq: info.Seq, Digest: info.Digest, Block: info.Block})
 }
 
 // prepared is the journaled transaction, signed as it was first sent, ready to resend or wait
