@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"kintfs/fs"
 )
 
 // setting is one of kintfs's settings: the environment variable it is read from, the fstab
@@ -43,7 +45,7 @@ var settingsTable = []setting{
 	{env: "KINT_OFFLINE", help: "1: init and recovery without a chain"},
 	{env: "KINT_OWNER_KEY", help: "the owner's private key (hex), for authorize and revoke"},
 	{env: "KINT_PASSPHRASE", help: "the vault passphrase, for mount --dev"},
-	{env: "KINTFS_MAX_CACHED_FILES", def: "20000", help: "files a mount keeps in memory while the kernel caches their names; past it, idle files are dropped from the kernel's cache and looked up again when used (0: no bound)"},
+	{env: "KINTFS_MAX_CACHED_FILES", def: strconv.Itoa(fs.DefaultMaxCachedFiles), help: "files a mount keeps in memory while the kernel caches their names; past it, idle files are dropped from the kernel's cache and looked up again when used (0: no bound)"},
 	{env: "KINTFS_CPUPROFILE", help: "write a CPU profile of the mount to this file"},
 	{env: "KINTFS_MEMPROFILE", help: "write a heap profile of the mount to this file when it stops"},
 }
