@@ -64,5 +64,33 @@ func TestPushJournalStages(t *testing.T) {
 	}
 	if st, block, found := stageOf(4); !found || st != JournalUnknown || block != 0 || st.String() != "no stage" {
 		t.Fatalf("an old entry: found %v, stage %s, block %d", found, st, block)
+	}	// an old entry moves on as a new one does, and one already further on stays there
+	if err := s.PutPendingAfter(&PendingPush{Seq: 5, Stage: JournalSealed}, 4); err != nil {
+		t.Fatal(err)
+	}
+	if st, _, _ := stageOf(4); st != JournalSent {
+		t.Fatalf("an old entry after the next was journaled: %s, want sent", st)
+	}
+	old, _ = json.Marshal(map[string]any{"seq": 6, "stage": JournalReceipt, "block": 77})
+	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set([]byte(pendingKey(6)), old) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutPendingAfter(&PendingPush{Seq: 7, Stage: JournalSealed}, 6); err != nil {
+		t.Fatal(err)
+	}
+	if st, block, _ := stageOf(6); st != JournalReceipt || block != 77 {
+		t.Fatalf("an old entry with its receipt: %s in block %d after the next was journaled", st, block)
+	}
+	// a cleared entry leaves no stage behind
+	if err := s.ClearPending([]uint64{1, 3, 4, 5, 6, 7}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.db.View(func(txn *badger.Txn) error {
+		return scanPrefix(txn, pJournalAt, func(k, v []byte) error {
+			t.Errorf("stage of a cleared entry left: %x", k)
+			return nil
+		})
+	}); err != nil {
+		t.Fatal(err)
 	}
 }

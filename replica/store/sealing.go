@@ -176,28 +176,64 @@ func (s *Store) RootAfterSealed(c SealedChanges, prior []SealedChanges, snapshot
 	return root, n, nil
 }
 
-func pendingKey(seq uint64) string { return pPending + string(be64(seq)) }
+func pendingKey(seq uint64) string   { return pPending + string(be64(seq)) }
+func journalAtKey(seq uint64) string { return pJournalAt + string(be64(seq)) }
+
+// journalAt is how far the push of a journal entry got, kept apart from the entry (the
+// plaintext and the signed transaction, tens of KB) so that moving it on writes a few bytes
+// instead of decoding and rewriting the entry. It overrides the stage inside the entry, which
+// is what an entry written before it was kept has.
+type journalAt struct {
+	Stage JournalStage `json:"stage"`
+	Block uint64       `json:"block,omitempty"`
+}
+
+// putPending writes a journal entry and its stage.
+func putPending(txn *badger.Txn, p *PendingPush) error {
+	if err := setJSON(txn, pendingKey(p.Seq), p); err != nil {
+		return err
+	}
+	return setJSON(txn, journalAtKey(p.Seq), &journalAt{Stage: p.Stage, Block: p.Block})
+}
+
+// stageOf is the stage of the journal entry of seq; found is false when there is none.
+func stageOf(txn *badger.Txn, seq uint64) (at journalAt, found bool, err error) {
+	if found, err = getJSON(txn, journalAtKey(seq), &at); found || err != nil {
+		return at, found, err
+	}
+	var p PendingPush // an entry from before the stage was kept apart
+	found, err = getJSON(txn, pendingKey(seq), &p)
+	return journalAt{Stage: p.Stage, Block: p.Block}, found, err
+}
+
+// deletePending clears the journal entry of seq and its stage.
+func deletePending(txn *badger.Txn, seq uint64) error {
+	if err := txn.Delete([]byte(pendingKey(seq))); err != nil {
+		return err
+	}
+	return txn.Delete([]byte(journalAtKey(seq)))
+}
 
 // PutPending writes a push journal entry, before its transaction is sent.
-func (s *Store) PutPending(p *PendingPush) error { return s.setState(pendingKey(p.Seq), p) }
+func (s *Store) PutPending(p *PendingPush) error {
+	return s.db.Update(func(txn *badger.Txn) error { return putPending(txn, p) })
+}
 
 // PutPendingAfter is PutPending that also moves the entry of sent, the epoch sent just before
 // p in the same push, on to JournalSent, in the same commit: the stage costs no write of its
 // own. An entry of sent already further on, or cleared, is left as it is.
 func (s *Store) PutPendingAfter(p *PendingPush, sent uint64) error {
 	return s.db.Update(func(txn *badger.Txn) error {
-		var q PendingPush
-		found, err := getJSON(txn, pendingKey(sent), &q)
+		at, found, err := stageOf(txn, sent)
 		if err != nil {
 			return err
 		}
-		if found && q.Stage < JournalSent {
-			q.Stage = JournalSent
-			if err := setJSON(txn, pendingKey(sent), &q); err != nil {
+		if found && at.Stage < JournalSent {
+			if err := setJSON(txn, journalAtKey(sent), &journalAt{Stage: JournalSent}); err != nil {
 				return err
 			}
 		}
-		return setJSON(txn, pendingKey(p.Seq), p)
+		return putPending(txn, p)
 	})
 }
 
@@ -211,7 +247,7 @@ func (s *Store) ClearPending(seqs []uint64, seen *vault.Head) error {
 			}
 		}
 		for _, seq := range seqs {
-			if err := txn.Delete([]byte(pendingKey(seq))); err != nil {
+			if err := deletePending(txn, seq); err != nil {
 				return err
 			}
 		}
@@ -226,19 +262,18 @@ func (s *Store) ClearPending(seqs []uint64, seen *vault.Head) error {
 // recovery takes up again from there.
 func (s *Store) SetPendingStage(seq uint64, stage JournalStage, block uint64) error {
 	return s.db.commitOnly(func(txn *badger.Txn) error {
-		var p PendingPush
-		found, err := getJSON(txn, pendingKey(seq), &p)
-		if err != nil || !found {
+		if _, err := txn.Get([]byte(pendingKey(seq))); errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		} else if err != nil {
 			return err
 		}
-		p.Stage, p.Block = stage, block
-		return setJSON(txn, pendingKey(seq), &p)
+		return setJSON(txn, journalAtKey(seq), &journalAt{Stage: stage, Block: block})
 	})
 }
 
 // DeletePending clears the push journal entry of seq.
 func (s *Store) DeletePending(seq uint64) error {
-	return s.db.Update(func(txn *badger.Txn) error { return txn.Delete([]byte(pendingKey(seq))) })
+	return s.db.Update(func(txn *badger.Txn) error { return deletePending(txn, seq) })
 }
 
 // PendingPushes lists the push journal's entries, oldest first.
@@ -249,6 +284,14 @@ func (s *Store) PendingPushes() ([]PendingPush, error) {
 			var p PendingPush
 			if err := decodeJSON(v, &p); err != nil {
 				return err
+			}
+			var at journalAt
+			found, err := getJSON(txn, journalAtKey(p.Seq), &at)
+			if err != nil {
+				return err
+			}
+			if found {
+				p.Stage, p.Block = at.Stage, at.Block
 			}
 			pend = append(pend, p)
 			return nil

@@ -30,6 +30,7 @@ const (
 	pHistory    = "h/" // canonical id \x00 block(8) seq(8) -> histRec
 	pEpoch      = "e/" // seq(8) -> EpochInfo
 	pPending    = "p/" // seq(8) -> PendingPush: the durable push journal
+	pJournalAt  = "j/" // seq(8) -> journalAt: how far the push of a journal entry got
 	kInoNext    = "x/ino"
 	kHead       = "x/head"      // Head of the mirror
 	kSeen       = "x/seen"      // the newest chain head this machine has seen (the watermark)
