@@ -226,7 +226,7 @@ func (r *Replica) push(ctx context.Context, opt PushOptions) (rep *PushReport, e
 	var (
 		queue []*inFlight
 		last  *chain.PreparedPush   // the last epoch sent, the one the next is signed after
-		sent  []store.SealedChanges // every epoch of this push sealed so far, for the roots
+		sent  []store.SealedChanges // the epochs of this push sealed and not applied yet, for the roots
 	)
 	cur := r.sealChunk(first, nil, head, prevBucket, opt.Snapshot)
 	for rep.Chunks = 1; ; rep.Chunks++ {
@@ -234,6 +234,9 @@ func (r *Replica) push(ctx context.Context, opt PushOptions) (rep *PushReport, e
 			return rep, cur.err
 		}
 		r.noteRaise(rep, cur, prevBucket, rep.Policy)
+		if n := len(rep.Epochs); n > 0 {
+			sent = notApplied(sent, rep.Epochs[n-1].Seq)
+		}
 		sent = append(sent, cur.changes)
 		ahead := make(chan nextEpoch, 1)
 		go func(prior []store.SealedChanges, after vault.Head, bucket int) {
@@ -269,6 +272,16 @@ func (r *Replica) push(ctx context.Context, opt PushOptions) (rep *PushReport, e
 		}
 		cur = n.sealedEpoch
 	}
+}
+
+// notApplied is sent without the epochs up to seq, which landed and were applied: epochs land
+// in order, so they are at its front.
+func notApplied(sent []store.SealedChanges, seq uint64) []store.SealedChanges {
+	i := 0
+	for i < len(sent) && sent[i].Seq <= seq {
+		i++
+	}
+	return sent[i:]
 }
 
 // sendAhead bounds how many epochs of one push are in flight at once: sent, not yet landed. A
@@ -387,11 +400,10 @@ func (r *Replica) landFirst(ctx context.Context, c Chain, rep *PushReport, queue
 // whole state, or chunks of the changes. It fills in rep's counts (the number of epochs only
 // on a dry run); ErrNothingToPush when there is nothing to anchor.
 func (r *Replica) planPush(ctx context.Context, opt PushOptions, rep *PushReport) (*chunkFeed, error) {
-	collect := r.store.CollectSettled
-	if opt.Snapshot || opt.DryRun {
-		collect = r.store.CollectStaged
+	if !opt.Snapshot && !opt.DryRun {
+		return r.planChunks(rep)
 	}
-	rows, dels, held, err := collect(!opt.DryRun)
+	rows, dels, held, err := r.store.CollectStaged(!opt.DryRun)
 	if err != nil {
 		return nil, err
 	}
@@ -423,15 +435,41 @@ func (r *Replica) planPush(ctx context.Context, opt PushOptions, rep *PushReport
 	if err != nil {
 		return nil, err
 	}
-	if opt.DryRun {
-		chunks, err := seal.ChunkDiffBucket(rows, dels, bucket, headroom)
-		if err != nil {
-			return nil, err
-		}
-		rep.Chunks = len(chunks)
-		return nil, r.planDryRun(ctx, rep, chunks, false)
+	chunks, err := seal.ChunkDiffBucket(rows, dels, bucket, headroom)
+	if err != nil {
+		return nil, err
 	}
-	return feedChunks(rows, dels, bucket, headroom), nil
+	rep.Chunks = len(chunks)
+	return nil, r.planDryRun(ctx, rep, chunks, false)
+}
+
+// planChunks reads what a push of the changes anchors, the rows that have settled, and starts
+// cutting them into epochs, each row's body read only when the cut reaches it: a push holds
+// the bodies of the epochs in flight, not of the whole change set.
+func (r *Replica) planChunks(rep *PushReport) (*chunkFeed, error) {
+	rows, err := r.store.CollectForPush(pushRefusal)
+	if err != nil {
+		return nil, err
+	}
+	rep.Held, rep.Rows, rep.Deleted = rows.Held, len(rows.Rows), len(rows.Dels)
+	if len(rows.Rows) == 0 && len(rows.Dels) == 0 {
+		rows.Close()
+		return nil, ErrNothingToPush
+	}
+	bucket, headroom, err := r.cutBucket()
+	if err != nil {
+		rows.Close()
+		return nil, err
+	}
+	return feedChunks(rows, bucket, headroom), nil
+}
+
+// pushRefusal is why a push holds row, or "": as holdUnapplicable and holdTooLarge do.
+func pushRefusal(row *seal.Row) string {
+	if why := store.UnapplicableReason(row); why != "" {
+		return why
+	}
+	return tooLarge(row)
 }
 
 // settleBound bounds how long a push waits for new state and reference rows to settle.
@@ -467,12 +505,15 @@ func (r *Replica) holdUnapplicable(rows []seal.Row, held []vault.HeldRow) ([]sea
 // holdTooLarge holds each row no epoch can carry even alone, before the rest is split, so
 // that splitting never stops halfway through a push.
 func (r *Replica) holdTooLarge(rows []seal.Row, held []vault.HeldRow) ([]seal.Row, []vault.HeldRow, error) {
-	return r.holdWhere(rows, held, func(row *seal.Row) string {
-		if err := seal.FitsAlone(row); err != nil {
-			return err.Error() // a *seal.RowTooLargeError, naming the row and the limit
-		}
-		return ""
-	})
+	return r.holdWhere(rows, held, tooLarge)
+}
+
+// tooLarge is why no epoch can carry row even alone, or "".
+func tooLarge(row *seal.Row) string {
+	if err := seal.FitsAlone(row); err != nil {
+		return err.Error() // a *seal.RowTooLargeError, naming the row and the limit
+	}
+	return ""
 }
 
 // holdWhere holds each row that reason gives a reason for, adding it to held, and returns the

@@ -1,6 +1,7 @@
 package seal
 
 import (
+	"errors"
 	"fmt"
 )
 
@@ -198,25 +199,53 @@ func PlaintextHeadroom(tenant string) int {
 // chunk's RaisedBy names the row. Every chunk says the bucket it was cut for. headroom is what
 // the rest of the plaintext needs (PlaintextHeadroom; 0: Headroom).
 func ChunkStreamBucket(rows []Row, deleted []Deleted, bucket, headroom int, emit func(Chunk) error) error {
-	if len(rows) == 0 && len(deleted) == 0 {
-		return nil
-	}
-	if bucket > 0 && bucket < Buckets[0] {
-		bucket = Buckets[0]
-	}
-	c := &chunker{bucket: bucket, headroom: headroom, limit: BucketLimit(bucket, headroom), plain: MaxChunkPlain, t: &trees{}, emit: emit}
+	c := NewChunker(bucket, headroom, emit)
 	for i := range deleted {
-		if err := c.add(chunkItem{del: &deleted[i]}); err != nil {
+		if err := c.AddDeleted(&deleted[i]); err != nil {
 			return err
 		}
 	}
 	for i := range rows {
-		if err := c.add(chunkItem{row: &rows[i]}); err != nil {
+		if err := c.AddRow(&rows[i]); err != nil {
 			return err
 		}
 	}
-	return c.closeChunk(c.g)
+	return c.Close()
 }
+
+// Chunker splits a change set handed to it one item at a time, as ChunkStreamBucket does, so
+// that its caller need hold only the items of the chunk being cut: deletions first, then rows,
+// then Close. It keeps a copy of each item it takes (a row's body is not copied), never the
+// pointer it was given.
+type Chunker struct{ c *chunker }
+
+// NewChunker starts a split cut to fit bucket (0: the largest epoch) with headroom for the
+// rest of the plaintext (0: Headroom), handing each chunk to emit once closed.
+func NewChunker(bucket, headroom int, emit func(Chunk) error) *Chunker {
+	if bucket > 0 && bucket < Buckets[0] {
+		bucket = Buckets[0]
+	}
+	return &Chunker{&chunker{bucket: bucket, headroom: headroom, limit: BucketLimit(bucket, headroom), plain: MaxChunkPlain, t: &trees{}, emit: emit}}
+}
+
+// AddDeleted adds a deletion; every deletion comes before the first row.
+func (k *Chunker) AddDeleted(d *Deleted) error {
+	if k.c.rows {
+		return errors.New("seal: a deletion after the first row")
+	}
+	dc := *d
+	return k.c.add(chunkItem{del: &dc})
+}
+
+// AddRow adds a row.
+func (k *Chunker) AddRow(r *Row) error {
+	k.c.rows = true
+	rc := *r
+	return k.c.add(chunkItem{row: &rc})
+}
+
+// Close closes the last chunk; an empty change set gives none.
+func (k *Chunker) Close() error { return k.c.closeChunk(k.c.g) }
 
 // fitsAloneBelow is an encoded row size that always fits an epoch alone: gzip grows what it
 // cannot compress by a few bytes in a thousand at most.
@@ -292,6 +321,7 @@ type chunker struct {
 	buf      []byte
 	// spare memory for the two clones an item near the limit is measured with (see add)
 	before, after *gzipStream
+	rows          bool // a row was added: no deletion may follow
 }
 
 // suffix closes the document after the current items.

@@ -340,3 +340,40 @@ func TestChunkBucketRaisedOnlyAsFarAsARowNeeds(t *testing.T) {
 		t.Fatalf("sealed: bucket %v, %v", s, err)
 	}
 }
+
+// The Chunker, fed one item at a time from one reused variable, cuts as ChunkDiff does: it
+// keeps copies, not the pointers it was given. A deletion after a row is refused.
+func TestChunkerCopiesItsItems(t *testing.T) {
+	rows := proseRows(5, 400, 1024)
+	dels := []Deleted{{Tier: TierState, Key: "gone-1"}, {Tier: TierState, Key: "gone-2"}}
+	want, err := ChunkDiff(rows, dels)
+	if err != nil || len(want) < 2 {
+		t.Fatalf("%d chunks, %v", len(want), err)
+	}
+	var got []Chunk
+	k := NewChunker(0, 0, func(c Chunk) error { got = append(got, c); return nil })
+	var d Deleted
+	for i := range dels {
+		d = dels[i]
+		if err := k.AddDeleted(&d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var r Row
+	for i := range rows {
+		r = rows[i]
+		if err := k.AddRow(&r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := k.AddDeleted(&Deleted{Tier: TierState, Key: "late"}); err == nil {
+		t.Error("a deletion after a row was taken")
+	}
+	if err := k.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("the chunker's %d chunks differ from ChunkDiff's %d", len(got), len(want))
+	}
+	checkChunks(t, rows, dels, got)
+}

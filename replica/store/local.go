@@ -37,6 +37,9 @@ type Store struct {
 	release     *releaser
 	gcStop      chan struct{} // closed by Close: the value log collector stops
 	gcDone      chan struct{}
+	// gcHeld is read-locked while a push reads bodies from a snapshot (PushRows): the value log
+	// is not rewritten under it, which could move a body the snapshot points to.
+	gcHeld    sync.RWMutex
 	closeOnce   sync.Once
 	onStage     func() // told after a commit that staged something
 	stagedNow   bool   // a staged record changed in this update; guarded by t.mu
@@ -118,7 +121,10 @@ func (s *Store) collectValueLogEvery(period time.Duration) {
 		case <-s.gcStop:
 			return
 		case <-t.C:
-			collectValueLog(s.db.DB)
+			if s.gcHeld.TryLock() { // else a push holds a snapshot: the next round
+				collectValueLog(s.db.DB)
+				s.gcHeld.Unlock()
+			}
 		}
 	}
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/ethereum/go-ethereum/common"
@@ -73,36 +74,122 @@ func (s *Store) CollectSettled(mark bool) (rows []seal.Row, dels []seal.Deleted,
 func (s *Store) collectStaged(mark, settled bool) (rows []seal.Row, dels []seal.Deleted, held []vault.HeldRow, err error) {
 	s.t.mu.Lock()
 	defer s.t.mu.Unlock()
-	now := s.now()
 	err = s.db.View(func(txn *badger.Txn) error {
-		return scanStaged(txn, true, func(id string, st *stagedRec) error {
-			if settled && !st.Del && st.Held == "" {
-				_, inMirror, err := getMirror(txn, id, false)
-				if err != nil {
-					return err
-				}
-				if s.unsettled(id, st, inMirror, now) > 0 {
-					return nil
-				}
-			}
-			if mark && st.Held == "" {
-				s.sealing[id] = true
-			}
-			switch {
-			case st.Del:
-				if _, err := txn.Get([]byte(pMirror + id)); errors.Is(err, badger.ErrKeyNotFound) {
-					return nil // a row that was never anchored: nothing to delete
-				}
-				dels = append(dels, seal.Deleted{Tier: st.Row.Tier, Category: st.Row.Category, Key: st.Row.Key})
-			case st.Held != "":
-				held = append(held, vault.HeldRow{Tier: st.Row.Tier, Category: st.Row.Category, Key: st.Row.Key, Reason: st.Held})
-			default:
-				rows = append(rows, st.Row)
-			}
+		return s.scanCollect(txn, mark, settled, &dels, &held, func(row *seal.Row, _ bool) error {
+			rows = append(rows, *row)
 			return nil
 		})
 	})
 	return
+}
+
+// scanCollect reads what a push anchors (see collectStaged) in txn, handing each row to add
+// with its body and whether the body is stored apart, and appending the deletions and the
+// rows held to dels and held. The caller holds t.mu.
+func (s *Store) scanCollect(txn *badger.Txn, mark, settled bool, dels *[]seal.Deleted, held *[]vault.HeldRow, add func(row *seal.Row, apart bool) error) error {
+	now := s.now()
+	return scanStaged(txn, true, func(id string, st *stagedRec) error {
+		if settled && !st.Del && st.Held == "" {
+			_, inMirror, err := getMirror(txn, id, false)
+			if err != nil {
+				return err
+			}
+			if s.unsettled(id, st, inMirror, now) > 0 {
+				return nil
+			}
+		}
+		if mark && st.Held == "" {
+			s.sealing[id] = true
+		}
+		switch {
+		case st.Del:
+			if _, err := txn.Get([]byte(pMirror + id)); errors.Is(err, badger.ErrKeyNotFound) {
+				return nil // a row that was never anchored: nothing to delete
+			}
+			*dels = append(*dels, seal.Deleted{Tier: st.Row.Tier, Category: st.Row.Category, Key: st.Row.Key})
+		case st.Held != "":
+			*held = append(*held, vault.HeldRow{Tier: st.Row.Tier, Category: st.Row.Category, Key: st.Row.Key, Reason: st.Held})
+		default:
+			return add(&st.Row, st.RawBody)
+		}
+		return nil
+	})
+}
+
+// PushRows is what a push anchors, read at one instant: the settled staged rows, the
+// deletions and the held rows. The rows are kept without their bodies (Row reads each one's
+// from a read snapshot of that instant), so a push holds the bodies of the epochs it is
+// sealing, not of its whole change set. Close it when done.
+type PushRows struct {
+	Rows []seal.Row // in canonical id order; a body stored apart is left out (see Row)
+	Dels []seal.Deleted
+	Held []vault.HeldRow // held before, and held by the collect's check
+	// apart marks the rows whose body Row reads from the snapshot
+	apart []bool
+	txn   *badger.Txn
+	s     *Store
+	once  sync.Once
+}
+
+// CollectForPush is CollectSettled, marking, for a push that seals the rows one epoch at a
+// time: each row check gives a reason for (a row that cannot be anchored) is held, with that
+// reason, instead of collected.
+func (s *Store) CollectForPush(check func(row *seal.Row) string) (*PushRows, error) {
+	s.gcHeld.RLock()
+	p := &PushRows{txn: s.db.NewTransaction(false), s: s}
+	type refusal struct {
+		row seal.Row
+		why string
+	}
+	var refused []refusal
+	err := func() error {
+		s.t.mu.Lock()
+		defer s.t.mu.Unlock()
+		return s.scanCollect(p.txn, true, true, &p.Dels, &p.Held, func(row *seal.Row, apart bool) error {
+			if why := check(row); why != "" {
+				refused = append(refused, refusal{*row, why})
+				return nil
+			}
+			r := *row
+			if apart {
+				r.Body = seal.Body{}
+			}
+			p.Rows, p.apart = append(p.Rows, r), append(p.apart, apart)
+			return nil
+		})
+	}()
+	for i := 0; err == nil && i < len(refused); i++ {
+		f := &refused[i]
+		if err = s.Hold(f.row, f.why); err == nil {
+			p.Held = append(p.Held, vault.HeldRow{Tier: f.row.Tier, Category: f.row.Category, Key: f.row.Key, Reason: f.why})
+		}
+	}
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// Row is row i with its body, as it was when the rows were collected. The collect's copy is
+// let go: each row is read once, by the goroutine that splits the change set.
+func (p *PushRows) Row(i int) (seal.Row, error) {
+	row := p.Rows[i]
+	p.Rows[i] = seal.Row{}
+	if !p.apart[i] {
+		return row, nil
+	}
+	rec := stagedRec{Row: row, RawBody: true}
+	err := stagedBody(p.txn, row.ID(), &rec)
+	return rec.Row, err
+}
+
+// Close ends the snapshot; it may be called more than once.
+func (p *PushRows) Close() {
+	p.once.Do(func() {
+		p.txn.Discard()
+		p.s.gcHeld.RUnlock()
+	})
 }
 
 // Hold marks a staged row as held with reason, persisted so status and xattrs show it.
