@@ -6,6 +6,7 @@ import (
 	"kintfs/replica/vault"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/ethereum/go-ethereum/common"
 
+	"kintfs/chain/atomicfile"
 	"kintfs/seal"
 )
 
@@ -316,30 +318,66 @@ func TestReadsDoNotWaitOnApplySync(t *testing.T) {
 	}
 }
 
-// TestSyncRotatedLogs: each value log and memtable log but the newest of its kind (which
-// badger's own Sync covers) is fsynced once, and forgotten once badger removes it.
-func TestSyncRotatedLogs(t *testing.T) {
+// TestSyncLogs: a sync fsyncs the newest value log and memtable log every time, each log
+// rotated away from once (forgotten once badger removes it), all of them at once, and the
+// directory when a log appeared in it.
+func TestSyncLogs(t *testing.T) {
 	dir := t.TempDir()
-	for _, name := range []string{"000009.vlog", "000010.vlog", "00001.mem", "00002.mem", "MANIFEST"} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o600); err != nil {
-			t.Fatal(err)
+	put := func(names ...string) {
+		for _, name := range names {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o600); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
+	put("000009.vlog", "000010.vlog", "00001.mem", "00002.mem", "MANIFEST")
 	d := newDB(nil, dir)
-	if err := d.syncRotated(); err != nil {
-		t.Fatal(err)
+	var mu sync.Mutex
+	var synced []string
+	inFlight, most := 0, 0
+	d.fsync = func(path string) error {
+		mu.Lock()
+		synced = append(synced, filepath.Base(path))
+		inFlight++
+		most = max(most, inFlight)
+		mu.Unlock()
+		time.Sleep(20 * time.Millisecond) // long enough for the others to start
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+		return atomicfile.Sync(path)
 	}
-	if !d.done["000009.vlog"] || !d.done["00001.mem"] || len(d.done) != 2 {
-		t.Fatalf("synced once: %v", d.done)
+	round := func() string {
+		t.Helper()
+		synced = nil
+		if err := d.syncNow(); err != nil {
+			t.Fatal(err)
+		}
+		sort.Strings(synced)
+		return strings.Join(synced, " ")
+	}
+	sorted := func(names ...string) string {
+		sort.Strings(names)
+		return strings.Join(names, " ")
+	}
+	if got, want := round(), sorted("000009.vlog", "000010.vlog", "00001.mem", "00002.mem", filepath.Base(dir)); got != want {
+		t.Fatalf("first sync: %s, want %s", got, want)
+	}
+	if most != 4 {
+		t.Errorf("%d logs synced at once, want all 4", most)
+	}
+	if got := round(); got != sorted("000010.vlog", "00002.mem") {
+		t.Fatalf("second sync: %s, want the newest logs only", got)
 	}
 	if err := os.Remove(filepath.Join(dir, "000009.vlog")); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.syncRotated(); err != nil {
-		t.Fatal(err)
+	put("00003.mem")
+	if got, want := round(), sorted("000010.vlog", "00002.mem", "00003.mem", filepath.Base(dir)); got != want {
+		t.Fatalf("after a rotation: %s, want %s", got, want)
 	}
-	if d.done["000009.vlog"] || !d.done["00001.mem"] || len(d.done) != 1 {
-		t.Fatalf("after badger removed a log: %v", d.done)
+	if d.done["000009.vlog"] || !d.done["00001.mem"] || !d.done["00002.mem"] || len(d.done) != 2 {
+		t.Fatalf("after badger removed a log and rotated another: %v", d.done)
 	}
 	if !newestOf("1000000.vlog", "999999.vlog") || newestOf("000009.vlog", "000010.vlog") {
 		t.Fatal("newestOf compares the numbers, not the text")

@@ -64,7 +64,7 @@ func TestPushJournalStages(t *testing.T) {
 	}
 	if st, block, found := stageOf(4); !found || st != JournalUnknown || block != 0 || st.String() != "no stage" {
 		t.Fatalf("an old entry: found %v, stage %s, block %d", found, st, block)
-	}	// an old entry moves on as a new one does, and one already further on stays there
+	} // an old entry moves on as a new one does, and one already further on stays there
 	if err := s.PutPendingAfter(&PendingPush{Seq: 5, Stage: JournalSealed}, 4); err != nil {
 		t.Fatal(err)
 	}

@@ -40,9 +40,9 @@ type Store struct {
 	// gcHeld is read-locked while a push reads bodies from a snapshot (PushRows): the value log
 	// is not rewritten under it, which could move a body the snapshot points to.
 	gcHeld    sync.RWMutex
-	closeOnce   sync.Once
-	onStage     func() // told after a commit that staged something
-	stagedNow   bool   // a staged record changed in this update; guarded by t.mu
+	closeOnce sync.Once
+	onStage   func() // told after a commit that staged something
+	stagedNow bool   // a staged record changed in this update; guarded by t.mu
 	// sealing holds the canonical ids of the rows an unfinished push has sealed (or a push
 	// journal entry still holds): their next anchored version is not the mirror's, so a change
 	// to them is always staged, never compared with the mirror and dropped. Guarded by t.mu.
