@@ -331,7 +331,7 @@ func (s *Store) applyPut(txn *badger.Txn, apply *[]func(), e *epochApply, id str
 	if err != nil {
 		return nil, nil, err
 	}
-	if staged && opt.Own && !st.Del && seal.Leaf(&st.Row) == e.next[id] {
+	if staged && opt.Own && !st.Del && st.rowLeaf() == e.next[id] {
 		rowMtime = fromNanos(st.Mtime)
 	}
 	rec := newMirrorRec(*r, e.next[id], e.anchor, nanos(rowMtime))
@@ -437,7 +437,7 @@ func (s *Store) reconcile(txn *badger.Txn, apply *[]func(), id string, k vault.K
 	if m != nil {
 		chainLeaf = m.Leaf
 	}
-	same := (st.Del && m == nil) || (!st.Del && m != nil && seal.Leaf(&st.Row) == m.Leaf)
+	same := (st.Del && m == nil) || (!st.Del && m != nil && st.rowLeaf() == m.Leaf)
 	switch {
 	case same:
 		return false, nil, nil, delStaged(txn, id)

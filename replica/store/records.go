@@ -41,6 +41,17 @@ type stagedRec struct {
 	// under pStagedBody (the stored record's Row.Body is then null).
 	Size    int64 `json:"size,omitempty"`
 	RawBody bool  `json:"raw_body,omitempty"`
+	// leaf is Row's leaf once rowLeaf hashed it: an own epoch's apply compares it twice
+	leaf *common.Hash
+}
+
+// rowLeaf is the leaf of the staged row, hashed once. Row must not change after it.
+func (st *stagedRec) rowLeaf() common.Hash {
+	if st.leaf == nil {
+		l := common.Hash(seal.Leaf(&st.Row))
+		st.leaf = &l
+	}
+	return *st.leaf
 }
 
 // localRec is a local-only file.
