@@ -106,6 +106,7 @@ type bufEvent struct {
 	viaHandle    bool
 	now, mtime   time.Time
 	key          vault.Key
+	created      bool // evOpen: v was just created, empty, by this open
 }
 
 // bufResult is what a step tells the node.
@@ -152,6 +153,9 @@ func (b *fileBuffer) step(io bufferIO, ev bufEvent) (r bufResult) {
 		case !ev.write && !b.loaded():
 			// Loaded on the first read that reaches us: with the kernel keeping its pages, a
 			// warm read never does, and grep opens many files it reads from the page cache.
+		case ev.created && !b.loaded():
+			b.hold() // empty: nothing to read back
+			b.buf, b.phase, b.mtime = b.buf[:0], bufClean, v.Mtime
 		case !b.loaded() || b.phase == bufStale:
 			if err := b.load(io, v); err != nil {
 				return bufResult{err: err}

@@ -28,6 +28,7 @@ type fakeRows struct {
 	rows     map[string]fakeRow
 	failNext error // the next Write fails with it (and stores nothing, or keeps a local copy for vault.ErrKeptInvalid)
 	writes   int
+	reads    int // Content calls
 }
 
 func newFakeRows() *fakeRows { return &fakeRows{rows: map[string]fakeRow{}} }
@@ -47,6 +48,7 @@ func (f *fakeRows) Get(k vault.Key) (*vault.Version, error) {
 }
 
 func (f *fakeRows) Content(k vault.Key) ([]byte, error) {
+	f.reads++
 	r, ok := f.rows[fakeID(k)]
 	if !ok {
 		return nil, vault.ErrNotFound
@@ -568,5 +570,35 @@ func TestFileNodeSize(t *testing.T) {
 	const most = 288 // a size class of the Go allocator
 	if got := unsafe.Sizeof(fileNode{}); got > most {
 		t.Errorf("a fileNode is %d bytes, want at most %d", got, most)
+	}
+}
+
+// A file the open itself created starts empty without reading the backend; a file that was
+// already there is read.
+func TestBufferCreatedOpensWithoutReading(t *testing.T) {
+	bt := newBufT(t, rowA, "")
+	v, err := bt.io.Write(rowA, nil, bt.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bt.ok("open", bufEvent{kind: evOpen, write: true, v: v, created: true})
+	if bt.io.reads != 0 {
+		t.Fatalf("a created file was read back %d times", bt.io.reads)
+	}
+	bt.write(0, "new")
+	bt.ok("flush", bufEvent{kind: evFlush})
+	if got := bt.io.content(rowA); got != "new" {
+		t.Fatalf("stored %q", got)
+	}
+	other := newBufT(t, rowA, "there")
+	v, _ = other.io.Get(rowA)
+	other.ok("open", bufEvent{kind: evOpen, write: true, v: v})
+	if other.io.reads != 1 {
+		t.Fatalf("an existing file was read %d times at open", other.io.reads)
+	}
+	other.write(5, "!")
+	other.ok("flush", bufEvent{kind: evFlush})
+	if got := other.io.content(rowA); got != "there!" {
+		t.Fatalf("stored %q", got)
 	}
 }

@@ -341,6 +341,7 @@ func (d *rowDir) Create(ctx context.Context, name string, flags uint32, mode uin
 		return nil, nil, 0, syscall.EISDIR
 	}
 	fn := (*fileNode)(nil)
+	created := r.v == nil
 	if r.v != nil {
 		if flags&syscall.O_EXCL != 0 {
 			return nil, nil, 0, syscall.EEXIST
@@ -362,7 +363,7 @@ func (d *rowDir) Create(ctx context.Context, name string, flags uint32, mode uin
 		fn = newFileNode(d.fs, d.v, r.key)
 		ch = d.NewInode(ctx, fn, d.fs.stable(syscall.S_IFREG, r.v.Ino))
 	}
-	fh, fflags, errno := fn.open(flags, r.v)
+	fh, fflags, errno := fn.open(flags, r.v, created)
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}

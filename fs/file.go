@@ -216,11 +216,13 @@ func resize(b []byte, size int64) []byte {
 }
 
 func (n *fileNode) Open(ctx context.Context, flags uint32) (fusefs.FileHandle, uint32, syscall.Errno) {
-	return n.open(flags, nil)
+	return n.open(flags, nil, false)
 }
 
 // open opens a handle; v is the current version when the caller has it.
-func (n *fileNode) open(flags uint32, v *vault.Version) (fusefs.FileHandle, uint32, syscall.Errno) {
+// open opens the file with flags; v is its version when the caller has it, created says that
+// the caller has just created it, empty.
+func (n *fileNode) open(flags uint32, v *vault.Version, created bool) (fusefs.FileHandle, uint32, syscall.Errno) {
 	write := flags&syscall.O_ACCMODE != syscall.O_RDONLY
 	trunc := flags&syscall.O_TRUNC != 0
 	if (write || trunc) && n.fs.readOnly(n.v) {
@@ -231,7 +233,7 @@ func (n *fileNode) open(flags uint32, v *vault.Version) (fusefs.FileHandle, uint
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	r := n.stepLocked(bufEvent{kind: evOpen, write: write, trunc: trunc, v: v, now: time.Now()})
+	r := n.stepLocked(bufEvent{kind: evOpen, write: write, trunc: trunc, v: v, now: time.Now(), created: created && v != nil})
 	if errno := n.errnoOf("open", r); errno != 0 {
 		return nil, 0, errno
 	}

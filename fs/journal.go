@@ -38,7 +38,7 @@ func (d *rowDir) createPending(ctx context.Context, name string, flags uint32, o
 		d.NewInode(ctx, fn, fusefs.StableAttr{Mode: syscall.S_IFREG})
 	}
 	d.pmu.Unlock()
-	fh, fflags, errno := fn.open(flags, nil)
+	fh, fflags, errno := fn.open(flags, nil, false)
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}

@@ -225,7 +225,7 @@ func (d *trashDir) Create(ctx context.Context, name string, flags uint32, mode u
 		fn = newFileNode(d.fs, d.fs.live, k)
 		ch = d.NewInode(ctx, fn, d.fs.stable(syscall.S_IFREG, v.Ino))
 	}
-	fh, fflags, errno := fn.open(flags, v)
+	fh, fflags, errno := fn.open(flags, v, false)
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}
