@@ -576,29 +576,28 @@ func TestFileNodeSize(t *testing.T) {
 // A file the open itself created starts empty without reading the backend; a file that was
 // already there is read.
 func TestBufferCreatedOpensWithoutReading(t *testing.T) {
-	bt := newBufT(t, rowA, "")
-	v, err := bt.io.Write(rowA, nil, bt.now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bt.ok("open", bufEvent{kind: evOpen, write: true, v: v, created: true})
-	if bt.io.reads != 0 {
-		t.Fatalf("a created file was read back %d times", bt.io.reads)
-	}
-	bt.write(0, "new")
-	bt.ok("flush", bufEvent{kind: evFlush})
-	if got := bt.io.content(rowA); got != "new" {
-		t.Fatalf("stored %q", got)
-	}
-	other := newBufT(t, rowA, "there")
-	v, _ = other.io.Get(rowA)
-	other.ok("open", bufEvent{kind: evOpen, write: true, v: v})
-	if other.io.reads != 1 {
-		t.Fatalf("an existing file was read %d times at open", other.io.reads)
-	}
-	other.write(5, "!")
-	other.ok("flush", bufEvent{kind: evFlush})
-	if got := other.io.content(rowA); got != "there!" {
-		t.Fatalf("stored %q", got)
+	for _, c := range []struct {
+		before  string
+		created bool
+		reads   int
+		stored  string
+	}{{"", true, 0, "new"}, {"there", false, 1, "therenew"}} {
+		bt := newBufT(t, rowA, c.before)
+		v, err := bt.io.Get(rowA)
+		if c.created {
+			v, err = bt.io.Write(rowA, nil, bt.now)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		bt.ok("open", bufEvent{kind: evOpen, write: true, v: v, created: c.created})
+		if bt.io.reads != c.reads {
+			t.Fatalf("created %v: read %d times at open, want %d", c.created, bt.io.reads, c.reads)
+		}
+		bt.write(int64(len(c.before)), "new")
+		bt.ok("flush", bufEvent{kind: evFlush})
+		if got := bt.io.content(rowA); got != c.stored {
+			t.Fatalf("created %v: stored %q, want %q", c.created, got, c.stored)
+		}
 	}
 }
