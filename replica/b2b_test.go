@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"kintfs/chain"
+	"kintfs/replica/store"
 	"kintfs/chain/devchain"
 	"kintfs/chain/rpcproxy"
 )
@@ -274,4 +275,63 @@ func TestPushBackToBackRevertInTheMiddle(t *testing.T) {
 	if d := diffModels(want, restored(t, e, keysOf(want))); d != "" {
 		t.Fatalf("fresh machine: %s", d)
 	}
+}
+
+// Epochs sealed while the ones before them were sent go out together: journaled in one synced
+// commit, then sent back to back. A pause at the first epoch's send lets all the others be
+// sealed: they go out as one more batch, every entry of it journaled before its first send,
+// and every epoch lands.
+func TestPushJournalsSealedEpochsTogether(t *testing.T) {
+	e := newDevChainEnv(t)
+	r := e.machine()
+	w := &writer{t: t, r: r, m: model{}}
+	paths := stageNoise(t, w, "batch", 40) // ten epochs of four rows
+	var unsent []int // at each send: the entries journaled after it and not sent yet
+	r.SetPushHook(func(stage PushStage, seq uint64) error {
+		if stage != StageSent {
+			return nil
+		}
+		pend, err := r.PendingPushes()
+		if err != nil {
+			return err
+		}
+		n := 0
+		for _, p := range pend {
+			if p.Stage == store.JournalSealed && p.Seq > seq {
+				n++
+			}
+		}
+		unsent = append(unsent, n)
+		if len(unsent) == 1 {
+			time.Sleep(500 * time.Millisecond)
+		}
+		return nil
+	})
+	defer r.SetPushHook(nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rep, err := r.Push(ctx, PushOptions{Confirmations: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Epochs) != 10 || len(unsent) != 10 {
+		t.Fatalf("%d epochs, %d sends; want 10 and 10", len(rep.Epochs), len(unsent))
+	}
+	// a batch ends at a send with nothing journaled after it: the one under way at the pause,
+	// then the rest together
+	var batches []int
+	size := 0
+	for _, n := range unsent {
+		size++
+		if n == 0 {
+			batches, size = append(batches, size), 0
+		}
+	}
+	if len(batches) > 2 || batches[len(batches)-1] < 2 {
+		t.Errorf("batches of %v epochs (entries journaled ahead at each send: %v); want the epochs sealed during the pause in one", batches, unsent)
+	}
+	if pend, err := r.PendingPushes(); err != nil || len(pend) != 0 {
+		t.Fatalf("push journal after the push: %d entries, %v", len(pend), err)
+	}
+	w.check("after the push", r, paths)
 }

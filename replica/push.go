@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"math/big"
 	"sort"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -210,12 +212,14 @@ func (r *Replica) push(ctx context.Context, opt PushOptions) (rep *PushReport, e
 		}
 		return rep, err
 	}
-	// Each epoch is sealed while the one before it is sent (and the change set is still being
-	// split): its prev, bucket floor and rows_root follow from the sealed epochs before it alone.
-	// Epochs are sent back to back, up to window of them in flight, each journaled before it is
-	// sent, and land (wait for the receipt, apply as this machine's own) in order. An error
-	// stops the push where it is, as a crash there would: what is in flight stays in the push
-	// journal, and the next push's recovery lands or drops each entry, in order.
+	// Epochs are sealed in the background, each on top of the ones before it, while those
+	// before them are sent (and the change set is still being split): an epoch's prev, bucket
+	// floor and rows_root follow from the sealed epochs before it alone. The epochs sealed by
+	// the time the last batch was sent go out together, up to window of them in flight: all
+	// journaled in one synced commit, then sent back to back, and they land (wait for the
+	// receipt, apply as this machine's own) in order. An error stops the push where it is, as
+	// a crash there would: what is in flight stays in the push journal, and the next push's
+	// recovery lands or drops each entry, in order.
 	window := r.sendWindow(c, opt)
 	own := r.newOwnCache()
 	defer func() {
@@ -223,55 +227,131 @@ func (r *Replica) push(ctx context.Context, opt PushOptions) (rep *PushReport, e
 			err = cerr
 		}
 	}()
+	var landed atomic.Uint64 // the newest epoch of this push applied
+	seals := r.sealAhead(feed, first, head, prevBucket, opt.Snapshot, window, &landed)
+	defer seals.stop()
 	var (
 		queue []*inFlight
-		last  *chain.PreparedPush   // the last epoch sent, the one the next is signed after
-		sent  []store.SealedChanges // the epochs of this push sealed and not applied yet, for the roots
+		last  *chain.PreparedPush // the last epoch sent, the one the next is signed after
 	)
-	cur := r.sealChunk(first, nil, head, prevBucket, opt.Snapshot)
-	for rep.Chunks = 1; ; rep.Chunks++ {
-		if cur.err != nil {
-			return rep, cur.err
+	for {
+		batch, end, endErr := seals.take(max(1, window-len(queue)))
+		var sealErr error
+		for i, se := range batch {
+			if se.err != nil {
+				batch, sealErr = batch[:i], se.err
+				break
+			}
+			rep.Chunks++
+			r.noteRaise(rep, se, prevBucket, rep.Policy)
+			prevBucket = max(prevBucket, se.sealed.Bucket)
 		}
-		r.noteRaise(rep, cur, prevBucket, rep.Policy)
-		if n := len(rep.Epochs); n > 0 {
-			sent = notApplied(sent, rep.Epochs[n-1].Seq)
+		sent, err := r.sendBatch(ctx, c, batch, last, window, own)
+		for _, f := range sent {
+			queue, last = append(queue, f), f.prep
 		}
-		sent = append(sent, cur.changes)
-		ahead := make(chan nextEpoch, 1)
-		go func(prior []store.SealedChanges, after vault.Head, bucket int) {
-			c, ok, err := feed.next()
-			if !ok {
-				ahead <- nextEpoch{end: true, err: err}
+		if err == nil {
+			err = sealErr
+		}
+		// a full window lands down to half, so that the next batch shares one journal commit
+		// between several epochs instead of one each
+		keep := len(queue)
+		switch {
+		case end:
+			keep = 0
+		case len(queue) >= window:
+			keep = window / 2
+		}
+		for err == nil && len(queue) > keep {
+			if err = r.landFirst(ctx, c, rep, &queue, opt.Confirmations, own); err == nil {
+				landed.Store(rep.Epochs[len(rep.Epochs)-1].Seq)
+			}
+		}
+		if err != nil || end {
+			if err == nil {
+				err = endErr
+			}
+			return rep, err
+		}
+	}
+}
+
+// sealer seals a push's chunks one after another in the background (sealAhead), each on top
+// of the epochs sealed before it, and hands them out in order.
+type sealer struct {
+	out  chan nextEpoch
+	quit chan struct{}
+	done chan struct{}
+	feed *chunkFeed
+	once sync.Once
+}
+
+// sealAhead starts sealing first, on head above prevBucket (one epoch of the whole state when
+// snapshot), then every chunk feed cuts after it; up to depth sealed epochs wait to be taken.
+// landed is the newest epoch of the push applied: the roots of those up to it are let go.
+func (r *Replica) sealAhead(feed *chunkFeed, first seal.Chunk, head vault.Head, prevBucket int, snapshot bool, depth int, landed *atomic.Uint64) *sealer {
+	s := &sealer{out: make(chan nextEpoch, depth), quit: make(chan struct{}), done: make(chan struct{}), feed: feed}
+	go func() {
+		defer close(s.done)
+		var prior []store.SealedChanges // this push's epochs sealed and not applied yet, for the roots
+		c, bucket := first, prevBucket
+		for {
+			se := r.sealChunk(c, prior, head, bucket, snapshot)
+			if !s.put(nextEpoch{sealedEpoch: se}) || se.err != nil {
 				return
 			}
-			ahead <- nextEpoch{sealedEpoch: r.sealChunk(c, prior, after, bucket, false)}
-		}(sent[:len(sent):len(sent)], vault.Head{Seq: cur.p.Seq, Digest: cur.sealed.Digest}, max(prevBucket, cur.sealed.Bucket))
-		f, err := r.sendOnly(ctx, c, cur, last, window, own)
-		if err == nil {
-			queue, last = append(queue, f), f.prep
-			prevBucket = max(prevBucket, cur.sealed.Bucket)
-			for err == nil && len(queue) >= window {
-				err = r.landFirst(ctx, c, rep, &queue, opt.Confirmations, own)
+			prior = append(notApplied(prior, landed.Load()), se.changes)
+			head, bucket, snapshot = vault.Head{Seq: se.p.Seq, Digest: se.sealed.Digest}, max(bucket, se.sealed.Bucket), false
+			next, ok, err := feed.next()
+			if !ok {
+				s.put(nextEpoch{end: true, err: err})
+				return
 			}
+			c = next
 		}
-		if err != nil {
-			feed.close()
-			<-ahead
-			return rep, err
-		}
-		n := <-ahead
-		if n.end {
-			for err == nil && len(queue) > 0 {
-				err = r.landFirst(ctx, c, rep, &queue, opt.Confirmations, own)
-			}
-			if err == nil {
-				err = n.err
-			}
-			return rep, err
-		}
-		cur = n.sealedEpoch
+	}()
+	return s
+}
+
+func (s *sealer) put(n nextEpoch) bool {
+	select {
+	case s.out <- n:
+		return true
+	case <-s.quit:
+		return false
 	}
+}
+
+// take waits for the next sealed epoch, then takes those already waiting behind it, up to n
+// in all. end says the push's epochs are all taken; endErr is the splitter's error, if any.
+func (s *sealer) take(n int) (batch []sealedEpoch, end bool, endErr error) {
+	for len(batch) < n {
+		var e nextEpoch
+		if len(batch) == 0 {
+			e = <-s.out
+		} else {
+			select {
+			case e = <-s.out:
+			default:
+				return batch, false, nil
+			}
+		}
+		if e.end {
+			return batch, true, e.err
+		}
+		batch = append(batch, e.sealedEpoch)
+		if e.sealedEpoch.err != nil {
+			break
+		}
+	}
+	return batch, false, nil
+}
+
+// stop ends the sealing and the split, and waits for them; it may be called more than once.
+func (s *sealer) stop() {
+	s.once.Do(func() { close(s.quit) })
+	s.feed.close()
+	<-s.done
 }
 
 // notApplied is sent without the epochs up to seq, which landed and were applied: epochs land
@@ -314,13 +394,65 @@ type inFlight struct {
 	onChain time.Duration
 }
 
-// sendOnly signs a sealed epoch (after last, the epoch sent before it in this push, when
-// there is one and window allows more than one in flight), journals it and sends it; own
-// caches its blob.
-func (r *Replica) sendOnly(ctx context.Context, c Chain, se sealedEpoch, last *chain.PreparedPush, window int, own *ownCache) (*inFlight, error) {
+// sendBatch signs sealed epochs in order (each after the one before it, starting after last,
+// the epoch this push sent before them, when window allows more than one in flight),
+// journals them all in one synced commit and sends them in order, moving each entry on to
+// sent once the node took it; own caches their blobs. An error at an epoch leaves it and
+// those after it unsent, and returns the epochs sent before it.
+func (r *Replica) sendBatch(ctx context.Context, c Chain, batch []sealedEpoch, last *chain.PreparedPush, window int, own *ownCache) ([]*inFlight, error) {
+	var (
+		out    []*inFlight
+		pends  []store.PendingPush
+		preErr error
+	)
+	for _, se := range batch {
+		f, pend, err := r.prepareSend(ctx, c, se, last, window)
+		if err != nil {
+			preErr = err
+			break
+		}
+		out, pends, last = append(out, f), append(pends, pend), f.prep
+	}
+	if len(out) == 0 {
+		return nil, preErr
+	}
+	for _, f := range out {
+		own.putBlob(f.se.p.Seq, f.se.sealed.Blob)
+	}
+	if err := r.store.PutPendingBatch(pends); err != nil {
+		return nil, err
+	}
+	for i, f := range out {
+		p := f.se.p
+		t := time.Now()
+		if err := c.Send(ctx, f.prep); err != nil {
+			if errors.Is(err, chain.ErrInsufficientFunds) {
+				// the node refused it: it can never land, nor can those after it, and their rows stay staged
+				for _, g := range out[i:] {
+					if derr := r.store.DeletePending(g.se.p.Seq); derr != nil {
+						return out[:i], derr
+					}
+				}
+			}
+			return out[:i], fmt.Errorf("send epoch %d: %w", p.Seq, err)
+		}
+		f.onChain += time.Since(t)
+		if err := r.atStage(StageSent, p.Seq); err != nil {
+			return out[:i+1], err
+		}
+		if err := r.store.SetPendingStage(p.Seq, store.JournalSent, 0); err != nil {
+			return out[:i+1], err
+		}
+		trackerOf(ctx).sentOne(p.Seq, fmt.Sprintf("epoch %d sent as %s", p.Seq, f.prep.Hash.Hex()))
+	}
+	return out, preErr
+}
+
+// prepareSend signs a sealed epoch to send after last and makes its journal entry.
+func (r *Replica) prepareSend(ctx context.Context, c Chain, se sealedEpoch, last *chain.PreparedPush, window int) (*inFlight, store.PendingPush, error) {
 	p, sealed := se.p, se.sealed
 	if err := r.atStage(StageSealed, p.Seq); err != nil {
-		return nil, err
+		return nil, store.PendingPush{}, err
 	}
 	t := time.Now()
 	var (
@@ -333,42 +465,19 @@ func (r *Replica) sendOnly(ctx context.Context, c Chain, se sealedEpoch, last *c
 		prep, err = r.preparePush(ctx, c, p, sealed)
 	}
 	onChain := time.Since(t)
+	if err == nil {
+		err = r.checkGasPrice(prep)
+	}
+	var raw []byte
+	if err == nil {
+		raw, err = prep.Tx.MarshalBinary()
+	}
 	if err != nil {
-		return nil, err
+		return nil, store.PendingPush{}, err
 	}
-	if err := r.checkGasPrice(prep); err != nil {
-		return nil, err
-	}
-	raw, err := prep.Tx.MarshalBinary()
-	if err != nil {
-		return nil, err
-	}
-	own.putBlob(p.Seq, sealed.Blob)
 	pend := store.PendingPush{Seq: p.Seq, Prev: p.Prev, Digest: sealed.Digest, Tx: prep.Hash, RawTx: raw,
 		Plaintext: sealed.Plaintext, Bucket: sealed.Bucket, Stage: store.JournalSealed}
-	var sentBefore uint64 // the epoch this push sent just before, now known sent (0: none)
-	if last != nil {
-		sentBefore = p.Seq - 1
-	}
-	if err := r.store.PutPendingAfter(&pend, sentBefore); err != nil {
-		return nil, err
-	}
-	t = time.Now()
-	if err := c.Send(ctx, prep); err != nil {
-		if errors.Is(err, chain.ErrInsufficientFunds) {
-			// the node refused it: it can never land, and its rows stay staged
-			if derr := r.store.DeletePending(p.Seq); derr != nil {
-				return nil, derr
-			}
-		}
-		return nil, fmt.Errorf("send epoch %d: %w", p.Seq, err)
-	}
-	onChain += time.Since(t)
-	if err := r.atStage(StageSent, p.Seq); err != nil {
-		return nil, err
-	}
-	trackerOf(ctx).sentOne(p.Seq, fmt.Sprintf("epoch %d sent as %s", p.Seq, prep.Hash.Hex()))
-	return &inFlight{se: se, prep: prep, onChain: onChain}, nil
+	return &inFlight{se: se, prep: prep, onChain: onChain}, pend, nil
 }
 
 // checkGasPrice refuses a push priced above Options.MaxGasPrice, before it is journaled or
@@ -608,7 +717,7 @@ type sealedEpoch struct {
 	err      error
 }
 
-// nextEpoch is the epoch sealed ahead, or the end of the push's chunks (with the splitter's
+// nextEpoch is an epoch sealed ahead, or the end of the push's chunks (with the splitter's
 // error, if it failed).
 type nextEpoch struct {
 	sealedEpoch

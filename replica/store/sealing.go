@@ -283,16 +283,6 @@ func putPending(txn *badger.Txn, p *PendingPush) error {
 	return setJSON(txn, journalAtKey(p.Seq), &journalAt{Stage: p.Stage, Block: p.Block})
 }
 
-// stageOf is the stage of the journal entry of seq; found is false when there is none.
-func stageOf(txn *badger.Txn, seq uint64) (at journalAt, found bool, err error) {
-	if found, err = getJSON(txn, journalAtKey(seq), &at); found || err != nil {
-		return at, found, err
-	}
-	var p PendingPush // an entry from before the stage was kept apart
-	found, err = getJSON(txn, pendingKey(seq), &p)
-	return journalAt{Stage: p.Stage, Block: p.Block}, found, err
-}
-
 // deletePending clears the journal entry of seq and its stage.
 func deletePending(txn *badger.Txn, seq uint64) error {
 	if err := txn.Delete([]byte(pendingKey(seq))); err != nil {
@@ -306,21 +296,16 @@ func (s *Store) PutPending(p *PendingPush) error {
 	return s.db.Update(func(txn *badger.Txn) error { return putPending(txn, p) })
 }
 
-// PutPendingAfter is PutPending that also moves the entry of sent, the epoch sent just before
-// p in the same push, on to JournalSent, in the same commit: the stage costs no write of its
-// own. An entry of sent already further on, or cleared, is left as it is.
-func (s *Store) PutPendingAfter(p *PendingPush, sent uint64) error {
+// PutPendingBatch writes the push journal entries of epochs about to be sent, in one synced
+// commit.
+func (s *Store) PutPendingBatch(ps []PendingPush) error {
 	return s.db.Update(func(txn *badger.Txn) error {
-		at, found, err := stageOf(txn, sent)
-		if err != nil {
-			return err
-		}
-		if found && at.Stage < JournalSent {
-			if err := setJSON(txn, journalAtKey(sent), &journalAt{Stage: JournalSent}); err != nil {
+		for i := range ps {
+			if err := putPending(txn, &ps[i]); err != nil {
 				return err
 			}
 		}
-		return putPending(txn, p)
+		return nil
 	})
 }
 
