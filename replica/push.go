@@ -232,10 +232,25 @@ func (r *Replica) push(ctx context.Context, opt PushOptions) (rep *PushReport, e
 	defer seals.stop()
 	var (
 		queue []*inFlight
-		last  *chain.PreparedPush // the last epoch sent, the one the next is signed after
+		last  *chain.PreparedPush // the last epoch journaled, the one the next is signed after
 	)
+	land := func(keep int) error {
+		for len(queue) > keep {
+			if err := r.landFirst(ctx, c, rep, &queue, opt.Confirmations, own); err != nil {
+				return err
+			}
+			landed.Store(rep.Epochs[len(rep.Epochs)-1].Seq)
+		}
+		return nil
+	}
 	for {
-		batch, end, endErr := seals.take(max(1, window-len(queue)))
+		if window == 1 {
+			// a chain that cannot sign ahead signs an epoch only once the one before it landed
+			if err := land(0); err != nil {
+				return rep, err
+			}
+		}
+		batch, end, endErr := seals.take(window)
 		var sealErr error
 		for i, se := range batch {
 			if se.err != nil {
@@ -246,26 +261,30 @@ func (r *Replica) push(ctx context.Context, opt PushOptions) (rep *PushReport, e
 			r.noteRaise(rep, se, prevBucket, rep.Policy)
 			prevBucket = max(prevBucket, se.sealed.Bucket)
 		}
-		sent, err := r.sendBatch(ctx, c, batch, last, window, own)
-		for _, f := range sent {
-			queue, last = append(queue, f), f.prep
+		ready, err := r.journalBatch(ctx, c, batch, last, window, own)
+		if len(ready) > 0 {
+			last = ready[len(ready)-1].prep
+		}
+		// each goes out as soon as the window has room for it
+		for i := 0; i < len(ready); i++ {
+			serr := land(window - 1)
+			if serr == nil {
+				var sent bool
+				sent, serr = r.sendJournaled(ctx, c, ready[i:])
+				if sent {
+					queue = append(queue, ready[i])
+				}
+			}
+			if serr != nil {
+				err = serr
+				break
+			}
 		}
 		if err == nil {
 			err = sealErr
 		}
-		// a full window lands down to half, so that the next batch shares one journal commit
-		// between several epochs instead of one each
-		keep := len(queue)
-		switch {
-		case end:
-			keep = 0
-		case len(queue) >= window:
-			keep = window / 2
-		}
-		for err == nil && len(queue) > keep {
-			if err = r.landFirst(ctx, c, rep, &queue, opt.Confirmations, own); err == nil {
-				landed.Store(rep.Epochs[len(rep.Epochs)-1].Seq)
-			}
+		if err == nil && end {
+			err = land(0)
 		}
 		if err != nil || end {
 			if err == nil {
@@ -394,12 +413,11 @@ type inFlight struct {
 	onChain time.Duration
 }
 
-// sendBatch signs sealed epochs in order (each after the one before it, starting after last,
-// the epoch this push sent before them, when window allows more than one in flight),
-// journals them all in one synced commit and sends them in order, moving each entry on to
-// sent once the node took it; own caches their blobs. An error at an epoch leaves it and
-// those after it unsent, and returns the epochs sent before it.
-func (r *Replica) sendBatch(ctx context.Context, c Chain, batch []sealedEpoch, last *chain.PreparedPush, window int, own *ownCache) ([]*inFlight, error) {
+// journalBatch signs sealed epochs in order (each after the one before it, starting after
+// last, the epoch this push journaled before them, when window allows more than one in
+// flight) and journals them all in one synced commit; own caches their blobs. An error at an
+// epoch leaves it and those after it out, and returns the epochs journaled before it.
+func (r *Replica) journalBatch(ctx context.Context, c Chain, batch []sealedEpoch, last *chain.PreparedPush, window int, own *ownCache) ([]*inFlight, error) {
 	var (
 		out    []*inFlight
 		pends  []store.PendingPush
@@ -422,30 +440,36 @@ func (r *Replica) sendBatch(ctx context.Context, c Chain, batch []sealedEpoch, l
 	if err := r.store.PutPendingBatch(pends); err != nil {
 		return nil, err
 	}
-	for i, f := range out {
-		p := f.se.p
-		t := time.Now()
-		if err := c.Send(ctx, f.prep); err != nil {
-			if errors.Is(err, chain.ErrInsufficientFunds) {
-				// the node refused it: it can never land, nor can those after it, and their rows stay staged
-				for _, g := range out[i:] {
-					if derr := r.store.DeletePending(g.se.p.Seq); derr != nil {
-						return out[:i], derr
-					}
+	return out, preErr
+}
+
+// sendJournaled sends the first of journaled, the journaled epochs not sent yet, and moves its
+// entry on to sent once the node took it; sent says the node took it, whatever the error. The
+// node refusing it for want of funds clears the entries of all of them: none can land, and
+// their rows stay staged.
+func (r *Replica) sendJournaled(ctx context.Context, c Chain, journaled []*inFlight) (sent bool, err error) {
+	f := journaled[0]
+	p := f.se.p
+	t := time.Now()
+	if err := c.Send(ctx, f.prep); err != nil {
+		if errors.Is(err, chain.ErrInsufficientFunds) {
+			for _, g := range journaled {
+				if derr := r.store.DeletePending(g.se.p.Seq); derr != nil {
+					return false, derr
 				}
 			}
-			return out[:i], fmt.Errorf("send epoch %d: %w", p.Seq, err)
 		}
-		f.onChain += time.Since(t)
-		if err := r.atStage(StageSent, p.Seq); err != nil {
-			return out[:i+1], err
-		}
-		if err := r.store.SetPendingStage(p.Seq, store.JournalSent, 0); err != nil {
-			return out[:i+1], err
-		}
-		trackerOf(ctx).sentOne(p.Seq, fmt.Sprintf("epoch %d sent as %s", p.Seq, f.prep.Hash.Hex()))
+		return false, fmt.Errorf("send epoch %d: %w", p.Seq, err)
 	}
-	return out, preErr
+	f.onChain += time.Since(t)
+	if err := r.atStage(StageSent, p.Seq); err != nil {
+		return true, err
+	}
+	if err := r.store.SetPendingStage(p.Seq, store.JournalSent, 0); err != nil {
+		return true, err
+	}
+	trackerOf(ctx).sentOne(p.Seq, fmt.Sprintf("epoch %d sent as %s", p.Seq, f.prep.Hash.Hex()))
+	return true, nil
 }
 
 // prepareSend signs a sealed epoch to send after last and makes its journal entry.
