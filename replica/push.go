@@ -215,11 +215,11 @@ func (r *Replica) push(ctx context.Context, opt PushOptions) (rep *PushReport, e
 	// Epochs are sealed in the background, each on top of the ones before it, while those
 	// before them are sent (and the change set is still being split): an epoch's prev, bucket
 	// floor and rows_root follow from the sealed epochs before it alone. The epochs sealed by
-	// the time the last batch was sent go out together, up to window of them in flight: all
-	// journaled in one synced commit, then sent back to back, and they land (wait for the
-	// receipt, apply as this machine's own) in order. An error stops the push where it is, as
-	// a crash there would: what is in flight stays in the push journal, and the next push's
-	// recovery lands or drops each entry, in order.
+	// the time the last batch was journaled are signed and journaled together, in one synced
+	// commit; each is then sent as soon as the window (how many may be in flight) has room,
+	// and they land (wait for the receipt, apply as this machine's own) in order. An error
+	// stops the push where it is, as a crash there would: what is journaled stays in the push
+	// journal, and the next push's recovery lands, sends or drops each entry, in order.
 	window := r.sendWindow(c, opt)
 	own := r.newOwnCache()
 	defer func() {
