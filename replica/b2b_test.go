@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"kintfs/chain"
-	"kintfs/replica/store"
 	"kintfs/chain/devchain"
 	"kintfs/chain/rpcproxy"
+	"kintfs/replica/store"
 )
 
 // rpcMethods are the calls a push makes, each delayed by the latency proxy.
@@ -286,7 +286,7 @@ func TestPushJournalsSealedEpochsTogether(t *testing.T) {
 	r := e.machine()
 	w := &writer{t: t, r: r, m: model{}}
 	paths := stageNoise(t, w, "batch", 40) // ten epochs of four rows
-	var unsent []int // at each send: the entries journaled after it and not sent yet
+	var unsent []int                       // at each send: the entries journaled after it and not sent yet
 	r.SetPushHook(func(stage PushStage, seq uint64) error {
 		if stage != StageSent {
 			return nil
