@@ -248,8 +248,14 @@ func (d *rowDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*
 		return p.EmbeddedInode(), 0
 	}
 	r, err := d.resolve(name, true)
-	if errors.Is(err, vault.ErrNotFound) && !d.v.history && d.fs.waitCurrent(ctx) {
-		r, err = d.resolve(name, true) // the start-up pull may have brought it
+	if errors.Is(err, vault.ErrNotFound) && !d.v.history {
+		waited, errno := d.fs.waitCurrent(ctx)
+		if errno != 0 {
+			return nil, errno
+		}
+		if waited {
+			r, err = d.resolve(name, true) // the start-up pull may have brought it
+		}
 	}
 	if errors.Is(err, errBadName) && d.tier == seal.TierJournal && !d.v.history {
 		// Any name can be created in journal/; the event then takes its content key.
@@ -307,7 +313,10 @@ func (d *rowDir) childFile(name string, key vault.Key) *fileNode {
 
 func (d *rowDir) OpendirHandle(ctx context.Context, flags uint32) (fusefs.FileHandle, uint32, syscall.Errno) {
 	if !d.v.history {
-		d.fs.waitCurrent(ctx) // a listing during the start-up pull lists what it brings
+		// a listing during the start-up pull lists what it brings
+		if _, errno := d.fs.waitCurrent(ctx); errno != 0 {
+			return nil, 0, errno
+		}
 	}
 	h := &dirHandle{d: d}
 	var fflags uint32

@@ -189,17 +189,19 @@ func isTier(s string) bool {
 // tierHasAttrs reports whether rows of a tier carry status and meta.
 func tierHasAttrs(tier string) bool { return tier != seal.TierJournal }
 
-// waitCurrent waits, while the start-up pull runs, for it to end (at most currentWait, or
-// until the request is interrupted); it reports whether it waited, so that a lookup that
-// missed looks again.
-func (f *mountFS) waitCurrent(ctx context.Context) bool {
+// waitCurrent waits, while the start-up pull runs, for it to end (at most currentWait); it
+// reports whether it waited, so that a lookup that missed looks again. A request interrupted
+// while it waits (a signal to the caller) gets EINTR: the kernel restarts the call once the
+// signal is handled, and it waits again, where an answer from a pull half done would say a
+// row that is coming does not exist.
+func (f *mountFS) waitCurrent(ctx context.Context) (waited bool, errno syscall.Errno) {
 	c := f.opts.Current
 	if c == nil {
-		return false
+		return false, 0
 	}
 	select {
 	case <-c:
-		return false
+		return false, 0
 	default:
 	}
 	t := time.NewTimer(currentWait)
@@ -208,7 +210,8 @@ func (f *mountFS) waitCurrent(ctx context.Context) bool {
 	case <-c:
 	case <-t.C:
 	case <-ctx.Done():
+		return true, syscall.EINTR
 	case <-f.ctx.Done():
 	}
-	return true
+	return true, 0
 }

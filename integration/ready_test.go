@@ -5,10 +5,15 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"kintfs/chain/rpcproxy"
 )
@@ -113,15 +118,31 @@ func TestReadyMeansCurrent(t *testing.T) {
 		took time.Duration
 	}
 	statted := make(chan result, 1)
+	tid := make(chan int, 1)
 	go func() {
+		runtime.LockOSThread() // the thread the signals below go to
+		defer runtime.UnlockOSThread()
+		tid <- unix.Gettid()
 		s := time.Now()
 		_, err := os.Stat(mt.path(fmt.Sprintf("entity/things/t%04d", epochs)))
 		statted <- result{err, time.Since(s)}
 	}()
+	// signals to the waiting thread (handled, restarting the call) make the kernel interrupt
+	// its lookup: the stat must still wait for the row, not answer that it does not exist
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, syscall.SIGUSR1)
+	defer signal.Stop(sigs)
+	waiter := <-tid
+	for i := 0; i < 5; i++ {
+		time.Sleep(200 * time.Millisecond)
+		if err := unix.Tgkill(os.Getpid(), waiter, syscall.SIGUSR1); err != nil {
+			t.Fatal(err)
+		}
+	}
 	select {
 	case r := <-statted:
-		t.Fatalf("the stat returned (%v) while the pull was held, before the row could be there", r.err)
-	case <-time.After(time.Second):
+		t.Fatalf("the stat returned (%v) while the pull was held, before the row could be there:\n%s", r.err, mt.log.String())
+	case <-time.After(200 * time.Millisecond):
 	}
 	proxy.SetRule("eth_getTransactionByHash", rpcproxy.Rule{Delay: 50 * time.Millisecond})
 	proxy.Release(true)
