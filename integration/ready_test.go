@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"kintfs/chain/rpcproxy"
 )
 
@@ -122,7 +120,7 @@ func TestReadyMeansCurrent(t *testing.T) {
 	go func() {
 		runtime.LockOSThread() // the thread the signals below go to
 		defer runtime.UnlockOSThread()
-		tid <- unix.Gettid()
+		tid <- threadID()
 		s := time.Now()
 		_, err := os.Stat(mt.path(fmt.Sprintf("entity/things/t%04d", epochs)))
 		statted <- result{err, time.Since(s)}
@@ -135,7 +133,7 @@ func TestReadyMeansCurrent(t *testing.T) {
 	waiter := <-tid
 	for i := 0; i < 5; i++ {
 		time.Sleep(200 * time.Millisecond)
-		if err := unix.Tgkill(os.Getpid(), waiter, syscall.SIGUSR1); err != nil {
+		if err := interruptThread(waiter); err != nil {
 			t.Fatal(err)
 		}
 	}
