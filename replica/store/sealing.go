@@ -136,7 +136,7 @@ type PushRows struct {
 // reason, instead of collected.
 func (s *Store) CollectForPush(check func(row *seal.Row) string) (*PushRows, error) {
 	s.gcHeld.RLock()
-	p := &PushRows{txn: s.db.NewTransaction(false), s: s}
+	p := &PushRows{s: s}
 	type refusal struct {
 		row seal.Row
 		why string
@@ -145,6 +145,9 @@ func (s *Store) CollectForPush(check func(row *seal.Row) string) (*PushRows, err
 	err := func() error {
 		s.t.mu.Lock()
 		defer s.t.mu.Unlock()
+		// the snapshot is taken under the lock a write holds while it commits: the rows it
+		// holds are exactly those marked sealing below, and a write after it sees the marks
+		p.txn = s.db.NewTransaction(false)
 		return s.scanCollect(p.txn, true, true, &p.Dels, &p.Held, func(row *seal.Row, apart bool) error {
 			if why := check(row); why != "" {
 				refused = append(refused, refusal{*row, why})
