@@ -194,7 +194,7 @@ func TestPushJournalStage(t *testing.T) {
 		e := newChainEnv(t)
 		a, w, p := crashAt(t, e, StageReceipt)
 		p.Stage, p.Block = store.JournalUnknown, 0
-		if err := a.store.PutPending(&p); err != nil {
+		if err := a.store.PutPendingBatch([]store.PendingPush{p}); err != nil {
 			t.Fatal(err)
 		}
 		if pend, _ := a.PendingPushes(); len(pend) != 1 || pend[0].Stage != store.JournalUnknown {

@@ -52,7 +52,7 @@ func TestOwnEpochCacheRecoveredFromJournal(t *testing.T) {
 	}
 	// the state a crash before the files were made durable leaves
 	entry.Stage = store.JournalReceipt
-	if err := r.store.PutPending(&entry); err != nil {
+	if err := r.store.PutPendingBatch([]store.PendingPush{entry}); err != nil {
 		t.Fatal(err)
 	}
 

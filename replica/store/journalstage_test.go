@@ -26,7 +26,7 @@ func TestPushJournalStages(t *testing.T) {
 		}
 		return 0, 0, false
 	}
-	if err := s.PutPending(&PendingPush{Seq: 1, Stage: JournalSealed}); err != nil {
+	if err := s.PutPendingBatch([]PendingPush{{Seq: 1, Stage: JournalSealed}}); err != nil {
 		t.Fatal(err)
 	}
 	// a batch: two entries in one commit

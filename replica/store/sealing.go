@@ -294,11 +294,6 @@ func deletePending(txn *badger.Txn, seq uint64) error {
 	return txn.Delete([]byte(journalAtKey(seq)))
 }
 
-// PutPending writes a push journal entry, before its transaction is sent.
-func (s *Store) PutPending(p *PendingPush) error {
-	return s.db.Update(func(txn *badger.Txn) error { return putPending(txn, p) })
-}
-
 // PutPendingBatch writes the push journal entries of epochs about to be sent, in one synced
 // commit.
 func (s *Store) PutPendingBatch(ps []PendingPush) error {
