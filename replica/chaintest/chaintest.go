@@ -68,6 +68,7 @@ func Run(t *testing.T, newEnv func(t *testing.T) *Env) {
 		{"SendFromAKeyWithoutFunds", testSendUnfunded},
 		{"RevertOnAStaleHeadInTheBlock", testRevertInBlock},
 		{"PushBehindANonceGap", testNonceGap},
+		{"PrepareNextPushSignsAhead", testPrepareNext},
 		{"WaitPushConfirmations", testWaitConfirmations},
 		{"WaitPushForAnotherSpace", testWaitMismatch},
 		{"WaitPushOfATransactionNeverSent", testWaitNeverSent},
@@ -536,6 +537,43 @@ func testNonceGap(t *testing.T, s *suite) {
 	if rcA.Seq != 1 || rcB.Seq != 2 || rcB.Block < rcA.Block || rcB.Event.PrevBlock != rcA.Block {
 		t.Fatalf("pushes landed as seq %d in block %d and seq %d in block %d (prev block %d); want 1 then 2 on it",
 			rcA.Seq, rcA.Block, rcB.Seq, rcB.Block, rcB.Event.PrevBlock)
+	}
+}
+
+// nextPreparer is a chain that signs a push after another without asking the node.
+type nextPreparer interface {
+	PrepareNextPush(key *ecdsa.PrivateKey, after *chain.PreparedPush, owner common.Address, space, prev common.Hash, ct []byte) (*chain.PreparedPush, error)
+}
+
+// testPrepareNext signs a push on top of one not yet sent: it takes the next nonce and the
+// same fees, and both land in order once sent, the second first.
+func testPrepareNext(t *testing.T, s *suite) {
+	np, ok := s.c.(nextPreparer)
+	if !ok {
+		t.Fatalf("%T cannot sign a push ahead", s.c)
+	}
+	key := s.Authorize(t)
+	ct1, ct2 := ciphertext(t, 10), ciphertext(t, 4000)
+	a := s.prepare(t, key, common.Hash{}, ct1)
+	b, err := np.PrepareNextPush(key, a, s.owner, s.space, crypto.Keccak256Hash(ct1), ct2)
+	if err != nil {
+		t.Fatalf("prepare next push: %v", err)
+	}
+	if b.Nonce != a.Nonce+1 || b.Tx.Nonce() != b.Nonce {
+		t.Fatalf("next push signed with nonce %d (said %d), want %d", b.Tx.Nonce(), b.Nonce, a.Nonce+1)
+	}
+	if b.Tx.GasFeeCap().Cmp(a.Tx.GasFeeCap()) != 0 || b.Tx.GasTipCap().Cmp(a.Tx.GasTipCap()) != 0 || b.Tx.Gas() < a.Tx.Gas() {
+		t.Fatalf("next push fees %v/%v gas %d, want the first's %v/%v and at least its gas %d",
+			b.Tx.GasFeeCap(), b.Tx.GasTipCap(), b.Tx.Gas(), a.Tx.GasFeeCap(), a.Tx.GasTipCap(), a.Tx.Gas())
+	}
+	if b.Digest != crypto.Keccak256Hash(ct2) {
+		t.Fatalf("next push digest %s, want the ciphertext's", b.Digest)
+	}
+	s.send(t, b)
+	s.send(t, a)
+	rcA, rcB := s.wait(t, a), s.wait(t, b)
+	if rcA.Seq != 1 || rcB.Seq != 2 || rcB.Event.PrevBlock != rcA.Block {
+		t.Fatalf("pushes landed as seq %d and %d (prev block %d, first in %d); want 1 then 2 on it", rcA.Seq, rcB.Seq, rcB.Event.PrevBlock, rcA.Block)
 	}
 }
 

@@ -482,6 +482,21 @@ func (n *Conn) PreparePush(ctx context.Context, key *ecdsa.PrivateKey, owner com
 	return &chain.PreparedPush{Tx: tx, Hash: tx.Hash(), Digest: crypto.Keccak256Hash(ct), Nonce: nonce, GasPrice: chain.QuotedPrice(tx)}, nil
 }
 
+// PrepareNextPush signs push(owner, space, prev, ct) with the nonce after after's, its fees
+// and at least its gas, without asking the node, as the RPC client does to keep several
+// epochs in flight; what the node makes of it is decided when it is sent and mined.
+func (n *Conn) PrepareNextPush(key *ecdsa.PrivateKey, after *chain.PreparedPush, owner common.Address, space, prev common.Hash, ct []byte) (*chain.PreparedPush, error) {
+	to := n.c.contract
+	data := chain.EncodePushCalldata(owner, space, prev, ct)
+	gas := pushGas(data)
+	tx, err := types.SignNewTx(key, n.c.signer, &types.DynamicFeeTx{ChainID: big.NewInt(ChainID), Nonce: after.Nonce + 1,
+		GasTipCap: after.Tx.GasTipCap(), GasFeeCap: after.Tx.GasFeeCap(), Gas: max(after.Tx.Gas(), gas+gas*gasMargin/100), To: &to, Data: data})
+	if err != nil {
+		return nil, fmt.Errorf("prepare push: sign: %w", err)
+	}
+	return &chain.PreparedPush{Tx: tx, Hash: tx.Hash(), Digest: crypto.Keccak256Hash(ct), Nonce: tx.Nonce(), GasPrice: after.GasPrice}, nil
+}
+
 // gasMargin is what the RPC client adds to a gas estimate, in percent.
 const gasMargin = 10
 
