@@ -7,8 +7,6 @@ import (
 	"sync"
 
 	"github.com/dgraph-io/badger/v4"
-
-	"kintfs/chain/atomicfile"
 )
 
 // db is the badger database with group commit. Badger is opened without synced writes: a
@@ -33,14 +31,23 @@ type db struct {
 	known map[string]bool
 	// syncHook, when set (by tests), runs in each sync before it touches the disk.
 	syncHook func()
-	// fsync syncs one file or directory (atomicfile.Sync; tests watch it).
+	// fsync syncs one file or directory (logs.sync; tests watch it).
 	fsync func(path string) error
+	logs  logFiles
 }
 
 func newDB(b *badger.DB, dir string) *db {
-	d := &db{DB: b, dir: dir, done: map[string]bool{}, known: map[string]bool{}, fsync: atomicfile.Sync}
+	d := &db{DB: b, dir: dir, done: map[string]bool{}, known: map[string]bool{}}
+	d.fsync = d.logs.sync
 	d.cond = sync.NewCond(&d.mu)
 	return d
+}
+
+// Close closes badger, then the logs kept open for its syncs.
+func (d *db) Close() error {
+	err := d.DB.Close()
+	d.logs.close()
+	return err
 }
 
 // Update runs fn in one transaction and returns once the change is durable.
@@ -182,10 +189,12 @@ func (d *db) syncNow() error {
 		}
 	}
 	d.known = seen
+	err = nil
 	if newLog {
-		return d.fsync(d.dir)
+		err = d.fsync(d.dir)
 	}
-	return nil
+	d.logs.keepOnly(d.dir, map[string]bool{newest[".vlog"]: true, newest[".mem"]: true})
+	return err
 }
 
 // newestOf reports whether the log name (numbered, zero padded) comes after than.

@@ -14,7 +14,6 @@ import (
 
 	"github.com/ethereum/go-ethereum/common"
 
-	"kintfs/chain/atomicfile"
 	"kintfs/seal"
 )
 
@@ -331,6 +330,7 @@ func TestSyncLogs(t *testing.T) {
 		}
 	}
 	put("000009.vlog", "000010.vlog", "00001.mem", "00002.mem", "MANIFEST")
+	newestVlog, newestMem := "000010.vlog", "00002.mem"
 	d := newDB(nil, dir)
 	var mu sync.Mutex
 	var synced []string
@@ -345,7 +345,12 @@ func TestSyncLogs(t *testing.T) {
 		mu.Lock()
 		inFlight--
 		mu.Unlock()
-		return atomicfile.Sync(path)
+		return d.logs.sync(path)
+	}
+	t.Cleanup(d.logs.close)
+	sorted := func(names ...string) string {
+		sort.Strings(names)
+		return strings.Join(names, " ")
 	}
 	round := func() string {
 		t.Helper()
@@ -353,12 +358,12 @@ func TestSyncLogs(t *testing.T) {
 		if err := d.syncNow(); err != nil {
 			t.Fatal(err)
 		}
+		// only the newest logs stay open: a removed one is not held on disk from here
+		if held := heldNames(&d.logs); held != sorted(newestVlog, newestMem) {
+			t.Fatalf("after a sync the logs held open are %q, want the newest %s and %s", held, newestVlog, newestMem)
+		}
 		sort.Strings(synced)
 		return strings.Join(synced, " ")
-	}
-	sorted := func(names ...string) string {
-		sort.Strings(names)
-		return strings.Join(names, " ")
 	}
 	if got, want := round(), sorted("000009.vlog", "000010.vlog", "00001.mem", "00002.mem", filepath.Base(dir)); got != want {
 		t.Fatalf("first sync: %s, want %s", got, want)
@@ -373,13 +378,45 @@ func TestSyncLogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	put("00003.mem")
+	newestMem = "00003.mem"
 	if got, want := round(), sorted("000010.vlog", "00002.mem", "00003.mem", filepath.Base(dir)); got != want {
 		t.Fatalf("after a rotation: %s, want %s", got, want)
 	}
 	if d.done["000009.vlog"] || !d.done["00001.mem"] || !d.done["00002.mem"] || len(d.done) != 2 {
 		t.Fatalf("after badger removed a log and rotated another: %v", d.done)
 	}
+	// a sync through the logs held sees what was written since it opened them
+	f, err := os.OpenFile(filepath.Join(dir, newestVlog), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write([]byte("more")); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.logs.sync(filepath.Join(dir, newestVlog)); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.logs.sync(filepath.Join(dir, "000009.vlog")); !os.IsNotExist(err) {
+		t.Fatalf("sync of a removed log = %v, want not exist (syncNow passes over it)", err)
+	}
+	d.logs.close()
+	if n := d.logs.held(); n != 0 {
+		t.Fatalf("%d logs held after close", n)
+	}
 	if !newestOf("1000000.vlog", "999999.vlog") || newestOf("000009.vlog", "000010.vlog") {
 		t.Fatal("newestOf compares the numbers, not the text")
 	}
+}
+
+// heldNames are the base names of the files l holds open, sorted and joined.
+func heldNames(l *logFiles) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var names []string
+	for path := range l.fds {
+		names = append(names, filepath.Base(path))
+	}
+	sort.Strings(names)
+	return strings.Join(names, " ")
 }
