@@ -405,6 +405,10 @@ func (rp *report) rss(r results, p map[string]any) {
 		rows, strings.ReplaceAll(verdict, "*", ""), integer(rss, "files_seen"), num(rss, "walk_seconds"), integer(rss, "batch_rows"),
 		num(rss, "batch_flush_seconds"), num(rss, "hwm_fresh_mount_kb")/1024, num(rss, "hwm_after_walk_kb")/1024,
 		num(rss, "rss_after_walk_kb")/1024, num(rss, "hwm_final_kb")/1024, num(rss, "rss_final_kb")/1024)
+	if anon := num(rss, "anon_peak_kb"); anon > 0 {
+		rp.w("| the same mount's memory by kind, sampled every %v | anonymous memory (heap, stacks, badger's buffers) at most **%.0f MB**, file-backed pages %.0f MB at that moment; %.0f MB of the file-backed pages are the kintfs executable's own (they do not grow with the vault) |",
+			sampleEvery, anon/1024, num(rss, "file_at_anon_peak_kb")/1024, num(rss, "exe_resident_kb")/1024)
+	}
 	rp.w("| the mount process that created that vault and populated it | VmHWM %.0f MB with the vault still empty; %.0f MB after populating and flushing (VmRSS %.0f MB) |",
 		num(rss, "hwm_empty_kb")/1024, num(rss, "hwm_populate_kb")/1024, num(rss, "rss_after_populate_kb")/1024)
 }

@@ -510,6 +510,8 @@ func (b *bench) rss() error {
 		return err
 	}
 	r["hwm_fresh_mount_kb"] = b.procKB("VmHWM")
+	pid := b.mount.cmd.Process.Pid
+	mem := startMemSampler(pid)
 	t0 := time.Now()
 	files, err := exec.Command("sh", "-c", "find "+mnt4+" -type f | wc -l").Output()
 	if err != nil {
@@ -535,6 +537,8 @@ func (b *bench) rss() error {
 	}
 	r["batch_rows"], r["batch_flush_seconds"] = batchCats*rssKeys, since(t0)
 	r["hwm_final_kb"], r["rss_final_kb"] = b.procKB("VmHWM"), b.procKB("VmRSS")
+	r["anon_peak_kb"], r["file_at_anon_peak_kb"] = mem.end()
+	r["exe_resident_kb"] = exeResidentKB(pid)
 	b.mountStop()
 	r["rows"], r["populate_seconds"], r["write_seconds"] = pop["files"], pop["seconds"], pop["write_seconds"]
 	r["flush_seconds"], r["flushes"], r["stopped_by_time_bound"] = pop["flush_seconds"], pop["flushes"], pop["stopped_by_time_bound"]
