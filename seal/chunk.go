@@ -394,6 +394,7 @@ func (c *chunker) add(it chunkItem) error {
 		if after.closedSize() > c.limit {
 			if len(c.cur.Rows) == 0 && len(c.cur.Deleted) == 0 {
 				if c.raise(it) {
+					c.g.free()
 					c.g = nil
 					c.doc = 0
 					return c.add(it)
@@ -422,6 +423,9 @@ func (c *chunker) add(it chunkItem) error {
 // fit (the estimate let an item in that it should not have), items move to
 // the next chunk until the one-shot measure fits.
 func (c *chunker) closeChunk(at *gzipStream) error {
+	if c.g != nil {
+		defer c.g.free() // after at, which may be it, is measured
+	}
 	c.g = nil
 	if len(c.cur.Rows) == 0 && len(c.cur.Deleted) == 0 {
 		return nil

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"math/bits"
+	"sync"
 )
 
 // kint compresses with zlib at level 9 (Python's gzip.compress), and the test
@@ -65,12 +66,29 @@ type deflater struct {
 	t    *trees // scratch for building a block's trees
 }
 
+// deflaters keeps compressors between uses: one is a few hundred KB of arrays, and a flush
+// seals an epoch or two a millisecond, each with a stream to cut it and one to seal it.
+var deflaters = sync.Pool{New: func() any { return &deflater{t: &trees{}} }}
+
+// newDeflater is a compressor in its initial state, from the pool when it has one: every
+// field as a new one has it but the block's scratch trees (rebuilt for each block) and the
+// capacity of its output buffer.
 func newDeflater() *deflater {
-	d := &deflater{t: &trees{}}
+	d := deflaters.Get().(*deflater)
+	t, out := d.t, d.bw.out[:0]
+	*d = deflater{t: t}
+	d.bw.out = out
 	d.matchLength = zMinMatch - 1
 	d.prevLength = zMinMatch - 1
 	d.syms.reset()
 	return d
+}
+
+// freeDeflater gives d back to the pool; nothing may use it, or the input it was given,
+// after. Output handed to a caller must have been taken out of it first.
+func freeDeflater(d *deflater) {
+	d.in = nil
+	deflaters.Put(d)
 }
 
 func (d *deflater) updateHash(h uint32, c byte) uint32 {

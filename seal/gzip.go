@@ -18,12 +18,15 @@ var gzipHeader = [10]byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 2, 0x13}
 // Compress gzips plaintext exactly as kint does (zlib level 9, mtime 0).
 func Compress(plaintext []byte) []byte {
 	d := newDeflater()
+	spare := d.bw.out
 	d.bw.out = make([]byte, 0, len(plaintext)/3+64)
 	d.bw.out = append(d.bw.out, gzipHeader[:]...)
 	d.in = plaintext
 	d.finish()
-	d.in = nil
-	return appendGzipTrailer(d.bw.out, d.crc, d.total)
+	out := appendGzipTrailer(d.bw.out, d.crc, d.total)
+	d.bw.out = spare // the caller's from here
+	freeDeflater(d)
+	return out
 }
 
 func appendGzipTrailer(dst []byte, crc, size uint32) []byte {
@@ -75,6 +78,12 @@ func newGzipStream() *gzipStream {
 }
 
 func (g *gzipStream) write(p []byte) { g.d.write(p) }
+
+// free gives the stream's compressor back to the pool; g is not used after.
+func (g *gzipStream) free() {
+	freeDeflater(g.d)
+	g.d = nil
+}
 
 // clone snapshots the stream for measuring; it does not share mutable state
 // with g, and it keeps none of g's output bytes.
