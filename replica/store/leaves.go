@@ -1,7 +1,9 @@
 package store
 
 import (
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -67,7 +69,7 @@ func (s *leafSet) add(id string, leaf common.Hash) {
 
 // sortChanges orders changes by id, as merge wants them.
 func sortChanges(ch []leafChange) {
-	sort.Slice(ch, func(i, j int) bool { return ch[i].id < ch[j].id })
+	slices.SortFunc(ch, func(a, b leafChange) int { return strings.Compare(a.id, b.id) })
 }
 
 // merge walks the entries of base with the changes (sorted by id, one per id) applied, in id

@@ -97,6 +97,7 @@ type dirtyNode struct {
 func (s *leafSet) replacedRoot(ch []leafChange, commit bool) common.Hash {
 	var h seal.PairHasher
 	dirty := make([]dirtyNode, 0, len(ch))
+	spare := make([]dirtyNode, 0, len(ch)) // the level above, made in turn with dirty
 	for _, c := range ch {
 		if i, ok := s.find(c.id); ok && !c.del { // a deletion here is of an id not held
 			dirty = append(dirty, dirtyNode{i, c.leaf})
@@ -115,7 +116,7 @@ func (s *leafSet) replacedRoot(ch []leafChange, commit bool) common.Hash {
 		if n == 1 {
 			return dirty[0].h
 		}
-		up := dirty[:0:0]
+		up := spare[:0]
 		for k := 0; k < len(dirty); k++ {
 			j := dirty[k].i >> 1
 			left, right := s.node(l, 2*j), (*[32]byte)(nil)
@@ -137,7 +138,7 @@ func (s *leafSet) replacedRoot(ch []leafChange, commit bool) common.Hash {
 				up = append(up, dirtyNode{j, h.Pair(left, right)})
 			}
 		}
-		dirty = up
+		dirty, spare = up, dirty
 	}
 }
 
