@@ -19,6 +19,7 @@ type FileBatch struct {
 	home    Home
 	mu      sync.Mutex
 	pending []batchedFile
+	dirs    map[string]bool // the directories made and given their modes by this batch
 }
 
 type batchedFile struct{ tmp, path string }
@@ -30,29 +31,47 @@ func (h Home) NewBatch() *FileBatch { return &FileBatch{home: h} }
 // several goroutines.
 func (b *FileBatch) WriteFile(data []byte, elem ...string) error {
 	path := b.home.Path(elem...)
-	if _, err := b.home.Ensure(filepath.Dir(filepath.Join(elem...))); err != nil {
+	if err := b.ensure(filepath.Dir(filepath.Join(elem...))); err != nil {
 		return err
 	}
+	// made with mode 0600, as every file of the home
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
 	if err != nil {
 		return err
 	}
-	if err := tmp.Chmod(0o600); err == nil {
-		_, err = tmp.Write(data)
-		if cerr := tmp.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			b.mu.Lock()
-			b.pending = append(b.pending, batchedFile{tmp: tmp.Name(), path: path})
-			b.mu.Unlock()
-			return nil
-		}
-	} else {
-		tmp.Close()
+	_, err = tmp.Write(data)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
 	}
-	os.Remove(tmp.Name())
-	return err
+	if err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	b.mu.Lock()
+	b.pending = append(b.pending, batchedFile{tmp: tmp.Name(), path: path})
+	b.mu.Unlock()
+	return nil
+}
+
+// ensure makes the directory sub of the home, with the home's modes, once per batch: a
+// pull or a flush writes thousands of files into the same few directories.
+func (b *FileBatch) ensure(sub string) error {
+	b.mu.Lock()
+	done := b.dirs[sub]
+	b.mu.Unlock()
+	if done {
+		return nil
+	}
+	if _, err := b.home.Ensure(sub); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	if b.dirs == nil {
+		b.dirs = map[string]bool{}
+	}
+	b.dirs[sub] = true
+	b.mu.Unlock()
+	return nil
 }
 
 // Commit makes every file written so far durable and puts it in place; the batch can then

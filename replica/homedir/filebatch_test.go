@@ -10,9 +10,15 @@ import (
 // whole with mode 0600, and the batch takes more after.
 func TestFileBatch(t *testing.T) {
 	h := Home{Dir: t.TempDir()}
+	if err := os.Mkdir(h.Path("epochs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	b := h.NewBatch()
 	if err := b.WriteFile([]byte("one"), "epochs", "a.json"); err != nil {
 		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(h.Path("epochs")); fi.Mode().Perm() != 0o700 {
+		t.Fatalf("the batch's directory has mode %v, want 0700", fi.Mode().Perm())
 	}
 	if err := b.WriteFile([]byte("two"), "epochs", "b.json"); err != nil {
 		t.Fatal(err)
