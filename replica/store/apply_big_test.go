@@ -361,7 +361,7 @@ func TestApplyBatchBudget(t *testing.T) {
 		}
 	}
 	// badger's own limits, which a batch stays well under
-	if r.db.MaxBatchSize() < 1<<20 || r.db.MaxBatchCount() < 4*9 {
+	if r.db.MaxBatchSize() < 512<<10 || r.db.MaxBatchCount() < 4*9 {
 		t.Fatalf("badger allows %d bytes, %d entries", r.db.MaxBatchSize(), r.db.MaxBatchCount())
 	}
 	t.Logf("badger allows %d bytes and %d entries a transaction; a tiny row costs at most %d bytes, %d entries", r.db.MaxBatchSize(), r.db.MaxBatchCount(), c, n)

@@ -91,7 +91,7 @@ func migrate(db *badger.DB) error {
 // at a time. A record already moved (HasBody) is left alone and one without a body comes out
 // the same, so a crash part way through is harmless.
 func splitMirrorBodies(db *badger.DB) error {
-	const batch = 1000
+	const batch = 250 // a record and a body each, both up to valueThreshold: well under a transaction's limit
 	after := pMirror
 	for {
 		var recs []mirrorRec

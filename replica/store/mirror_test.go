@@ -87,22 +87,10 @@ func TestMigrateMirrorBodies(t *testing.T) {
 	for i := 0; i < 2500; i++ { // more than one batch of the migration
 		rows = append(rows, seal.Row{Tier: "state", Key: fmt.Sprintf("n%04d", i), Body: seal.BodyString(fmt.Sprint(i))})
 	}
-	err = db.Update(func(txn *badger.Txn) error {
-		for i := range rows {
-			old := struct {
-				Row    seal.Row     `json:"row"`
-				Leaf   common.Hash  `json:"leaf"`
-				Anchor vault.Anchor `json:"anchor"`
-				Mtime  int64        `json:"mtime"`
-			}{rows[i], seal.Leaf(&rows[i]), vault.Anchor{Seq: 1, Block: 10}, 1}
-			if err := setJSON(txn, pMirror+rows[i].ID(), &old); err != nil {
-				return err
-			}
+	for start := 0; start < len(rows); start += 500 { // a transaction holds a few hundred of them
+		if err := writeLayout1(db, rows[start:min(start+500, len(rows))]); err != nil {
+			t.Fatal(err)
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	db.Close()
 	for pass := 0; pass < 2; pass++ { // the second open finds the layout current
@@ -126,4 +114,22 @@ func TestMigrateMirrorBodies(t *testing.T) {
 		}
 		s.Close()
 	}
+}
+
+// writeLayout1 writes rows as mirror records of layout 1, their bodies inside them.
+func writeLayout1(db *badger.DB, rows []seal.Row) error {
+	return db.Update(func(txn *badger.Txn) error {
+		for i := range rows {
+			old := struct {
+				Row    seal.Row     `json:"row"`
+				Leaf   common.Hash  `json:"leaf"`
+				Anchor vault.Anchor `json:"anchor"`
+				Mtime  int64        `json:"mtime"`
+			}{rows[i], seal.Leaf(&rows[i]), vault.Anchor{Seq: 1, Block: 10}, 1}
+			if err := setJSON(txn, pMirror+rows[i].ID(), &old); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // stageBatch is how many rows StageRows stages in one durable transaction.
-const stageBatch = 500
+const stageBatch = 250
 
 // StageRows stages rows as they are (body, status, meta), each as the write of its whole
 // content would, stageBatch rows to a durable transaction instead of one each: how tests and
