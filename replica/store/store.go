@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -85,7 +86,7 @@ func openBadger(dir string) (*badger.DB, error) {
 		WithLogger(nil).
 		WithSyncWrites(false).
 		WithCompression(options.None).
-		WithMemTableSize(memTableSize).
+		WithMemTableSize(memTableSizeFor(dir)).
 		WithBaseTableSize(1 << 20).
 		WithValueThreshold(valueThreshold).
 		WithNumMemtables(2).
@@ -204,3 +205,25 @@ func scanValues(txn *badger.Txn, prefix string, fn func(key, val []byte) error) 
 }
 
 func decodeJSON(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// memTableSizeFor is the memtable size to open dir with: memTableSize, or more when dir holds
+// a memtable log that a mount with larger memtables left (killed before badger flushed it).
+// Badger replays a log into one memtable, and panics when it does not fit; a log file is twice
+// the memtable size it was made for. Once badger has flushed it, the next open is back to
+// memTableSize.
+func memTableSizeFor(dir string) int64 {
+	size := int64(memTableSize)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return size
+	}
+	for _, e := range entries {
+		if filepath.Ext(e.Name()) != ".mem" {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && fi.Size()/2 > size {
+			size = fi.Size() / 2
+		}
+	}
+	return size
+}
