@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -18,6 +19,13 @@ import (
 
 // TestMain lets the test binary act as the probe's client process, as the command does.
 func TestMain(m *testing.M) {
+	if len(os.Args) > 2 && os.Args[1] == treeClientArg {
+		if err := checkTree(os.Args[2]); err != nil {
+			os.Stderr.WriteString(err.Error() + "\n")
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if len(os.Args) > 1 && os.Args[1] == clientArg {
 		if err := runClient(os.Args[2:], os.Stdout); err != nil {
 			os.Stderr.WriteString("uringprobe client: " + err.Error() + "\n")
@@ -105,27 +113,11 @@ func TestURingMountServesTree(t *testing.T) {
 			_ = m.unmount()
 		}
 	})
-	file := filepath.Join(dir, fileName)
-	got, err := os.ReadFile(file)
-	if err != nil || !bytes.Equal(got, fileData) {
-		t.Fatalf("read %s: %d bytes, %v; want the file's %d", file, len(got), err, fileBytes)
-	}
-	buf := make([]byte, 64)
-	n, err := unix.Getxattr(file, xattrName, buf)
-	if err != nil || string(buf[:n]) != xattrVal {
-		t.Errorf("getxattr %s: %q, %v; want %q", xattrName, buf[:n], err, xattrVal)
-	}
-	if n, err := unix.Getxattr(file, xattrName, nil); err != nil || n != len(xattrVal) {
-		t.Errorf("getxattr size query: %d, %v; want %d", n, err, len(xattrVal))
-	}
-	if _, err := unix.Getxattr(file, xattrName, buf[:3]); !errors.Is(err, unix.ERANGE) {
-		t.Errorf("getxattr into 3 bytes: %v, want ERANGE", err)
-	}
-	if _, err := unix.Getxattr(file, "user.other", buf); !errors.Is(err, unix.ENODATA) {
-		t.Errorf("getxattr of a missing name: %v, want ENODATA", err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "missing")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("stat of a missing name: %v, want ENOENT", err)
+	// the calls come from another process, as the probe's do: a call this process made to its
+	// own mount could leave it waiting on the server while the runtime stops every goroutine
+	out, err := exec.Command(os.Args[0], treeClientArg, dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("the tree through the ring: %v\n%s", err, out)
 	}
 	var ring int64
 	for i := range m.uring.served {
@@ -139,6 +131,38 @@ func TestURingMountServesTree(t *testing.T) {
 	if err := m.unmount(); err != nil {
 		t.Errorf("unmount: %v", err)
 	}
+}
+
+// treeClientArg makes the test binary checkTree's client process.
+const treeClientArg = "uringprobe-tree-client"
+
+// checkTree reads the trivial tree mounted at dir: the file's bytes, its xattr (whole, its
+// size, too small a buffer, a missing name) and a missing name; it returns every difference.
+func checkTree(dir string) error {
+	var errs []error
+	file := filepath.Join(dir, fileName)
+	got, err := os.ReadFile(file)
+	if err != nil || !bytes.Equal(got, fileData) {
+		return fmt.Errorf("read %s: %d bytes, %v; want the file's %d", file, len(got), err, fileBytes)
+	}
+	buf := make([]byte, 64)
+	n, err := unix.Getxattr(file, xattrName, buf)
+	if err != nil || string(buf[:max(n, 0)]) != xattrVal {
+		errs = append(errs, fmt.Errorf("getxattr %s: %q, %v; want %q", xattrName, buf[:max(n, 0)], err, xattrVal))
+	}
+	if n, err := unix.Getxattr(file, xattrName, nil); err != nil || n != len(xattrVal) {
+		errs = append(errs, fmt.Errorf("getxattr size query: %d, %v; want %d", n, err, len(xattrVal)))
+	}
+	if _, err := unix.Getxattr(file, xattrName, buf[:3]); !errors.Is(err, unix.ERANGE) {
+		errs = append(errs, fmt.Errorf("getxattr into 3 bytes: %v, want ERANGE", err))
+	}
+	if _, err := unix.Getxattr(file, "user.other", buf); !errors.Is(err, unix.ENODATA) {
+		errs = append(errs, fmt.Errorf("getxattr of a missing name: %v, want ENODATA", err))
+	}
+	if _, err := os.Stat(filepath.Join(dir, "missing")); !errors.Is(err, os.ErrNotExist) {
+		errs = append(errs, fmt.Errorf("stat of a missing name: %v, want ENOENT", err))
+	}
+	return errors.Join(errs...)
 }
 
 // TestURingRefusedWhileDisabled: with enable_uring off the kernel does not offer the transport,
