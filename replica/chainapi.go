@@ -9,6 +9,12 @@ import (
 	"kintfs/chain"
 )
 
+// NextPreparer is a Chain that signs the push after another without asking the node (the RPC
+// client, memchain); without it a push sends its epochs one at a time.
+type NextPreparer interface {
+	PrepareNextPush(key *ecdsa.PrivateKey, after *chain.PreparedPush, owner common.Address, space, prev common.Hash, ct []byte) (*chain.PreparedPush, error)
+}
+
 // Chain is what the engine asks of the chain: the head, the Epoch events and their calldata,
 // block times, and a push prepared, sent and waited for in separate steps so that the push
 // journal can stand between them. *chain.Client serves it over JSON-RPC; replica/memchain

@@ -2,7 +2,6 @@ package replica
 
 import (
 	"context"
-	"crypto/ecdsa"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/crypto"
 
@@ -388,16 +386,10 @@ func notApplied(sent []store.SealedChanges, seq uint64) []store.SealedChanges {
 // by default), and each is an epoch held in memory here.
 const sendAhead = 16
 
-// nextPreparer is a chain that signs the push after another without asking the node (an RPC
-// client); without it epochs are sent one at a time.
-type nextPreparer interface {
-	PrepareNextPush(key *ecdsa.PrivateKey, after *chain.PreparedPush, owner common.Address, space, prev common.Hash, ct []byte) (*chain.PreparedPush, error)
-}
-
 // sendWindow is how many epochs a push keeps in flight: one for a snapshot (a push of one
 // epoch) or a chain that cannot sign ahead, else sendAhead (Options.SendAhead when set).
 func (r *Replica) sendWindow(c Chain, opt PushOptions) int {
-	if _, ok := c.(nextPreparer); !ok || opt.Snapshot {
+	if _, ok := c.(NextPreparer); !ok || opt.Snapshot {
 		return 1
 	}
 	if r.opt.SendAhead > 0 {
@@ -483,7 +475,7 @@ func (r *Replica) prepareSend(ctx context.Context, c Chain, se sealedEpoch, last
 		prep *chain.PreparedPush
 		err  error
 	)
-	if np, ok := c.(nextPreparer); ok && last != nil && window > 1 {
+	if np, ok := c.(NextPreparer); ok && last != nil && window > 1 {
 		prep, err = np.PrepareNextPush(r.opt.SessionKey, last, r.vault.Owner, r.vault.Space, p.Prev, sealed.Blob)
 	} else {
 		prep, err = r.preparePush(ctx, c, p, sealed)

@@ -540,15 +540,10 @@ func testNonceGap(t *testing.T, s *suite) {
 	}
 }
 
-// nextPreparer is a chain that signs a push after another without asking the node.
-type nextPreparer interface {
-	PrepareNextPush(key *ecdsa.PrivateKey, after *chain.PreparedPush, owner common.Address, space, prev common.Hash, ct []byte) (*chain.PreparedPush, error)
-}
-
 // testPrepareNext signs a push on top of one not yet sent: it takes the next nonce and the
 // same fees, and both land in order once sent, the second first.
 func testPrepareNext(t *testing.T, s *suite) {
-	np, ok := s.c.(nextPreparer)
+	np, ok := s.c.(replica.NextPreparer)
 	if !ok {
 		t.Fatalf("%T cannot sign a push ahead", s.c)
 	}

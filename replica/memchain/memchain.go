@@ -471,13 +471,10 @@ func (n *Conn) PreparePush(ctx context.Context, key *ecdsa.PrivateKey, owner com
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", chain.ErrWouldRevert, err)
 	}
-	to := n.c.contract
 	data := chain.EncodePushCalldata(owner, space, prev, ct)
-	gas := pushGas(data)
-	tx, err := types.SignNewTx(key, n.c.signer, &types.DynamicFeeTx{ChainID: big.NewInt(ChainID), Nonce: nonce,
-		GasTipCap: big.NewInt(1e9), GasFeeCap: big.NewInt(3e9), Gas: gas + gas*gasMargin/100, To: &to, Data: data})
+	tx, err := n.signPush(key, nonce, big.NewInt(1e9), big.NewInt(3e9), withMargin(pushGas(data)), data)
 	if err != nil {
-		return nil, fmt.Errorf("prepare push: sign: %w", err)
+		return nil, err
 	}
 	return &chain.PreparedPush{Tx: tx, Hash: tx.Hash(), Digest: crypto.Keccak256Hash(ct), Nonce: nonce, GasPrice: chain.QuotedPrice(tx)}, nil
 }
@@ -486,19 +483,30 @@ func (n *Conn) PreparePush(ctx context.Context, key *ecdsa.PrivateKey, owner com
 // and at least its gas, without asking the node, as the RPC client does to keep several
 // epochs in flight; what the node makes of it is decided when it is sent and mined.
 func (n *Conn) PrepareNextPush(key *ecdsa.PrivateKey, after *chain.PreparedPush, owner common.Address, space, prev common.Hash, ct []byte) (*chain.PreparedPush, error) {
-	to := n.c.contract
 	data := chain.EncodePushCalldata(owner, space, prev, ct)
-	gas := pushGas(data)
-	tx, err := types.SignNewTx(key, n.c.signer, &types.DynamicFeeTx{ChainID: big.NewInt(ChainID), Nonce: after.Nonce + 1,
-		GasTipCap: after.Tx.GasTipCap(), GasFeeCap: after.Tx.GasFeeCap(), Gas: max(after.Tx.Gas(), gas+gas*gasMargin/100), To: &to, Data: data})
+	tx, err := n.signPush(key, after.Nonce+1, after.Tx.GasTipCap(), after.Tx.GasFeeCap(), max(after.Tx.Gas(), withMargin(pushGas(data))), data)
 	if err != nil {
-		return nil, fmt.Errorf("prepare push: sign: %w", err)
+		return nil, err
 	}
 	return &chain.PreparedPush{Tx: tx, Hash: tx.Hash(), Digest: crypto.Keccak256Hash(ct), Nonce: tx.Nonce(), GasPrice: after.GasPrice}, nil
 }
 
+// signPush signs a call of the contract with calldata data.
+func (n *Conn) signPush(key *ecdsa.PrivateKey, nonce uint64, tip, feeCap *big.Int, gas uint64, data []byte) (*types.Transaction, error) {
+	to := n.c.contract
+	tx, err := types.SignNewTx(key, n.c.signer, &types.DynamicFeeTx{ChainID: big.NewInt(ChainID), Nonce: nonce,
+		GasTipCap: tip, GasFeeCap: feeCap, Gas: gas, To: &to, Data: data})
+	if err != nil {
+		return nil, fmt.Errorf("prepare push: sign: %w", err)
+	}
+	return tx, nil
+}
+
 // gasMargin is what the RPC client adds to a gas estimate, in percent.
 const gasMargin = 10
+
+// withMargin is gas with gasMargin added.
+func withMargin(gas uint64) uint64 { return gas + gas*gasMargin/100 }
 
 // pushExecGas is about what push itself costs on the dev chain: the head record and the event.
 const pushExecGas = 49_000

@@ -150,6 +150,8 @@ func (d *db) syncNow() error {
 			newest[ext] = name
 		}
 	}
+	// only the newest logs take more writes; every other one is let go once this sync covered it
+	defer d.logs.keepOnly(d.dir, map[string]bool{newest[".vlog"]: true, newest[".mem"]: true})
 	var todo []string
 	seen := make(map[string]bool, len(logs))
 	newLog := false
@@ -189,12 +191,10 @@ func (d *db) syncNow() error {
 		}
 	}
 	d.known = seen
-	err = nil
 	if newLog {
-		err = d.fsync(d.dir)
+		return d.fsync(d.dir)
 	}
-	d.logs.keepOnly(d.dir, map[string]bool{newest[".vlog"]: true, newest[".mem"]: true})
-	return err
+	return nil
 }
 
 // newestOf reports whether the log name (numbered, zero padded) comes after than.

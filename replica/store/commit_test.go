@@ -401,8 +401,8 @@ func TestSyncLogs(t *testing.T) {
 		t.Fatalf("sync of a removed log = %v, want not exist (syncNow passes over it)", err)
 	}
 	d.logs.close()
-	if n := d.logs.held(); n != 0 {
-		t.Fatalf("%d logs held after close", n)
+	if held := heldNames(&d.logs); held != "" {
+		t.Fatalf("logs held after close: %s", held)
 	}
 	if !newestOf("1000000.vlog", "999999.vlog") || newestOf("000009.vlog", "000010.vlog") {
 		t.Fatal("newestOf compares the numbers, not the text")

@@ -68,10 +68,3 @@ func (l *logFiles) keepOnly(dir string, keep map[string]bool) {
 
 // close closes every file held.
 func (l *logFiles) close() { l.keepOnly("", nil) }
-
-// held is how many files are open.
-func (l *logFiles) held() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.fds)
-}

@@ -605,9 +605,7 @@ func tail(path string, n int) string {
 
 // procKB is a field (VmHWM, VmRSS) of the mount's /proc status, in kB.
 func (b *bench) procKB(field string) int {
-	v := procField(fmt.Sprintf("/proc/%d/status", b.mount.cmd.Process.Pid), field+":", ":", "0 kB")
-	n, _ := strconv.Atoi(strings.Fields(v)[0])
-	return n
+	return kbField(fmt.Sprintf("/proc/%d/status", b.mount.cmd.Process.Pid), field+":")
 }
 
 func ctlFlush(dir string) error {
