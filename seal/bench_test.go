@@ -89,3 +89,22 @@ func BenchmarkChunkDiff(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(chunks)), "chunks")
 }
+
+// BenchmarkChunkSmallBucket cuts the same rows to the smallest bucket, as a flush under the
+// low bucket policy does: many small chunks, each measured near its limit row by row.
+func BenchmarkChunkSmallBucket(b *testing.B) {
+	rows := proseRows(1, 10_000, 1024)
+	total := 0
+	for i := range rows {
+		total += rows[i].Body.Len()
+	}
+	b.SetBytes(int64(total))
+	n := 0
+	for b.Loop() {
+		n = 0
+		if err := ChunkStreamBucket(rows, nil, Buckets[0], 0, func(Chunk) error { n++; return nil }); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(n), "chunks")
+}

@@ -314,11 +314,13 @@ type chunker struct {
 	limit    int // for the gzip alone: BucketLimit(bucket)
 	plain    int // for the document uncompressed: MaxChunkPlain
 	doc      int // bytes of the document written to g
-	t        *trees
-	g        *gzipStream // nil between chunks
-	cur      Chunk
-	emit     func(Chunk) error
-	buf      []byte
+	// est is g's estimate after its last item, when the document was estDoc bytes long
+	est, estDoc int
+	t           *trees
+	g           *gzipStream // nil between chunks
+	cur         Chunk
+	emit        func(Chunk) error
+	buf         []byte
 	// spare memory for the two clones an item near the limit is measured with (see add)
 	before, after *gzipStream
 	rows          bool // a row was added: no deletion may follow
@@ -356,6 +358,7 @@ func (c *chunker) add(it chunkItem) error {
 		c.g = newGzipStream()
 		c.g.write([]byte(chunkDocHead))
 		c.doc = len(chunkDocHead)
+		c.est, c.estDoc = c.g.estimate(c.t), c.doc
 	}
 	piece := c.piece(it)
 	tail := chunkDocTail
@@ -375,23 +378,23 @@ func (c *chunker) add(it chunkItem) error {
 		return c.add(it)
 	}
 	c.doc += len(piece)
-	// Could this item reach the limit? Compressed output is at most about
-	// twice the input (15-bit literal codes), so this test is conservative.
+	// Keep the stream as it was before this item only when the item might not fit: the
+	// stream's bytes per document byte so far, doubled, predict what the piece adds. A
+	// prediction that falls short costs one compression of the chunk again (before stays nil),
+	// never a wrong cut.
 	var before *gzipStream
-	if c.g.estimate(c.t)+2*len(piece)+len(chunkDocToRows+chunkDocTail)+chunkMargin > c.limit {
+	if len(c.cur.Rows)+len(c.cur.Deleted) > 0 && c.est+2*len(piece)*c.est/c.estDoc+len(tail)+chunkMargin > c.limit {
 		c.before = c.g.cloneInto(c.before)
 		before = c.before
 	}
 	c.g.write(piece)
-	if before != nil {
+	c.est, c.estDoc = c.g.estimate(c.t), c.doc
+	// Below the limit by more than the estimate can fall short, the item fits on the estimate
+	// alone; nearer, a clone closed with the document's end measures it exactly.
+	if c.est+len(tail)+chunkMargin > c.limit {
 		c.after = c.g.cloneInto(c.after)
-		after := c.after
-		if it.row != nil {
-			after.write([]byte(chunkDocTail))
-		} else {
-			after.write([]byte(chunkDocToRows + chunkDocTail))
-		}
-		if after.closedSize() > c.limit {
+		c.after.write([]byte(tail))
+		if c.after.closedSize() > c.limit {
 			if len(c.cur.Rows) == 0 && len(c.cur.Deleted) == 0 {
 				if c.raise(it) {
 					c.g.free()
@@ -403,6 +406,10 @@ func (c *chunker) add(it chunkItem) error {
 					return &RowTooLargeError{Row: *it.row}
 				}
 				return fmt.Errorf("%w: deletion of %s %q compresses past one epoch", ErrTooLarge, it.del.Tier, it.del.Key)
+			}
+			if before == nil {
+				before = c.recompress()
+				defer before.free()
 			}
 			if err := c.closeChunk(before); err != nil {
 				return err
@@ -416,6 +423,16 @@ func (c *chunker) add(it chunkItem) error {
 		c.cur.Deleted = append(c.cur.Deleted, *it.del)
 	}
 	return nil
+}
+
+// recompress is a new stream holding exactly the current chunk's items, for a cut that came
+// where no copy of the stream was kept.
+func (c *chunker) recompress() *gzipStream {
+	doc := appendChunkDoc(c.buf[:0], c.cur.Rows, c.cur.Deleted)
+	g := newGzipStream()
+	g.write(doc[:len(doc)-len(c.suffix())])
+	c.buf = doc
+	return g
 }
 
 // closeChunk ends the current chunk. at is the stream holding exactly the

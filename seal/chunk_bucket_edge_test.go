@@ -2,7 +2,9 @@ package seal
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -68,7 +70,6 @@ func TestChunkBucketRowAtTheLimit(t *testing.T) {
 func TestChunkBucketMatchesOneShotCut(t *testing.T) {
 	headroom := PlaintextHeadroom("t")
 	const bucket = 4096
-	limit := BucketLimit(bucket, headroom)
 	var rows []Row
 	for i := range 300 {
 		var body string
@@ -85,6 +86,14 @@ func TestChunkBucketMatchesOneShotCut(t *testing.T) {
 		rows = append(rows, Row{Tier: TierState, Key: fmt.Sprintf("r%03d", i), Body: BodyString(body)})
 	}
 	dels := []Deleted{{Tier: TierState, Key: "gone-1"}, {Tier: TierState, Key: "gone-2"}}
+	checkOneShotCut(t, rows, dels, bucket, headroom)
+}
+
+// checkOneShotCut checks that ChunkDiffBucket cuts rows and dels exactly as a plain greedy cut
+// by one-shot measures does.
+func checkOneShotCut(t *testing.T, rows []Row, dels []Deleted, bucket, headroom int) {
+	t.Helper()
+	limit := BucketLimit(bucket, headroom)
 	got, err := ChunkDiffBucket(rows, dels, bucket, headroom)
 	if err != nil {
 		t.Fatal(err)
@@ -113,6 +122,27 @@ func TestChunkBucketMatchesOneShotCut(t *testing.T) {
 		if !reflect.DeepEqual(got[i], want[i]) {
 			t.Fatalf("chunk %d: %d rows %d deletions (bucket %d), the one-shot cut: %d rows %d deletions",
 				i, len(got[i].Rows), len(got[i].Deleted), got[i].Bucket, len(want[i].Rows), len(want[i].Deleted))
+		}
+	}
+}
+
+// The chunker keeps a copy of the stream before an item only when the item's compressed size,
+// predicted from the chunk so far, might not fit. Rows that compress 50:1 followed by rows
+// that barely compress defeat the prediction: the cut must still be the greedy one.
+func TestChunkCutWhenCompressionChangesSharply(t *testing.T) {
+	headroom := PlaintextHeadroom("t")
+	for seed := range uint64(4) {
+		r := rand.New(rand.NewPCG(seed, 3))
+		var rows []Row
+		for i := range 400 {
+			body := strings.Repeat("kint epoch ", 20+r.IntN(200))
+			if r.IntN(25) == 0 {
+				body = randomText(seed*1000+uint64(i), 1000+r.IntN(2000))
+			}
+			rows = append(rows, Row{Tier: TierState, Key: fmt.Sprintf("r%03d", i), Body: BodyString(body)})
+		}
+		for _, bucket := range []int{Buckets[0], Buckets[1]} {
+			checkOneShotCut(t, rows, nil, bucket, headroom)
 		}
 	}
 }

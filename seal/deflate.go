@@ -258,13 +258,14 @@ func commonPrefix(a, b []byte) int {
 }
 
 // run is zlib's deflate_slow. Without finish it stops when it needs more
-// input; with finish it drains everything and writes the last block.
-func (d *deflater) run(finish bool) {
+// input; with finish it drains everything and writes the last block, or, with sizeOnly,
+// returns the stream's size once that block is written (and writes none).
+func (d *deflater) run(finish, sizeOnly bool) int {
 	for {
 		if d.lookahead < zMinLook {
 			d.fillWindow()
 			if d.lookahead < zMinLook && !finish {
-				return
+				return 0
 			}
 			if d.lookahead == 0 {
 				break
@@ -317,26 +318,40 @@ func (d *deflater) run(finish bool) {
 		d.matchAvailable = false
 	}
 	d.insert = min(d.strstart, zMinMatch-1)
+	if sizeOnly {
+		return d.bw.lastBlockSize(d.t, &d.syms, d.stored(), d.blockStart >= 0)
+	}
 	d.flushBlock(true)
+	return len(d.bw.out)
+}
+
+// stored is the open block's input, when it is still in the window (for a stored block).
+func (d *deflater) stored() []byte {
+	if d.blockStart >= 0 {
+		return d.window[d.blockStart:d.strstart]
+	}
+	return nil
 }
 
 func (d *deflater) flushBlock(last bool) {
-	var stored []byte
-	if d.blockStart >= 0 {
-		stored = d.window[d.blockStart:d.strstart]
-	}
-	d.bw.flushBlock(d.t, &d.syms, stored, d.blockStart >= 0, last)
+	d.bw.flushBlock(d.t, &d.syms, d.stored(), d.blockStart >= 0, last)
 	d.blockStart = d.strstart
 }
 
 // write feeds input and compresses as far as it can without finishing.
 func (d *deflater) write(p []byte) {
 	d.in = p
-	d.run(false)
+	d.run(false, false)
 	d.in = nil
 }
 
 // finish compresses what is left and closes the stream.
 func (d *deflater) finish() {
-	d.run(true)
+	d.run(true, false)
+}
+
+// finishedSize is the stream's length in bytes once finished, leaving d only fit to be freed
+// or overwritten: its last block is counted, not written.
+func (d *deflater) finishedSize() int {
+	return d.run(true, true)
 }

@@ -536,25 +536,62 @@ func (w *bitWriter) compressBlock(s *symbolBuffer, lLen []int, lCode []uint16, d
 // flushBlock emits the block in s as a stored, fixed or dynamic block,
 // whichever zlib would pick, and starts a new block. stored is the block's
 // input when it is still in the window (canStore).
-func (w *bitWriter) flushBlock(t *trees, s *symbolBuffer, stored []byte, canStore, last bool) {
-	t.build(s)
+// blockKind is how flushBlock writes a block whose trees t has built: stored, fixed or
+// dynamic codes, as zlib chooses.
+type blockKind int
+
+const (
+	blockStored blockKind = iota
+	blockStatic
+	blockDynamic
+)
+
+func chooseBlock(t *trees, storedLen int, canStore bool) blockKind {
 	optLenb := (t.optLen + 3 + 7) >> 3
 	staticLenb := (t.staticLen + 3 + 7) >> 3
 	if staticLenb <= optLenb {
 		optLenb = staticLenb
 	}
+	switch {
+	case canStore && storedLen+4 <= optLenb:
+		return blockStored
+	case staticLenb == optLenb:
+		return blockStatic
+	}
+	return blockDynamic
+}
+
+// lastBlockSize is how many bytes w holds once flushBlock has written s as the last block,
+// counted without writing it: optLen and staticLen are the exact bit lengths of a block's
+// codes (trees, symbols and end of block), as zlib's own debug check asserts.
+func (w *bitWriter) lastBlockSize(t *trees, s *symbolBuffer, stored []byte, canStore bool) int {
+	t.build(s)
+	bits := len(w.out)*8 + int(w.nbits) + 3
+	switch chooseBlock(t, len(stored), canStore) {
+	case blockStored:
+		return (bits+7)>>3 + 4 + len(stored)
+	case blockStatic:
+		bits += t.staticLen
+	default:
+		bits += t.optLen
+	}
+	return (bits + 7) >> 3
+}
+
+func (w *bitWriter) flushBlock(t *trees, s *symbolBuffer, stored []byte, canStore, last bool) {
+	t.build(s)
 	lastBit := 0
 	if last {
 		lastBit = 1
 	}
-	switch {
-	case canStore && len(stored)+4 <= optLenb:
+	switch chooseBlock(t, len(stored), canStore) {
+	case blockStored:
 		w.send(lastBit, 3) // STORED_BLOCK<<1 + last
 		w.windup()
 		n := len(stored)
 		w.out = append(w.out, byte(n), byte(n>>8), byte(^n), byte(^n>>8))
 		w.out = append(w.out, stored...)
-	case staticLenb == optLenb:
+	case blockStatic:
 		w.send(2+lastBit, 3) // STATIC_TREES<<1 + last
 		w.compressBlock(s, zt.staticLLen[:], zt.staticLCod[:], zt.staticDLen[:], zt.staticDCod[:])
 	default:

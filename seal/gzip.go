@@ -109,10 +109,10 @@ func (g *gzipStream) cloneInto(spare *gzipStream) *gzipStream {
 	return spare
 }
 
-// closedSize finishes the stream and returns its total compressed size.
+// closedSize is the stream's total compressed size once closed. It spends the stream: only a
+// clone made to measure is closed so.
 func (g *gzipStream) closedSize() int {
-	g.d.finish()
-	return g.outBase + len(g.d.bw.out) + 8
+	return g.outBase + g.d.finishedSize() + 8
 }
 
 // estimate approximates the size the stream would have if closed now:

@@ -116,3 +116,48 @@ func TestDecompressRefusals(t *testing.T) {
 		t.Errorf("stdlib member: %q %v", out, err)
 	}
 }
+
+// closedSize counts the last block instead of writing it: at every cut of every kind of input
+// (stored, fixed and dynamic last blocks, one block or several, before and after the window
+// slides), it must equal what Compress writes.
+func TestClosedSizeCountsTheLastBlock(t *testing.T) {
+	kinds := []string{"text", "random", "low", "runs"}
+	for i, n := range []int{0, 1, 7, 100, 700, 3000, 17000, 70000, 140000} {
+		for j, kind := range kinds {
+			in := lcgCorpus(kind, n, uint32(10*i+j+1))
+			g := newGzipStream()
+			off, step := 0, 1
+			for {
+				if got, want := g.clone().closedSize(), len(Compress(in[:off])); got != want {
+					t.Fatalf("%s of %d bytes, cut at %d: closedSize %d, Compress %d", kind, n, off, got, want)
+				}
+				if off == len(in) {
+					break
+				}
+				next := min(off+step, len(in))
+				g.write(in[off:next])
+				off, step = next, step*7%(n/3+2)+1
+			}
+			g.free()
+		}
+	}
+}
+
+func FuzzClosedSize(f *testing.F) {
+	f.Add([]byte("kint epoch row"), uint16(3))
+	f.Add(bytes.Repeat([]byte{0}, 5000), uint16(1000))
+	f.Add(lcgCorpus("random", 2000, 9), uint16(600))
+	f.Fuzz(func(t *testing.T, in []byte, cut uint16) {
+		g := newGzipStream()
+		at := min(int(cut), len(in))
+		g.write(in[:at])
+		if got, want := g.clone().closedSize(), len(Compress(in[:at])); got != want {
+			t.Fatalf("cut %d: closedSize %d, Compress %d", at, got, want)
+		}
+		g.write(in[at:])
+		if got, want := g.clone().closedSize(), len(Compress(in)); got != want {
+			t.Fatalf("whole: closedSize %d, Compress %d", got, want)
+		}
+		g.free()
+	})
+}
