@@ -127,8 +127,9 @@ func (r *Replica) planDryRun(ctx context.Context, rep *PushReport, chunks []seal
 	}
 	var calldatas [][]byte
 	var prior []store.SealedChanges
+	roots := r.store.NewRootView()
 	for _, ch := range chunks {
-		se := r.sealChunk(ch, prior, head, prevBucket, snapshot)
+		se := r.sealChunk(roots, ch, prior, head, prevBucket, snapshot)
 		if se.err != nil {
 			return se.err
 		}

@@ -311,9 +311,10 @@ func (r *Replica) sealAhead(feed *chunkFeed, first seal.Chunk, head vault.Head, 
 	go func() {
 		defer close(s.done)
 		var prior []store.SealedChanges // this push's epochs sealed and not applied yet, for the roots
+		roots := r.store.NewRootView()
 		c, bucket := first, prevBucket
 		for {
-			se := r.sealChunk(c, prior, head, bucket, snapshot)
+			se := r.sealChunk(roots, c, prior, head, bucket, snapshot)
 			if !s.put(nextEpoch{sealedEpoch: se}) || se.err != nil {
 				return
 			}
@@ -746,9 +747,9 @@ type nextEpoch struct {
 // yet: those the mirror does not hold are counted into the root as well (the chunks of one
 // push touch distinct rows). It writes nothing, so it may run while the epoch before it is
 // being applied.
-func (r *Replica) sealChunk(chunk seal.Chunk, prior []store.SealedChanges, head vault.Head, prevBucket int, snapshot bool) sealedEpoch {
+func (r *Replica) sealChunk(roots *store.RootView, chunk seal.Chunk, prior []store.SealedChanges, head vault.Head, prevBucket int, snapshot bool) sealedEpoch {
 	changes := store.ChunkChanges(head.Seq+1, chunk)
-	root, nRows, err := r.store.RootAfterSealed(changes, prior, snapshot)
+	root, nRows, err := roots.RootAfter(changes, prior, snapshot)
 	if err != nil {
 		return sealedEpoch{err: err}
 	}

@@ -90,11 +90,23 @@ type dirtyNode struct {
 	h common.Hash
 }
 
+// levelNodes are the nodes of a set's levels as replacedRoot reads and writes them: the levels
+// themselves (the leafSet), or an overlay on them (a RootView's).
+type levelNodes interface {
+	node(l, i int) *[32]byte
+	setNode(l, i int, h common.Hash)
+}
+
 // replacedRoot is the root after changes that only replace leaves (sorted by id, one per id;
 // deletions of ids not held change nothing):
 // the path of each changed leaf is hashed again, the rest read from the levels. With commit
 // the new nodes are written into the levels.
 func (s *leafSet) replacedRoot(ch []leafChange, commit bool) common.Hash {
+	return s.replacedRootIn(s, ch, commit)
+}
+
+// replacedRootIn is replacedRoot on the nodes of in, which hold a tree of the set's shape.
+func (s *leafSet) replacedRootIn(in levelNodes, ch []leafChange, commit bool) common.Hash {
 	var h seal.PairHasher
 	dirty := make([]dirtyNode, 0, len(ch))
 	spare := make([]dirtyNode, 0, len(ch)) // the level above, made in turn with dirty
@@ -104,12 +116,15 @@ func (s *leafSet) replacedRoot(ch []leafChange, commit bool) common.Hash {
 		}
 	}
 	if len(dirty) == 0 {
-		return s.root()
+		if len(s.e) == 0 {
+			return seal.EmptyRoot()
+		}
+		return *in.node(len(s.tree), 0)
 	}
 	for l := 0; ; l++ {
 		if commit {
 			for _, d := range dirty {
-				s.setNode(l, d.i, d.h)
+				in.setNode(l, d.i, d.h)
 			}
 		}
 		n := s.levelLen(l)
@@ -119,9 +134,9 @@ func (s *leafSet) replacedRoot(ch []leafChange, commit bool) common.Hash {
 		up := spare[:0]
 		for k := 0; k < len(dirty); k++ {
 			j := dirty[k].i >> 1
-			left, right := s.node(l, 2*j), (*[32]byte)(nil)
+			left, right := in.node(l, 2*j), (*[32]byte)(nil)
 			if 2*j+1 < n {
-				right = s.node(l, 2*j+1)
+				right = in.node(l, 2*j+1)
 			}
 			if dirty[k].i == 2*j {
 				left = (*[32]byte)(&dirty[k].h)

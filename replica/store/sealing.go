@@ -252,18 +252,32 @@ func (s *Store) RootAfterSealed(c SealedChanges, prior []SealedChanges, snapshot
 	if err != nil {
 		return common.Hash{}, 0, err
 	}
-	ch := c.ch
-	if len(prior) > 0 && prior[len(prior)-1].Seq > head.Seq {
-		ch = append([]leafChange(nil), c.ch...)
-		for _, p := range prior {
-			if p.Seq > head.Seq {
-				ch = append(ch, p.ch...)
-			}
-		}
-		sortChanges(ch)
-	}
-	root, n := s.leaves.rootWith(ch, false)
+	root, n := s.leaves.rootWith(mergedChanges(c, unappliedAfter(prior, head.Seq)), false)
 	return root, n, nil
+}
+
+// unappliedAfter are the epochs of prior after headSeq, the mirror's head.
+func unappliedAfter(prior []SealedChanges, headSeq uint64) []SealedChanges {
+	var after []SealedChanges
+	for _, p := range prior {
+		if p.Seq > headSeq {
+			after = append(after, p)
+		}
+	}
+	return after
+}
+
+// mergedChanges are the changes of c and of the epochs before it, sorted.
+func mergedChanges(c SealedChanges, before []SealedChanges) []leafChange {
+	if len(before) == 0 {
+		return c.ch
+	}
+	ch := append([]leafChange(nil), c.ch...)
+	for _, p := range before {
+		ch = append(ch, p.ch...)
+	}
+	sortChanges(ch)
+	return ch
 }
 
 func pendingKey(seq uint64) string   { return pPending + string(be64(seq)) }
