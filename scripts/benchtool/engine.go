@@ -80,6 +80,10 @@ func (rp *report) engineSections(r results) []string {
 		w("Step `flushown` (`go test ./replica -bench BenchmarkFlush`): %d rows of 1 KB anchored, all changed, pushed until nothing"+
 			" is staged on the in-memory chain (bucket policy `%v`): **%.2f s** for %d epochs (load average %v before, %v after).",
 			integer(g, "rows"), g["policy"], secs, integer(g, "epochs"), g["load_before"], g["load_after"])
+		if _, ok := g["dry_run_seconds"]; ok {
+			w("Before it, the dry run that prices that flush (`kintfs push --dry-run`: every epoch sealed as the flush will seal it) took %.2f s.",
+				num(g, "dry_run_seconds"))
+		}
 		w("")
 	}
 	if g := r.json("restore.json"); g != nil {
