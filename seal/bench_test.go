@@ -73,38 +73,26 @@ func BenchmarkOpen(b *testing.B) {
 	}
 }
 
+// BenchmarkChunkDiff cuts 10,000 rows of 1 KB to the largest epoch, and to the smallest
+// bucket, as a flush under the low bucket policy does: many small chunks, each measured near
+// its limit row by row.
 func BenchmarkChunkDiff(b *testing.B) {
 	rows := proseRows(1, 10_000, 1024)
 	total := 0
 	for i := range rows {
 		total += rows[i].Body.Len()
 	}
-	b.SetBytes(int64(total))
-	var chunks []Chunk
-	for b.Loop() {
-		var err error
-		if chunks, err = ChunkDiff(rows, nil); err != nil {
-			b.Fatal(err)
-		}
+	for _, bucket := range []int{0, Buckets[0]} {
+		b.Run(strconv.Itoa(bucket), func(b *testing.B) {
+			b.SetBytes(int64(total))
+			n := 0
+			for b.Loop() {
+				n = 0
+				if err := ChunkStreamBucket(rows, nil, bucket, 0, func(Chunk) error { n++; return nil }); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(n), "chunks")
+		})
 	}
-	b.ReportMetric(float64(len(chunks)), "chunks")
-}
-
-// BenchmarkChunkSmallBucket cuts the same rows to the smallest bucket, as a flush under the
-// low bucket policy does: many small chunks, each measured near its limit row by row.
-func BenchmarkChunkSmallBucket(b *testing.B) {
-	rows := proseRows(1, 10_000, 1024)
-	total := 0
-	for i := range rows {
-		total += rows[i].Body.Len()
-	}
-	b.SetBytes(int64(total))
-	n := 0
-	for b.Loop() {
-		n = 0
-		if err := ChunkStreamBucket(rows, nil, Buckets[0], 0, func(Chunk) error { n++; return nil }); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(n), "chunks")
 }
