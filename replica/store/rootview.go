@@ -77,11 +77,14 @@ func (v *RootView) rootAfter(leaves *leafSet, headSeq uint64, c SealedChanges, p
 	leaves.ensureTree()
 	v.leaves = leaves
 	unapplied := unappliedAfter(prior, headSeq)
+	if !leaves.replacesOnly(c.ch) {
+		v.ok = false
+		return leaves.rootWith(mergedChanges(c, unapplied), false)
+	}
 	if !v.holds(leaves, headSeq, unapplied, c) {
 		v.restart(leaves, headSeq, unapplied)
 	}
-	if !v.ok || !leaves.replacesOnly(c.ch) {
-		v.ok = false
+	if !v.ok {
 		return leaves.rootWith(mergedChanges(c, unapplied), false)
 	}
 	root := leaves.replacedRootIn(v, c.ch, true)
@@ -113,18 +116,20 @@ func (v *RootView) holds(leaves *leafSet, headSeq uint64, unapplied []SealedChan
 }
 
 // restart starts the overlay on the mirror's tree (at headSeq) and applies unapplied to it, one
-// epoch after another; it is left not ok when they are not consecutive epochs that only
-// replace rows.
+// epoch after another. When they are not consecutive epochs that only replace rows it hashes
+// nothing and leaves the view not ok: the caller's own recompute is all the work.
 func (v *RootView) restart(leaves *leafSet, headSeq uint64, unapplied []SealedChanges) {
 	v.nodes = map[nodeAt]*common.Hash{}
 	v.roots = map[uint64]common.Hash{headSeq: leaves.root()}
 	v.ids = map[uint64]changesID{}
 	v.last, v.ok = headSeq, false
 	v.restarts++
-	for _, p := range unapplied {
-		if p.Seq != v.last+1 || !leaves.replacesOnly(p.ch) {
+	for i, p := range unapplied {
+		if p.Seq != headSeq+1+uint64(i) || !leaves.replacesOnly(p.ch) {
 			return
 		}
+	}
+	for _, p := range unapplied {
 		v.roots[p.Seq], v.ids[p.Seq], v.last = leaves.replacedRootIn(v, p.ch, true), idOf(p), p.Seq
 	}
 	v.ok = true

@@ -31,7 +31,7 @@ func (b *bench) engine() error {
 			"-benchtime", "1x", "./replica/")
 		// The benchmark's vaults go in the run's directory, on the disk the mount's homes use:
 		// /tmp may be memory, or a directory whose disk makes each new file cost far more (the
-		// engine writes two cache files an epoch).
+		// engine writes three cache files an epoch).
 		tmp := filepath.Join(b.work, "tmp-"+eb.skip)
 		if err := os.MkdirAll(tmp, 0o700); err != nil {
 			return err
