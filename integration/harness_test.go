@@ -266,6 +266,21 @@ func (m *machine) mountAt(dir string, args ...string) *mounted {
 
 func (mt *mounted) path(rel string) string { return filepath.Join(mt.dir, rel) }
 
+// waitLog waits for the mount's log to hold every one of parts: a mount logs a refusal before
+// it answers the request, and the line reaches the test through a pipe, a moment later.
+func (mt *mounted) waitLog(what string, parts ...string) {
+	mt.t.Helper()
+	eventually(mt.t, 10*time.Second, "the log naming "+what, func() error {
+		log := mt.log.String()
+		for _, p := range parts {
+			if !strings.Contains(log, p) {
+				return fmt.Errorf("no %q in the log:\n%s", p, log)
+			}
+		}
+		return nil
+	})
+}
+
 // unmount stops the mount with SIGTERM (which flushes first) and waits for it.
 func (mt *mounted) unmount() {
 	if mt.cmd == nil {

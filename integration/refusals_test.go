@@ -125,9 +125,7 @@ func TestUnfundedSessionKey(t *testing.T) {
 	if en := errnoOf(err); !fs.IsKeyErrno(en) || en != fs.ErrnoOf(replica.ErrNotAuthorized) {
 		t.Errorf("ctl flush with an unfunded key: %v, want EKEYREJECTED\n%s", err, mt.log.String())
 	}
-	if log := mt.log.String(); !strings.Contains(log, "fund "+addr) || !strings.Contains(log, "ETH short") {
-		t.Errorf("the log does not name the address to fund and the amount short:\n%s", log)
-	}
+	mt.waitLog("the address to fund and the amount short", "fund "+addr, "ETH short")
 	_, errs, code := a.run("", "push")
 	if code != 3 || !strings.Contains(errs, "fund "+addr) || !strings.Contains(errs, "ETH short") {
 		t.Errorf("kintfs push with an unfunded key: exit %d, %q; want 3 naming the address and the amount", code, errs)
@@ -156,9 +154,7 @@ func TestGasPriceOverCap(t *testing.T) {
 	if errnoOf(err) != syscall.ERANGE {
 		t.Errorf("ctl flush over the cap: %v, want ERANGE\n%s", err, mt.log.String())
 	}
-	if log := mt.log.String(); !strings.Contains(log, "the cap 0.000000001 gwei") || !strings.Contains(log, "KINT_MAX_GAS_PRICE_GWEI") {
-		t.Errorf("the log does not name the cap and how to raise it:\n%s", log)
-	}
+	mt.waitLog("the cap and how to raise it", "the cap 0.000000001 gwei", "KINT_MAX_GAS_PRICE_GWEI")
 	_, errs, code := a.run("", "push")
 	if code != 5 || !strings.Contains(errs, "the chain's gas price is ") || !strings.Contains(errs, "the cap 0.000000001 gwei") ||
 		!strings.Contains(errs, "raise the cap (KINT_MAX_GAS_PRICE_GWEI") {
