@@ -318,7 +318,7 @@ func (r *Replica) sealAhead(feed *chunkFeed, first seal.Chunk, head vault.Head, 
 			if !s.put(nextEpoch{sealedEpoch: se}) || se.err != nil {
 				return
 			}
-			prior = append(notApplied(prior, landed.Load()), se.changes)
+			prior = append(store.NotApplied(prior, landed.Load()), se.changes)
 			head, bucket, snapshot = vault.Head{Seq: se.p.Seq, Digest: se.sealed.Digest}, max(bucket, se.sealed.Bucket), false
 			next, ok, err := feed.next()
 			if !ok {
@@ -370,16 +370,6 @@ func (s *sealer) stop() {
 	s.once.Do(func() { close(s.quit) })
 	s.feed.close()
 	<-s.done
-}
-
-// notApplied is sent without the epochs up to seq, which landed and were applied: epochs land
-// in order, so they are at its front.
-func notApplied(sent []store.SealedChanges, seq uint64) []store.SealedChanges {
-	i := 0
-	for i < len(sent) && sent[i].Seq <= seq {
-		i++
-	}
-	return sent[i:]
 }
 
 // sendAhead bounds how many epochs of one push are in flight at once: sent, not yet landed. A

@@ -7,10 +7,11 @@ import (
 )
 
 // RootView computes the rows_roots of one push's epochs as they are sealed, each on top of the
-// ones sealed before it, as RootAfterSealed does. RootAfterSealed hashes again, for every epoch,
-// the paths of every epoch the mirror has not applied yet (in a flush of 10,000 rows, the
-// paths of 37 epochs for each one sealed). A view keeps the merkle nodes its epochs changed, as
-// an overlay on the mirror's levels, so that an epoch costs the paths of its own rows.
+// ones sealed before it. The root of an epoch counts in the epochs of prior the mirror has not
+// applied yet; recomputing it from the mirror's levels hashes their paths again for every epoch
+// (in a flush of 10,000 rows, the paths of 37 epochs for each one sealed). A view keeps the
+// merkle nodes its epochs changed, as an overlay on the mirror's levels, so that an epoch costs
+// the paths of its own rows.
 //
 // The overlay holds the mirror's tree as it was when the overlay was started, with the view's
 // epochs applied. The mirror moves on only by applying epochs. When it has, the overlay still
@@ -18,20 +19,25 @@ import (
 // epoch the mirror is now at: equal roots are equal leaves in the same places, so every node
 // outside the overlay is the one the overlay was built on. Anything else (another machine's
 // epoch, a change that adds or deletes a row, a snapshot, a prior list the view did not make)
-// computes the root as RootAfterSealed does and starts the overlay again.
+// recomputes the root from the mirror's levels and starts the overlay again.
 //
 // A view belongs to one goroutine (a push's sealer).
 type RootView struct {
 	s      *Store
 	leaves *leafSet // the levels under the overlay (the mirror's)
 	nodes  map[nodeAt]*common.Hash
-	roots  map[uint64]common.Hash // the tree's root at the overlay's start and after each epoch since
-	ids    map[uint64]changesID   // the changes each epoch of the overlay applied
-	last   uint64                 // seq of the overlay's last epoch (its start when it has none)
-	ok     bool                   // the overlay holds the tree after last
-	// restarts counts the overlays started, the first included (each costs what
-	// RootAfterSealed does)
+	epochs map[uint64]viewEpoch // the overlay's start and each epoch applied to it since, by seq
+	last   uint64               // seq of the overlay's last epoch (its start when it has none)
+	ok     bool                 // the overlay holds the tree after last
+	// restarts counts the overlays started, the first included (each costs a recompute)
 	restarts int
+}
+
+// viewEpoch is the tree's root after an epoch of the overlay, and the changes it applied (none
+// for the overlay's start).
+type viewEpoch struct {
+	root common.Hash
+	id   changesID
 }
 
 // nodeAt is node i of level l.
@@ -53,16 +59,20 @@ var viewRestartAt = 32 << 10
 // NewRootView starts a view of s's mirror.
 func (s *Store) NewRootView() *RootView { return &RootView{s: s} }
 
-// RootAfter is RootAfterSealed(c, prior, snapshot), computed on the view's overlay when it
-// holds the tree prior left.
+// RootAfter is the rows_root and the row count of the mirror with the epoch c applied, or of c
+// alone for a snapshot. c is sealed after the epochs of prior (this push's, in seq order,
+// touching distinct rows): those the mirror has not applied yet are counted in as well. The
+// mirror head and the leaves are read under one lock, which an apply holds for writing
+// throughout, so an epoch is counted exactly once, whether it is applied or not.
 func (v *RootView) RootAfter(c SealedChanges, prior []SealedChanges, snapshot bool) (common.Hash, int, error) {
-	if snapshot {
-		v.ok = false
-		return v.s.RootAfterSealed(c, prior, true)
-	}
 	s := v.s
 	s.t.mu.RLock()
 	defer s.t.mu.RUnlock()
+	if snapshot {
+		v.ok = false
+		root, n := s.leaves.rootWith(c.ch, true)
+		return root, n, nil
+	}
 	head, err := s.MirrorHead()
 	if err != nil {
 		return common.Hash{}, 0, err
@@ -76,7 +86,7 @@ func (v *RootView) RootAfter(c SealedChanges, prior []SealedChanges, snapshot bo
 func (v *RootView) rootAfter(leaves *leafSet, headSeq uint64, c SealedChanges, prior []SealedChanges) (common.Hash, int) {
 	leaves.ensureTree()
 	v.leaves = leaves
-	unapplied := unappliedAfter(prior, headSeq)
+	unapplied := NotApplied(prior, headSeq)
 	if !leaves.replacesOnly(c.ch) {
 		v.ok = false
 		return leaves.rootWith(mergedChanges(c, unapplied), false)
@@ -88,11 +98,10 @@ func (v *RootView) rootAfter(leaves *leafSet, headSeq uint64, c SealedChanges, p
 		return leaves.rootWith(mergedChanges(c, unapplied), false)
 	}
 	root := leaves.replacedRootIn(v, c.ch, true)
-	v.roots[c.Seq], v.ids[c.Seq], v.last = root, idOf(c), c.Seq
-	for seq := range v.roots {
+	v.epochs[c.Seq], v.last = viewEpoch{root, idOf(c)}, c.Seq
+	for seq := range v.epochs {
 		if seq < headSeq {
-			delete(v.roots, seq)
-			delete(v.ids, seq)
+			delete(v.epochs, seq)
 		}
 	}
 	return root, len(leaves.e)
@@ -104,11 +113,11 @@ func (v *RootView) holds(leaves *leafSet, headSeq uint64, unapplied []SealedChan
 	if !v.ok || len(v.nodes) >= viewRestartAt || c.Seq != v.last+1 || uint64(len(unapplied)) != v.last-headSeq {
 		return false
 	}
-	if at, ok := v.roots[headSeq]; !ok || at != leaves.root() {
+	if at, ok := v.epochs[headSeq]; !ok || at.root != leaves.root() {
 		return false
 	}
 	for i, p := range unapplied {
-		if p.Seq != headSeq+1+uint64(i) || v.ids[p.Seq] != idOf(p) {
+		if p.Seq != headSeq+1+uint64(i) || v.epochs[p.Seq].id != idOf(p) {
 			return false
 		}
 	}
@@ -120,8 +129,7 @@ func (v *RootView) holds(leaves *leafSet, headSeq uint64, unapplied []SealedChan
 // nothing and leaves the view not ok: the caller's own recompute is all the work.
 func (v *RootView) restart(leaves *leafSet, headSeq uint64, unapplied []SealedChanges) {
 	v.nodes = map[nodeAt]*common.Hash{}
-	v.roots = map[uint64]common.Hash{headSeq: leaves.root()}
-	v.ids = map[uint64]changesID{}
+	v.epochs = map[uint64]viewEpoch{headSeq: {root: leaves.root()}}
 	v.last, v.ok = headSeq, false
 	v.restarts++
 	for i, p := range unapplied {
@@ -130,7 +138,7 @@ func (v *RootView) restart(leaves *leafSet, headSeq uint64, unapplied []SealedCh
 		}
 	}
 	for _, p := range unapplied {
-		v.roots[p.Seq], v.ids[p.Seq], v.last = leaves.replacedRootIn(v, p.ch, true), idOf(p), p.Seq
+		v.epochs[p.Seq], v.last = viewEpoch{leaves.replacedRootIn(v, p.ch, true), idOf(p)}, p.Seq
 	}
 	v.ok = true
 }
@@ -149,4 +157,27 @@ func (v *RootView) setNode(l, i int, h common.Hash) {
 		return
 	}
 	v.nodes[nodeAt{l, i}] = &h
+}
+
+// NotApplied is prior without the epochs up to seq, which the mirror holds: prior is in seq
+// order, so they are at its front.
+func NotApplied(prior []SealedChanges, seq uint64) []SealedChanges {
+	i := 0
+	for i < len(prior) && prior[i].Seq <= seq {
+		i++
+	}
+	return prior[i:]
+}
+
+// mergedChanges are the changes of c and of the epochs before it, sorted.
+func mergedChanges(c SealedChanges, before []SealedChanges) []leafChange {
+	if len(before) == 0 {
+		return c.ch
+	}
+	ch := append([]leafChange(nil), c.ch...)
+	for _, p := range before {
+		ch = append(ch, p.ch...)
+	}
+	sortChanges(ch)
+	return ch
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // A push seals epochs while the mirror applies the ones before, at its own pace. A RootView
-// must give, for every epoch, the root RootAfterSealed defines: the mirror's leaves as they are,
+// must give, for every epoch, the root RootAfter defines: the mirror's leaves as they are,
 // with the unapplied epochs of prior and the epoch applied. Here the oracle is computed from
 // the leaves alone, by a merkle builder over the whole state; the mirror's applies are the
 // leafSet's own; some pushes add or delete rows, lose a seq to another machine's epoch, or hand
@@ -99,13 +99,13 @@ func rootViewRun(t *testing.T, seed uint64) {
 		}
 
 		got, gotN := v.rootAfter(&leaves, headSeq, c, prior)
-		want, wantN := stateRoot(&leaves, unappliedAfter(prior, headSeq), c)
+		want, wantN := stateRoot(&leaves, NotApplied(prior, headSeq), c)
 		if got != want || gotN != wantN {
 			t.Fatalf("epoch %d (mirror at %d, %d unapplied): view %s (%d rows), full recompute %s (%d rows)",
-				seq, headSeq, len(unappliedAfter(prior, headSeq)), got.Hex(), gotN, want.Hex(), wantN)
+				seq, headSeq, len(NotApplied(prior, headSeq)), got.Hex(), gotN, want.Hex(), wantN)
 		}
 		sealed = append(sealed, c)
-		prior = append(unappliedAfter(prior, headSeq), c)
+		prior = append(NotApplied(prior, headSeq), c)
 	}
 	if bounded := viewRestartAt < 1000; bounded && len(sealed) > 20 && v.restarts < 2 {
 		t.Errorf("%d overlays started for %d epochs, under a bound of %d nodes", v.restarts, len(sealed), viewRestartAt)

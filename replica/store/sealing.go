@@ -237,49 +237,6 @@ func ChunkChanges(seq uint64, chunk seal.Chunk) SealedChanges {
 	return SealedChanges{Seq: seq, ch: leafChanges(puts, dels)}
 }
 
-// RootAfterSealed is the rows_root and the row count of the mirror with the epoch c applied,
-// or of c alone for a snapshot. c is sealed after the epochs of prior (this push's, in seq
-// order, touching distinct rows): those the mirror has not applied yet are counted in as well. The mirror head and the leaves are read under one lock, which an apply holds for
-// writing throughout, so an epoch is counted exactly once, whether it is applied or not.
-func (s *Store) RootAfterSealed(c SealedChanges, prior []SealedChanges, snapshot bool) (common.Hash, int, error) {
-	s.t.mu.RLock()
-	defer s.t.mu.RUnlock()
-	if snapshot {
-		root, n := s.leaves.rootWith(c.ch, true)
-		return root, n, nil
-	}
-	head, err := s.MirrorHead()
-	if err != nil {
-		return common.Hash{}, 0, err
-	}
-	root, n := s.leaves.rootWith(mergedChanges(c, unappliedAfter(prior, head.Seq)), false)
-	return root, n, nil
-}
-
-// unappliedAfter are the epochs of prior after headSeq, the mirror's head.
-func unappliedAfter(prior []SealedChanges, headSeq uint64) []SealedChanges {
-	var after []SealedChanges
-	for _, p := range prior {
-		if p.Seq > headSeq {
-			after = append(after, p)
-		}
-	}
-	return after
-}
-
-// mergedChanges are the changes of c and of the epochs before it, sorted.
-func mergedChanges(c SealedChanges, before []SealedChanges) []leafChange {
-	if len(before) == 0 {
-		return c.ch
-	}
-	ch := append([]leafChange(nil), c.ch...)
-	for _, p := range before {
-		ch = append(ch, p.ch...)
-	}
-	sortChanges(ch)
-	return ch
-}
-
 func pendingKey(seq uint64) string   { return pPending + string(be64(seq)) }
 func journalAtKey(seq uint64) string { return pJournalAt + string(be64(seq)) }
 
