@@ -533,9 +533,6 @@ func (w *bitWriter) compressBlock(s *symbolBuffer, lLen []int, lCode []uint16, d
 	w.send(int(lCode[zEndBlock]), lLen[zEndBlock])
 }
 
-// flushBlock emits the block in s as a stored, fixed or dynamic block,
-// whichever zlib would pick, and starts a new block. stored is the block's
-// input when it is still in the window (canStore).
 // blockKind is how flushBlock writes a block whose trees t has built: stored, fixed or
 // dynamic codes, as zlib chooses.
 type blockKind int
@@ -546,6 +543,9 @@ const (
 	blockDynamic
 )
 
+// chooseBlock is zlib's choice for a block of storedLen input bytes whose trees t has built:
+// stored when that is smallest and the input is still in the window (canStore), else fixed
+// codes when they are no larger than dynamic ones.
 func chooseBlock(t *trees, storedLen int, canStore bool) blockKind {
 	optLenb := (t.optLen + 3 + 7) >> 3
 	staticLenb := (t.staticLen + 3 + 7) >> 3
@@ -578,6 +578,9 @@ func (w *bitWriter) lastBlockSize(t *trees, s *symbolBuffer, stored []byte, canS
 	return (bits + 7) >> 3
 }
 
+// flushBlock emits the block in s as a stored, fixed or dynamic block,
+// whichever zlib would pick, and starts a new block. stored is the block's
+// input when it is still in the window (canStore).
 func (w *bitWriter) flushBlock(t *trees, s *symbolBuffer, stored []byte, canStore, last bool) {
 	t.build(s)
 	lastBit := 0
