@@ -57,7 +57,7 @@ func putStaged(txn *badger.Txn, id string, rec *stagedRec) error {
 	st.Size = contentSize(&rec.Row)
 	st.Row.Body = seal.Body{}
 	st.RawBody = !rec.Row.Body.IsNull()
-	if err := setJSON(txn, pStaged+id, &st); err != nil {
+	if err := putRecord(txn, pStaged+id, &st); err != nil {
 		return storeError("staged row "+keyString(rowKey(&rec.Row)), int(st.Size), err)
 	}
 	if !st.RawBody {
@@ -68,7 +68,7 @@ func putStaged(txn *badger.Txn, id string, rec *stagedRec) error {
 
 // getStaged reads the staged record of id with its body.
 func getStaged(txn *badger.Txn, id string) (rec stagedRec, found bool, err error) {
-	found, err = getJSON(txn, pStaged+id, &rec)
+	found, err = getRecord(txn, pStaged+id, &rec)
 	if err != nil || !found {
 		return rec, found, err
 	}
@@ -104,7 +104,7 @@ func scanStaged(txn *badger.Txn, withBody bool, fn func(id string, rec *stagedRe
 	return scanPrefix(txn, pStaged, func(k, v []byte) error {
 		id := string(k[len(pStaged):])
 		var rec stagedRec
-		if err := decodeJSON(v, &rec); err != nil {
+		if err := decodeRecord(v, &rec); err != nil {
 			return fmt.Errorf("staged record %q: %w", id, errUndecodable)
 		}
 		if withBody {
@@ -163,7 +163,7 @@ func splitStagedBodies(db *badger.DB) error {
 	return rewriteRecords(db, pStaged, func(txn *badger.Txn, key, val []byte) error {
 		id := string(key[len(pStaged):])
 		var rec stagedRec
-		if err := decodeJSON(val, &rec); err != nil {
+		if err := decodeRecord(val, &rec); err != nil {
 			return fmt.Errorf("staged record %q: %w", id, errUndecodable)
 		}
 		if err := stagedBody(txn, id, &rec); err != nil {

@@ -12,7 +12,7 @@ func (s *Store) MirrorRows(fn func(row *seal.Row) error) error {
 	return s.db.View(func(txn *badger.Txn) error {
 		return scanValues(txn, pMirror, func(k, v []byte) error {
 			var m mirrorRec
-			if err := decodeJSON(v, &m); err != nil {
+			if err := decodeRecord(v, &m); err != nil {
 				return err
 			}
 			if m.HasBody {

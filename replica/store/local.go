@@ -208,8 +208,8 @@ func (s *Store) loadRows(txn *badger.Txn) error {
 	anchors := map[string]*vault.Anchor{}
 	err := scanValues(txn, pMirror, func(k, v []byte) error {
 		var m mirrorRec
-		if err := json.Unmarshal(v, &m); err != nil {
-			return fmt.Errorf("mirror row %q: %w", k, err)
+		if err := decodeRecord(v, &m); err != nil {
+			return fmt.Errorf("mirror row %q: %w", k, errUndecodable)
 		}
 		id := string(k[len(pMirror):])
 		n := s.nodeFromMirror(&m)

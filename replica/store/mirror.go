@@ -1,7 +1,6 @@
 package store
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -15,7 +14,7 @@ import (
 func putMirror(txn *badger.Txn, id string, m *mirrorRec) error {
 	rec := *m
 	rec.Row.Body = seal.Body{}
-	if err := setJSON(txn, pMirror+id, &rec); err != nil {
+	if err := putRecord(txn, pMirror+id, &rec); err != nil {
 		return err
 	}
 	if m.Row.Body.IsNull() {
@@ -26,7 +25,7 @@ func putMirror(txn *badger.Txn, id string, m *mirrorRec) error {
 
 // getMirror reads the mirror row id, with its body only when withBody.
 func getMirror(txn *badger.Txn, id string, withBody bool) (m mirrorRec, found bool, err error) {
-	found, err = getJSON(txn, pMirror+id, &m)
+	found, err = getRecord(txn, pMirror+id, &m)
 	if err != nil || !found || !withBody || !m.HasBody {
 		return m, found, err
 	}
@@ -69,7 +68,7 @@ func migrate(db *badger.DB) error {
 	case err != nil:
 		return err
 	case format > storeFormat:
-		return fmt.Errorf("the state database has layout %d, newer than this kintfs (%d)", format, storeFormat)
+		return fmt.Errorf("the state database has layout %d, newer than this kintfs reads (%d): open it with the kintfs that wrote it, or a newer one", format, storeFormat)
 	case format == storeFormat:
 		return nil
 	}
@@ -78,11 +77,13 @@ func migrate(db *badger.DB) error {
 			return fmt.Errorf("move mirror bodies out of their records: %w", err)
 		}
 	}
-	if err := splitStagedBodies(db); err != nil {
-		return fmt.Errorf("move staged bodies out of their records: %w", err)
-	}
-	if err := splitLocalBodies(db); err != nil {
-		return fmt.Errorf("move local files' content out of their records: %w", err)
+	if format < 3 {
+		if err := splitStagedBodies(db); err != nil {
+			return fmt.Errorf("move staged bodies out of their records: %w", err)
+		}
+		if err := splitLocalBodies(db); err != nil {
+			return fmt.Errorf("move local files' content out of their records: %w", err)
+		}
 	}
 	return db.Update(func(txn *badger.Txn) error { return setJSON(txn, kFormat, storeFormat) })
 }
@@ -112,7 +113,7 @@ func splitMirrorBodies(db *badger.DB) error {
 				}
 				last = key
 				var m mirrorRec
-				if err := it.Item().Value(func(b []byte) error { return json.Unmarshal(b, &m) }); err != nil {
+				if err := it.Item().Value(func(b []byte) error { return decodeRecord(b, &m) }); err != nil {
 					return fmt.Errorf("mirror row %q: %w", key, err)
 				}
 				if !m.HasBody {

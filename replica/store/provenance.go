@@ -76,7 +76,7 @@ func (s *Store) keepProvenance(txn *badger.Txn, apply *[]func(), id string, snap
 	}
 	m.Anchor = prev.Anchor
 	// the record alone: read without its body, which stays as it is under pBody
-	if err := setJSON(txn, pMirror+id, &m); err != nil {
+	if err := putRecord(txn, pMirror+id, &m); err != nil {
 		return false, err
 	}
 	k, a := rowKey(&m.Row), prev.Anchor

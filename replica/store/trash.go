@@ -51,7 +51,7 @@ func (s *Store) moveTrashRow(txn *badger.Txn, src *node, from, to vault.Key) (*s
 	var was *seal.Row
 	if from.Tier == vault.TrashTier {
 		var rec stagedRec
-		found, err := getJSON(txn, pTrashRow+localID(from), &rec)
+		found, err := getRecord(txn, pTrashRow+localID(from), &rec)
 		if err != nil {
 			return nil, err
 		}
@@ -71,7 +71,7 @@ func (s *Store) moveTrashRow(txn *badger.Txn, src *node, from, to vault.Key) (*s
 	if was == nil {
 		return nil, txn.Delete([]byte(pTrashRow + localID(to)))
 	}
-	return nil, setJSON(txn, pTrashRow+localID(to), &stagedRec{Row: *was})
+	return nil, putRecord(txn, pTrashRow+localID(to), &stagedRec{Row: *was})
 }
 
 // dropTrashRow forgets the row a trash file k was, when it is removed.

@@ -1,0 +1,294 @@
+package store
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/ethereum/go-ethereum/common"
+
+	"kintfs/seal"
+)
+
+// The mirror and staged records are read and written for every row a flush carries, and every
+// mirror record when a vault opens. They are stored in a binary layout (storeFormat 4): a
+// version byte, then their fields in a fixed order, strings and bodies as raw bytes (no
+// escaping, and bytes that are not UTF-8 need no stash). Records stored as JSON before it
+// still read: a JSON record starts with '{', never with recBinary.
+
+// recBinary is the first byte of a record in the binary layout.
+const recBinary byte = 1
+
+// Flags of a staged record.
+const (
+	stagedDel     = 1 << 0
+	stagedRawBody = 1 << 1
+	stagedFlags   = stagedDel | stagedRawBody
+)
+
+// binaryRecord is a record with a binary layout.
+type binaryRecord interface {
+	appendBinary(b []byte) []byte
+	decodeBinary(r *recReader)
+}
+
+// encodeRecord is rec in the binary layout.
+func encodeRecord(rec binaryRecord) []byte {
+	return rec.appendBinary(append(make([]byte, 0, 256), recBinary))
+}
+
+// decodeRecord decodes b, in the binary layout or as JSON, into rec.
+func decodeRecord(b []byte, rec binaryRecord) error {
+	if len(b) == 0 || b[0] != recBinary {
+		return json.Unmarshal(b, rec) // stored before layout 4
+	}
+	r := recReader{b: b[1:]}
+	rec.decodeBinary(&r)
+	if r.err == nil && len(r.b) != 0 {
+		r.err = errTrailing
+	}
+	return r.err
+}
+
+// putRecord stores rec under key in the binary layout. badger's errors are mapped by
+// storeError: they may quote the value.
+func putRecord(txn *badger.Txn, key string, rec binaryRecord) error {
+	b := encodeRecord(rec)
+	return storeError("record", len(b), txn.Set([]byte(key), b))
+}
+
+// getRecord reads key into rec; found is false when the key is absent. The decoder's
+// message is left out: it may quote the record.
+func getRecord(txn *badger.Txn, key string, rec binaryRecord) (found bool, err error) {
+	item, err := txn.Get([]byte(key))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if err := item.Value(func(b []byte) error { return decodeRecord(b, rec) }); err != nil {
+		return false, fmt.Errorf("record %q: %w", key, errUndecodable)
+	}
+	return true, nil
+}
+
+func (m *mirrorRec) appendBinary(b []byte) []byte {
+	b = appendRow(b, &m.Row)
+	b = append(b, m.Leaf[:]...)
+	b = binary.AppendUvarint(b, m.Anchor.Seq)
+	b = binary.AppendUvarint(b, m.Anchor.Block)
+	b = appendString(b, m.Anchor.Tx)
+	b = binary.AppendVarint(b, m.Mtime)
+	b = binary.AppendVarint(b, m.Size)
+	return append(b, boolByte(m.HasBody))
+}
+
+func (m *mirrorRec) decodeBinary(r *recReader) {
+	r.row(&m.Row)
+	m.Leaf = r.hash()
+	m.Anchor.Seq, m.Anchor.Block, m.Anchor.Tx = r.uvarint(), r.uvarint(), r.string()
+	m.Mtime, m.Size, m.HasBody = r.varint(), r.varint(), r.bool()
+}
+
+func (st *stagedRec) appendBinary(b []byte) []byte {
+	var flags uint64
+	if st.Del {
+		flags |= stagedDel
+	}
+	if st.RawBody {
+		flags |= stagedRawBody
+	}
+	b = binary.AppendUvarint(b, flags)
+	b = appendRow(b, &st.Row)
+	b = binary.AppendVarint(b, st.Mtime)
+	b = appendString(b, st.Held)
+	b = append(b, st.Base[:]...)
+	b = binary.AppendVarint(b, st.At)
+	return binary.AppendVarint(b, st.Size)
+}
+
+func (st *stagedRec) decodeBinary(r *recReader) {
+	flags := r.uvarint()
+	if flags&^stagedFlags != 0 {
+		r.fail(errUnknownFlags)
+	}
+	st.Del, st.RawBody = flags&stagedDel != 0, flags&stagedRawBody != 0
+	r.row(&st.Row)
+	st.Mtime, st.Held, st.Base = r.varint(), r.string(), r.hash()
+	st.At, st.Size = r.varint(), r.varint()
+}
+
+// appendRow appends r: its tier and key, a bit for each nullable field that is not null (its
+// strings in rowStrings' order, then the body), then those fields.
+func appendRow(b []byte, r *seal.Row) []byte {
+	b = appendString(b, r.Tier)
+	b = appendString(b, r.Key)
+	fields := rowStrings(r)
+	var present uint64
+	for i, f := range fields {
+		if *f != nil {
+			present |= 1 << i
+		}
+	}
+	if !r.Body.IsNull() {
+		present |= bodyPresent
+	}
+	b = binary.AppendUvarint(b, present)
+	for _, f := range fields {
+		if *f != nil {
+			b = appendString(b, **f)
+		}
+	}
+	if !r.Body.IsNull() {
+		b = binary.AppendUvarint(b, uint64(r.Body.Len()))
+		b = append(b, r.Body.Bytes()...)
+	}
+	return b
+}
+
+// rowStrings are the nullable strings of r, in the binary layout's order.
+func rowStrings(r *seal.Row) [rowStringCount]**string {
+	return [rowStringCount]**string{&r.Category, &r.Status, &r.Meta, &r.TS, &r.Evaluated, &r.Acted, &r.Forward, &r.Extra}
+}
+
+const rowStringCount = 8
+
+// bodyPresent is the bit, after rowStrings' bits, that says a row's body is not null.
+const bodyPresent = 1 << rowStringCount
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func boolByte(v bool) byte {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+var (
+	errTruncated    = errors.New("record ends early")
+	errTrailing     = errors.New("record has bytes after its last field")
+	errUnknownFlags = errors.New("record has flags this kintfs does not know")
+	errNotBool      = errors.New("record has a flag that is neither 0 nor 1")
+)
+
+// recReader reads the fields of a binary record in order; the first failure sticks, and every
+// read after it gives a zero value.
+type recReader struct {
+	b   []byte
+	err error
+}
+
+func (r *recReader) fail(err error) {
+	if r.err == nil {
+		r.err = err
+	}
+	r.b = nil
+}
+
+func (r *recReader) uvarint() uint64 {
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.fail(errTruncated)
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *recReader) varint() int64 {
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.fail(errTruncated)
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+// bytes is the next length-prefixed field, not copied.
+func (r *recReader) bytes() []byte {
+	n := r.uvarint()
+	if n > uint64(len(r.b)) {
+		r.fail(errTruncated)
+		return nil
+	}
+	v := r.b[:n:n]
+	r.b = r.b[n:]
+	return v
+}
+
+// string is the next length-prefixed field, copied (a record's bytes are badger's, valid only
+// while it is read).
+func (r *recReader) string() string {
+	b := r.bytes()
+	if len(b) == 0 {
+		return ""
+	}
+	return string(b)
+}
+
+func (r *recReader) hash() common.Hash {
+	var h common.Hash
+	if len(r.b) < len(h) {
+		r.fail(errTruncated)
+		return h
+	}
+	copy(h[:], r.b)
+	r.b = r.b[len(h):]
+	return h
+}
+
+func (r *recReader) bool() bool {
+	if len(r.b) == 0 {
+		r.fail(errTruncated)
+		return false
+	}
+	v := r.b[0]
+	r.b = r.b[1:]
+	if v > 1 {
+		r.fail(errNotBool)
+	}
+	return v == 1
+}
+
+func (r *recReader) row(row *seal.Row) {
+	row.Tier = tierString(r.bytes())
+	row.Key = r.string()
+	present := r.uvarint()
+	if present&^(bodyPresent<<1-1) != 0 {
+		r.fail(errUnknownFlags)
+		return
+	}
+	for i, p := range rowStrings(row) {
+		if present&(1<<i) != 0 {
+			s := r.string()
+			*p = &s
+		}
+	}
+	if present&bodyPresent != 0 {
+		row.Body = seal.BodyOf(append([]byte{}, r.bytes()...))
+	}
+}
+
+// tierString is b as a string: one of the four tiers shared, not copied (a vault's rows hold
+// few tiers, and a mount keeps every row's).
+func tierString(b []byte) string {
+	switch string(b) {
+	case seal.TierEntity:
+		return seal.TierEntity
+	case seal.TierState:
+		return seal.TierState
+	case seal.TierReference:
+		return seal.TierReference
+	case seal.TierJournal:
+		return seal.TierJournal
+	}
+	return string(b)
+}
