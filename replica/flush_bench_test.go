@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"testing"
@@ -47,11 +48,13 @@ func BenchmarkFlush(b *testing.B) {
 			b.Fatal(err)
 		}
 		dry := time.Since(d0).Seconds()
+		stopProfile := profileFlush(b, i)
 		b.StartTimer()
 		t0, cpu0 := time.Now(), cpuTime()
 		epochs := flushAll(b, a)
 		secs := time.Since(t0).Seconds()
 		b.StopTimer()
+		stopProfile()
 		if len(plan.Plan) != epochs {
 			b.Fatalf("the dry run planned %d epochs, the flush sent %d", len(plan.Plan), epochs)
 		}
@@ -63,6 +66,29 @@ func BenchmarkFlush(b *testing.B) {
 		b.ReportMetric(float64(epochs), "epochs")
 		line, _ := json.Marshal(map[string]any{"rows": rows, "epochs": epochs, "seconds": secs, "dry_run_seconds": dry, "policy": a.BucketPolicy()})
 		b.Logf("bench-flush: %s", line)
+	}
+}
+
+// profileFlush starts a CPU profile of the timed flush of round i, into
+// $KINT_BENCH_FLUSH_PROFILE.<i>, when that is set (go test's -cpuprofile would take in the
+// vault's building too); it returns the func that ends it.
+func profileFlush(b *testing.B, i int) func() {
+	path := os.Getenv("KINT_BENCH_FLUSH_PROFILE")
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(fmt.Sprintf("%s.%d", path, i))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
