@@ -307,7 +307,7 @@ func (s *Store) applyDelete(txn *badger.Txn, apply *[]func(), e *epochApply, id 
 	if err := setJSON(txn, string(historyKey(id, info.Block, info.Seq)), &histRec{Anchor: e.anchor, Mtime: nanos(e.mtime)}); err != nil {
 		return nil, nil, err
 	}
-	st, staged, err := getStaged(txn, id)
+	st, staged, err := getStagedHead(txn, id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -327,7 +327,7 @@ func (s *Store) applyPut(txn *badger.Txn, apply *[]func(), e *epochApply, id str
 		return nil, nil, nil // a snapshot repeating a row unchanged, or a batch already applied
 	}
 	rowMtime := e.mtime
-	st, staged, err := getStaged(txn, id) // read once: settle takes it, as the writes below leave it
+	st, staged, err := getStagedHead(txn, id) // read once: settle takes it, as the writes below leave it
 	if err != nil {
 		return nil, nil, err
 	}
@@ -445,13 +445,16 @@ func (s *Store) reconcile(txn *badger.Txn, apply *[]func(), id string, k vault.K
 		// changed again after sealing, or the chain did not touch what it was based on:
 		// the staged change rebases on the new mirror
 		st.Base = chainLeaf
-		return true, nil, nil, putStaged(txn, id, st)
+		return true, nil, nil, putStagedHead(txn, id, st)
 	}
 	c = &vault.Conflict{Tier: st.Row.Tier, Category: st.Row.Category, Key: st.Row.Key, Seq: info.Seq,
 		At: time.Now().UTC().Format(time.RFC3339)}
 	if !st.Del {
 		local := vault.Key{Tier: k.Tier, Local: true,
 			Key: "." + conflictName(st.Row.Key) + fmt.Sprintf(".conflict-%d", info.Seq)}.InCategory(rowKey(&st.Row).CategoryPtr())
+		if err := stagedBody(txn, id, st); err != nil {
+			return false, nil, nil, err
+		}
 		body := RenderContent(&st.Row)
 		if _, err := s.putLocal(txn, apply, local, body, fromNanos(st.Mtime)); err != nil {
 			return false, nil, nil, err

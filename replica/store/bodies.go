@@ -52,9 +52,13 @@ func getValue(txn *badger.Txn, key string) (val []byte, found bool, err error) {
 
 // putStaged stores the staged record of id: the record without its body under pStaged, the
 // body raw under pStagedBody.
+// rec's Size is set, and its leaf unless a deletion (stored with it).
 func putStaged(txn *badger.Txn, id string, rec *stagedRec) error {
+	rec.Size = contentSize(&rec.Row)
+	if !rec.Del {
+		rec.rowLeaf()
+	}
 	st := *rec
-	st.Size = contentSize(&rec.Row)
 	st.Row.Body = seal.Body{}
 	st.RawBody = !rec.Row.Body.IsNull()
 	if err := putRecord(txn, pStaged+id, &st); err != nil {
@@ -73,6 +77,39 @@ func getStaged(txn *badger.Txn, id string) (rec stagedRec, found bool, err error
 		return rec, found, err
 	}
 	return rec, true, stagedBody(txn, id, &rec)
+}
+
+// getStagedHead reads the staged record of id, its body only when the record has no leaf
+// stored (one written before layout 4, whose leaf is hashed from the body): rowLeaf and Size
+// hold either way. stagedBody reads the body when it is needed.
+func getStagedHead(txn *badger.Txn, id string) (rec stagedRec, found bool, err error) {
+	found, err = getRecord(txn, pStaged+id, &rec)
+	if err != nil || !found {
+		return rec, found, err
+	}
+	return rec, true, headComplete(txn, id, &rec)
+}
+
+// headComplete reads the body of rec, the staged record of id, when its leaf is not stored.
+func headComplete(txn *badger.Txn, id string, rec *stagedRec) error {
+	if rec.Del || rec.leaf != nil {
+		return nil
+	}
+	if err := stagedBody(txn, id, rec); err != nil {
+		return err
+	}
+	rec.Size = contentSize(&rec.Row)
+	return nil
+}
+
+// putStagedHead stores rec, read by getStagedHead, again with its body left where it is.
+func putStagedHead(txn *badger.Txn, id string, rec *stagedRec) error {
+	if !rec.Del {
+		rec.rowLeaf()
+	}
+	st := *rec
+	st.Row.Body = seal.Body{}
+	return putRecord(txn, pStaged+id, &st)
 }
 
 // stagedBody attaches the body of the staged record id, when it has one apart.
@@ -99,7 +136,8 @@ func delStaged(txn *badger.Txn, id string) error {
 	return txn.Delete([]byte(pStagedBody + id))
 }
 
-// scanStaged calls fn for every staged record in id order, with its body when withBody.
+// scanStaged calls fn for every staged record in id order, with its body when withBody, else
+// as getStagedHead reads it.
 func scanStaged(txn *badger.Txn, withBody bool, fn func(id string, rec *stagedRec) error) error {
 	return scanPrefix(txn, pStaged, func(k, v []byte) error {
 		id := string(k[len(pStaged):])
@@ -107,10 +145,12 @@ func scanStaged(txn *badger.Txn, withBody bool, fn func(id string, rec *stagedRe
 		if err := decodeRecord(v, &rec); err != nil {
 			return fmt.Errorf("staged record %q: %w", id, errUndecodable)
 		}
+		read := headComplete
 		if withBody {
-			if err := stagedBody(txn, id, &rec); err != nil {
-				return err
-			}
+			read = stagedBody
+		}
+		if err := read(txn, id, &rec); err != nil {
+			return err
 		}
 		return fn(id, &rec)
 	})

@@ -157,9 +157,11 @@ func (s *Store) sharedAnchor(a vault.Anchor) *vault.Anchor {
 	return p
 }
 
+// nodeFromStaged is the node of r, a record as putStaged stored it or getStagedHead read it:
+// its Size and leaf are set.
 func nodeFromStaged(r *stagedRec, anchor *vault.Anchor) *node {
-	n := &node{key: rowKey(&r.Row), size: contentSize(&r.Row), mtime: fromNanos(r.Mtime),
-		staged: true, held: r.Held, leaf: seal.Leaf(&r.Row), anchor: anchor}
+	n := &node{key: rowKey(&r.Row), size: r.Size, mtime: fromNanos(r.Mtime),
+		staged: true, held: r.Held, leaf: r.rowLeaf(), anchor: anchor}
 	n.setRow(&r.Row)
 	return n
 }
@@ -222,7 +224,7 @@ func (s *Store) loadRows(txn *badger.Txn) error {
 	if err != nil {
 		return err
 	}
-	return scanStaged(txn, true, func(id string, r *stagedRec) error {
+	return scanStaged(txn, false, func(id string, r *stagedRec) error {
 		key := rowKey(&r.Row)
 		if r.Del {
 			t.remove(key)
@@ -357,7 +359,7 @@ func (s *Store) stagePut(txn *badger.Txn, apply *[]func(), row seal.Row, mtime t
 		}
 		n = s.nodeFromMirror(&m)
 	} else {
-		rec := stagedRec{Row: row, Mtime: nanos(mtime), Held: heldReason(&row), At: nanos(s.now())}
+		rec := stagedRec{Row: row, Mtime: nanos(mtime), Held: heldReason(&row), At: nanos(s.now()), leaf: &leaf}
 		var anchor *vault.Anchor
 		if inMirror {
 			rec.Base = m.Leaf

@@ -25,7 +25,8 @@ const recBinary byte = 1
 const (
 	stagedDel     = 1 << 0
 	stagedRawBody = 1 << 1
-	stagedFlags   = stagedDel | stagedRawBody
+	stagedLeaf    = 1 << 2 // the row's leaf follows the record's last field
+	stagedFlags   = stagedDel | stagedRawBody | stagedLeaf
 )
 
 // binaryRecord is a record with a binary layout.
@@ -101,13 +102,20 @@ func (st *stagedRec) appendBinary(b []byte) []byte {
 	if st.RawBody {
 		flags |= stagedRawBody
 	}
+	if st.leaf != nil {
+		flags |= stagedLeaf
+	}
 	b = binary.AppendUvarint(b, flags)
 	b = appendRow(b, &st.Row)
 	b = binary.AppendVarint(b, st.Mtime)
 	b = appendString(b, st.Held)
 	b = append(b, st.Base[:]...)
 	b = binary.AppendVarint(b, st.At)
-	return binary.AppendVarint(b, st.Size)
+	b = binary.AppendVarint(b, st.Size)
+	if st.leaf != nil {
+		b = append(b, st.leaf[:]...)
+	}
+	return b
 }
 
 func (st *stagedRec) decodeBinary(r *recReader) {
@@ -119,6 +127,10 @@ func (st *stagedRec) decodeBinary(r *recReader) {
 	r.row(&st.Row)
 	st.Mtime, st.Held, st.Base = r.varint(), r.string(), r.hash()
 	st.At, st.Size = r.varint(), r.varint()
+	if flags&stagedLeaf != 0 {
+		leaf := r.hash()
+		st.leaf = &leaf
+	}
 }
 
 // appendRow appends r: its tier and key, a bit for each nullable field that is not null (its

@@ -67,8 +67,13 @@ func randomMirrorRec(rng *rand.Rand) mirrorRec {
 }
 
 func randomStagedRec(rng *rand.Rand) stagedRec {
-	return stagedRec{Del: rng.IntN(2) == 0, Row: randomRow(rng), Mtime: randomInt(rng), Held: []string{"", "not UTF-8"}[rng.IntN(2)],
+	st := stagedRec{Del: rng.IntN(2) == 0, Row: randomRow(rng), Mtime: randomInt(rng), Held: []string{"", "not UTF-8"}[rng.IntN(2)],
 		Base: randomHash(rng), At: randomInt(rng), Size: randomInt(rng), RawBody: rng.IntN(2) == 0}
+	if rng.IntN(2) == 0 {
+		leaf := randomHash(rng)
+		st.leaf = &leaf
+	}
+	return st
 }
 
 // TestRecordsRoundTrip: a mirror or staged record in the binary layout reads back field for
@@ -95,6 +100,7 @@ func TestRecordsReadTheJSONLayout(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for i := 0; i < 500; i++ {
 		st := randomStagedRec(rng)
+		st.leaf = nil // hashed from the body when read, not stored in JSON
 		b, err := json.Marshal(&st)
 		if err != nil {
 			t.Fatal(err)
@@ -133,7 +139,7 @@ func TestRecordsRefuseBadBytes(t *testing.T) {
 		t.Fatalf("a byte after the end: %v", err)
 	}
 	flags := bytes.Clone(b)
-	flags[1] |= 1 << 2
+	flags[1] |= 1 << 3
 	if err := decodeRecord(flags, &got); !errors.Is(err, errUnknownFlags) {
 		t.Fatalf("an unknown staged flag: %v", err)
 	}
@@ -222,6 +228,9 @@ func TestLayout3Opens(t *testing.T) {
 				return err
 			}
 		}
+		if err := setJSON(txn, kHead, &vault.Head{Seq: 1, Digest: common.Hash{1}, Block: 10}); err != nil {
+			return err
+		}
 		return setJSON(txn, kFormat, 3)
 	})
 	if err != nil {
@@ -264,6 +273,30 @@ func TestLayout3Opens(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// epochs settle the staged rows of JSON records: this machine's own version of goal drops
+	// its record; another machine's version of binary makes a conflict, whose copy holds the
+	// body the JSON record kept apart
+	state := map[string]seal.Row{}
+	for _, r := range mirrored {
+		state[r.ID()] = r
+	}
+	p2 := plaintextFor(state, 2, staged[:1], nil)
+	if _, _, err := s.ApplyEpoch(vault.EpochInfo{Seq: 2, Block: 20, Digest: common.Hash{2}}, p2, ApplyOptions{Own: true}); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := s.Get(rowKey(&staged[0])); err != nil || v.Staged || v.Leaf != seal.Leaf(&staged[0]) {
+		t.Fatalf("goal after its own epoch: %+v %v", v, err)
+	}
+	theirs := seal.Row{Tier: "state", Key: "binary", Body: seal.BodyString("theirs")}
+	p3 := plaintextFor(state, 3, []seal.Row{theirs}, nil)
+	_, conflicts, err := s.ApplyEpoch(vault.EpochInfo{Seq: 3, Block: 30, Digest: common.Hash{3}}, p3, ApplyOptions{})
+	if err != nil || len(conflicts) != 1 {
+		t.Fatalf("binary's conflict: %+v %v", conflicts, err)
+	}
+	copyKey := vault.Key{Tier: "state", Key: conflicts[0].Copy, Local: true}
+	if got, err := s.Content(copyKey); err != nil || !bytes.Equal(got, staged[1].Body.Bytes()) {
+		t.Fatalf("the conflict's copy holds %q %v", got, err)
 	}
 	s.Close()
 }

@@ -41,11 +41,13 @@ type stagedRec struct {
 	// under pStagedBody (the stored record's Row.Body is then null).
 	Size    int64 `json:"size,omitempty"`
 	RawBody bool  `json:"raw_body,omitempty"`
-	// leaf is Row's leaf once rowLeaf hashed it: an own epoch's apply compares it twice
+	// leaf is Row's leaf: stored with the record (binary layout), so an epoch's apply and a
+	// vault's load compare and show it without reading the body; else hashed once by rowLeaf
 	leaf *common.Hash
 }
 
-// rowLeaf is the leaf of the staged row, hashed once. Row must not change after it.
+// rowLeaf is the leaf of the staged row, hashed once. Row must not change after it, and its
+// body must have been read when the record did not store the leaf (see getStagedHead).
 func (st *stagedRec) rowLeaf() common.Hash {
 	if st.leaf == nil {
 		l := common.Hash(seal.Leaf(&st.Row))
