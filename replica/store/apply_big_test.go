@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand"
+	"math"
+	"math/rand/v2"
 	"sort"
 	"strings"
 	"testing"
@@ -421,16 +422,16 @@ func TestApplyKeyLimit(t *testing.T) {
 	}
 }
 
+// TestApplyValueLimit: a row is refused when its history record, with the largest anchor,
+// would pass badger's largest value less the margin, at and below that accepted.
 func TestApplyValueLimit(t *testing.T) {
-	// the history record of a row with a body of n '<' (six bytes each in JSON)
 	row := func(n int) *seal.Row {
-		b := strings.Repeat("<", n)
-		return &seal.Row{Tier: seal.TierState, Key: "big", Body: seal.BodyOf([]byte(b))}
+		return &seal.Row{Tier: seal.TierState, Key: "big", Body: seal.BodyOf(make([]byte, n))}
 	}
-	overhead := len(mustJSON(t, &histRec{Row: row(0)}))
-	at := (valueLogFileSize - 1024 - overhead) / 6
-	if (valueLogFileSize-1024-overhead)%6 != 0 {
-		t.Logf("the limit falls inside a character: at is the last that fits")
+	at := sort.Search(valueLogFileSize+1, func(n int) bool { return rowLimit(row(n)) != "" }) - 1
+	largest := histRec{Row: row(at), Anchor: vault.Anchor{Seq: math.MaxUint64, Block: math.MaxUint64, Tx: "0x" + strings.Repeat("ab", 32)}, Mtime: math.MinInt64}
+	if n := len(encodeRecord(&largest)); n+1024 > valueLogFileSize || n+1024+1 <= valueLogFileSize {
+		t.Fatalf("a body of %d bytes: its history record is %d bytes, the limit %d less 1024", at, n, valueLogFileSize)
 	}
 	for _, tc := range []struct {
 		n  int
@@ -440,50 +441,22 @@ func TestApplyValueLimit(t *testing.T) {
 		if tc.ok != (why == "") {
 			t.Fatalf("body of %d: %q", tc.n, why)
 		}
-		if why != "" && (!strings.Contains(why, "its history record is") || strings.Contains(why, "<<")) {
+		if why != "" && !strings.Contains(why, fmt.Sprintf("its history record is %d bytes, more than the %d a value may hold", histRecLen(row(at+1), txHashLen), valueLogFileSize)) {
 			t.Fatalf("message: %.200s", why)
 		}
 	}
-	// a large body that escapes nothing is measured, not guessed
-	plain := strings.Repeat("a", at+1)
-	if why := rowLimit(&seal.Row{Tier: seal.TierState, Key: "big", Body: seal.BodyOf([]byte(plain))}); why != "" {
-		t.Fatalf("a plain body of %d: %s", len(plain), why)
-	}
 }
 
-// histRecLen measures what json.Marshal would build, piece by piece: the same length for
-// strings of every kind of character and stray byte, cut anywhere.
+// TestHistRecLen: the measured length of a history record is its length in the binary
+// layout with the largest anchor and time, for rows of every shape.
 func TestHistRecLen(t *testing.T) {
-	parts := []string{"a", "<", ">", "&", `"`, `\`, "\n", "\x01", "\x7f", "é", "€", "\u2028", "\u2029", "😀", "\xff", "\x80", "\xe2\x82", "\xf0\x9f"}
-	rng := rand.New(rand.NewSource(1))
-	str := func() *string {
-		if rng.Intn(4) == 0 {
-			return nil
-		}
-		var b strings.Builder
-		for i := rng.Intn(60); i > 0; i-- {
-			b.WriteString(parts[rng.Intn(len(parts))])
-		}
-		s := b.String()
-		return &s
-	}
-	// a body is valid UTF-8 here: a pulled epoch is refused otherwise, and a staged row's body
-	// is never in a record as JSON
-	body := func() seal.Body {
-		s := str()
-		if s == nil {
-			return seal.Body{}
-		}
-		return seal.BodyString(strings.ToValidUTF8(*s, "\ufffd"))
-	}
+	rng := rand.New(rand.NewPCG(9, 10))
 	for i := 0; i < 2000; i++ {
-		r := &seal.Row{Tier: seal.TierState, Key: "k<" + fmt.Sprint(i), Category: str(), Status: str(), Body: body(), Meta: str(),
-			TS: str(), Evaluated: str(), Acted: str(), Forward: str(), Extra: str()}
-		want := len(mustJSON(t, &histRec{Row: r}))
-		for _, piece := range []int{1, 2, 3, 5, 8, 1 << 20} {
-			if got, err := histRecLen(r, piece); err != nil || got != want {
-				t.Fatalf("row %d in pieces of %d: %d, %v; json.Marshal makes %d", i, piece, got, err, want)
-			}
+		r := randomRow(rng)
+		tx := "0x" + strings.Repeat("c", rng.IntN(80))
+		rec := histRec{Row: &r, Anchor: vault.Anchor{Seq: math.MaxUint64, Block: math.MaxUint64, Tx: tx}, Mtime: math.MinInt64}
+		if got, want := histRecLen(&r, len(tx)), len(encodeRecord(&rec)); got != want {
+			t.Fatalf("row %d measures %d, its record is %d bytes", i, got, want)
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"unicode/utf8"
@@ -68,80 +67,16 @@ func rowLimit(r *seal.Row) string {
 	if r.Body.Len() > valueLogFileSize {
 		return fmt.Sprintf("its body is %d bytes, more than the %d a value may hold", r.Body.Len(), valueLogFileSize)
 	}
-	// The largest value is the history record: the whole row as JSON, where an escaped byte
-	// takes at most six, plus its field names and the anchor. Only a row that might pass the
-	// limit is encoded to measure it.
-	n := 2048 + 6*r.Body.Len()
-	for _, f := range []*string{r.Category, r.Status, r.Meta, r.TS, r.Evaluated, r.Acted, r.Forward, r.Extra} {
-		if f != nil {
-			n += 6 * len(*f)
-		}
-	}
-	n += 6 * (len(r.Tier) + len(r.Key))
-	if n <= valueLogFileSize {
-		return ""
-	}
-	n, err := histRecLen(r, jsonPiece)
-	if err != nil {
-		return fmt.Sprintf("its history record cannot be encoded: %v", err)
-	}
-	if n+1024 > valueLogFileSize {
+	// The largest value is the history record: the whole row, plus the anchor of the epoch
+	// (a transaction hash of txHashLen characters) and a margin.
+	if n := histRecLen(r, txHashLen); n+1024 > valueLogFileSize {
 		return fmt.Sprintf("its history record is %d bytes, more than the %d a value may hold", n, valueLogFileSize)
 	}
 	return ""
 }
 
-// jsonPiece is the most of one string histRecLen encodes at a time.
-const jsonPiece = 1 << 20
-
-// histRecLen is len(json.Marshal(&histRec{Row: r})), measured without holding the whole
-// encoding (six times a body of escaped bytes): the record with its fields longer than piece
-// left empty, plus the encoded length of each of those, encoded a piece at a time.
-func histRecLen(r *seal.Row, piece int) (int, error) {
-	short := *r
-	n := 0
-	empty := ""
-	if short.Body.Len() > piece {
-		n += jsonStringLen(short.Body.Bytes(), piece) - len(`""`)
-		short.Body = seal.BodyOf(nil)
-	}
-	for _, f := range []**string{&short.Category, &short.Status, &short.Meta, &short.TS, &short.Evaluated, &short.Acted, &short.Forward, &short.Extra} {
-		if *f != nil && len(**f) > piece {
-			n += jsonStringLen(**f, piece) - len(`""`)
-			*f = &empty
-		}
-	}
-	b, err := json.Marshal(&histRec{Row: &short})
-	return n + len(b), err
-}
-
-// jsonStringLen is the length of s encoded as a JSON string by encoding/json, encoded a piece
-// at a time. Pieces end before a byte that starts a character (or is a stray byte), so each
-// character, and each invalid byte, is encoded as it would be in the whole string.
-func jsonStringLen[T string | []byte](s T, piece int) int {
-	var c byteCounter
-	enc := json.NewEncoder(&c)
-	n := len(`""`)
-	for len(s) > 0 {
-		k := min(len(s), piece)
-		for k < len(s) && !utf8.RuneStart(s[k]) {
-			k++
-		}
-		c = 0
-		enc.Encode(string(s[:k]))    // a string always encodes
-		n += int(c) - len(`""`+"\n") // less the quotes and the newline Encode adds
-		s = s[k:]
-	}
-	return n
-}
-
-// byteCounter counts what is written to it.
-type byteCounter int
-
-func (c *byteCounter) Write(p []byte) (int, error) {
-	*c += byteCounter(len(p))
-	return len(p), nil
-}
+// txHashLen is the length of an anchor's transaction hash, 0x and 64 hex digits.
+const txHashLen = 66
 
 // keyLimit says why a row named so cannot be keyed in the state database, or "" when it can.
 // The longest keys are its history entry and, should a pull find it changed here too, the

@@ -2,7 +2,6 @@ package store
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -69,7 +68,7 @@ func (h *History) latest(txn *badger.Txn, id string) (*histRec, error) {
 		return nil, nil
 	}
 	var rec histRec
-	if err := it.Item().Value(func(b []byte) error { return json.Unmarshal(b, &rec) }); err != nil {
+	if err := it.Item().Value(func(b []byte) error { return decodeRecord(b, &rec) }); err != nil {
 		return nil, err
 	}
 	if rec.Row == nil {
@@ -132,14 +131,15 @@ type histEntry struct {
 	item *badger.Item
 }
 
-// deletedHistPrefix starts every encoded deletion: histRec encodes its Row first, and a
-// deletion's Row is null. It lets a walk skip deletions without decoding anything.
-var deletedHistPrefix = []byte(`{"row":null`)
+// jsonDeletedPrefix starts every deletion's history record stored as JSON (before layout 4):
+// histRec encodes its Row first, and a deletion's Row is null. With histDeletedPrefix it lets
+// a walk skip deletions without decoding anything.
+var jsonDeletedPrefix = []byte(`{"row":null`)
 
 func (e histEntry) deleted() (bool, error) {
 	var del bool
 	err := e.item.Value(func(b []byte) error {
-		del = bytes.HasPrefix(b, deletedHistPrefix)
+		del = bytes.HasPrefix(b, histDeletedPrefix) || bytes.HasPrefix(b, jsonDeletedPrefix)
 		return nil
 	})
 	return del, err
@@ -147,7 +147,7 @@ func (e histEntry) deleted() (bool, error) {
 
 func (e histEntry) decode() (*histRec, error) {
 	var rec histRec
-	err := e.item.Value(func(b []byte) error { return json.Unmarshal(b, &rec) })
+	err := e.item.Value(func(b []byte) error { return decodeRecord(b, &rec) })
 	return &rec, err
 }
 

@@ -172,15 +172,24 @@ func dedupeDels(dels []seal.Deleted, rows []seal.Row) []seal.Deleted {
 	return out
 }
 
-// TestDeletedHistPrefix pins what the walks rely on to skip deletions without decoding them.
+// TestDeletedHistPrefix pins what the walks rely on to skip deletions without decoding them,
+// in both layouts; a row's record starts otherwise, its row null or not.
 func TestDeletedHistPrefix(t *testing.T) {
-	del, err := json.Marshal(&histRec{Anchor: vault.Anchor{Seq: 1}, Mtime: 5})
-	if err != nil || !bytes.HasPrefix(del, deletedHistPrefix) {
-		t.Fatalf("a deletion encodes as %s", del)
-	}
-	live, err := json.Marshal(&histRec{Row: &seal.Row{Tier: "state", Key: "k", Body: seal.BodyString("null")}})
-	if err != nil || bytes.HasPrefix(live, deletedHistPrefix) {
-		t.Fatalf("a row encodes as %s", live)
+	del := &histRec{Anchor: vault.Anchor{Seq: 1}, Mtime: 5}
+	live := &histRec{Row: &seal.Row{Tier: "state", Key: "k", Body: seal.BodyString("null")}}
+	for _, enc := range []struct {
+		prefix []byte
+		encode func(*histRec) []byte
+	}{
+		{histDeletedPrefix, func(h *histRec) []byte { return encodeRecord(h) }},
+		{jsonDeletedPrefix, func(h *histRec) []byte { b, _ := json.Marshal(h); return b }},
+	} {
+		if b := enc.encode(del); !bytes.HasPrefix(b, enc.prefix) {
+			t.Fatalf("a deletion encodes as %q", b)
+		}
+		if b := enc.encode(live); bytes.HasPrefix(b, enc.prefix) {
+			t.Fatalf("a row encodes as %q", b)
+		}
 	}
 }
 

@@ -207,7 +207,7 @@ func (s *Store) StateAt(info *vault.EpochInfo) (*ReplayState, error) {
 				return nil
 			}
 			var rec histRec
-			if err := decodeJSON(v, &rec); err != nil {
+			if err := decodeRecord(v, &rec); err != nil {
 				return err
 			}
 			n := newest{at: append([]byte(nil), at...)}
@@ -280,11 +280,7 @@ func (s *Store) WriteVersions(anchor vault.Anchor, p *seal.Plaintext, before *Re
 }
 
 func setHistory(wb *badger.WriteBatch, id string, block, seq uint64, rec *histRec) error {
-	b, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
-	return wb.Set(historyKey(id, block, seq), b)
+	return wb.Set(historyKey(id, block, seq), encodeRecord(rec))
 }
 
 // BlockAt is the block of the newest recorded epoch whose block timestamp is at or before t

@@ -2,7 +2,6 @@ package store
 
 import (
 	"bytes"
-	"encoding/json"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/ethereum/go-ethereum/common"
@@ -59,7 +58,7 @@ func (s *Store) KeepProvenance(snap vault.Anchor, p *seal.Plaintext, before *Rep
 func (s *Store) keepProvenance(txn *badger.Txn, apply *[]func(), id string, snap vault.Anchor) (bool, error) {
 	at := historyKey(id, snap.Block, snap.Seq)
 	var cur histRec
-	found, err := getJSON(txn, string(at), &cur)
+	found, err := getRecord(txn, string(at), &cur)
 	if err != nil || !found || cur.Row == nil {
 		return false, err
 	}
@@ -103,7 +102,7 @@ func versionBefore(txn *badger.Txn, id string, snap vault.Anchor) (*histRec, err
 			continue // a longer id sharing the prefix, or the snapshot's own record
 		}
 		var rec histRec
-		if err := it.Item().Value(func(b []byte) error { return json.Unmarshal(b, &rec) }); err != nil {
+		if err := it.Item().Value(func(b []byte) error { return decodeRecord(b, &rec) }); err != nil {
 			return nil, err
 		}
 		return &rec, nil

@@ -25,7 +25,7 @@ func (s *Store) Versions(k vault.Key) ([]HistoryEntry, error) {
 				return nil // a longer id that shares this prefix
 			}
 			var h histRec
-			if err := decodeJSON(v, &h); err != nil {
+			if err := decodeRecord(v, &h); err != nil {
 				return err
 			}
 			out = append(out, HistoryEntry{Anchor: h.Anchor, Row: h.Row})

@@ -12,11 +12,11 @@ import (
 	"kintfs/seal"
 )
 
-// The mirror and staged records are read and written for every row a flush carries, and every
-// mirror record when a vault opens. They are stored in a binary layout (storeFormat 4): a
-// version byte, then their fields in a fixed order, strings and bodies as raw bytes (no
-// escaping, and bytes that are not UTF-8 need no stash). Records stored as JSON before it
-// still read: a JSON record starts with '{', never with recBinary.
+// The mirror, staged and history records are written for every row a flush carries and an
+// epoch applies, and every mirror record is read when a vault opens. They are stored in a
+// binary layout (storeFormat 4): a version byte, then their fields in a fixed order, strings
+// and bodies as raw bytes (no escaping, and bytes that are not UTF-8 need no stash). Records
+// stored as JSON before it still read: a JSON record starts with '{', never with recBinary.
 
 // recBinary is the first byte of a record in the binary layout.
 const recBinary byte = 1
@@ -132,6 +132,62 @@ func (st *stagedRec) decodeBinary(r *recReader) {
 		st.leaf = &leaf
 	}
 }
+
+// A history record starts with a flag that says whether it holds a row (a deletion does not).
+const histRow = 1 << 0
+
+// histDeletedPrefix starts every history record of a deletion in the binary layout.
+var histDeletedPrefix = []byte{recBinary, 0}
+
+func (h *histRec) appendBinary(b []byte) []byte {
+	if h.Row == nil {
+		b = append(b, 0)
+	} else {
+		b = append(b, histRow)
+		b = appendRow(b, h.Row)
+	}
+	b = binary.AppendUvarint(b, h.Anchor.Seq)
+	b = binary.AppendUvarint(b, h.Anchor.Block)
+	b = appendString(b, h.Anchor.Tx)
+	return binary.AppendVarint(b, h.Mtime)
+}
+
+func (h *histRec) decodeBinary(r *recReader) {
+	switch flags := r.uvarint(); flags {
+	case 0:
+		h.Row = nil
+	case histRow:
+		h.Row = &seal.Row{}
+		r.row(h.Row)
+	default:
+		r.fail(errUnknownFlags)
+	}
+	h.Anchor.Seq, h.Anchor.Block, h.Anchor.Tx = r.uvarint(), r.uvarint(), r.string()
+	h.Mtime = r.varint()
+}
+
+// histRecLen is the length of the history record of r with an anchor of at most tx bytes of
+// transaction hash, as appendBinary would write it, measured without writing it.
+func histRecLen(r *seal.Row, tx int) int {
+	n := 1 + 1 + stringLen(len(r.Tier)) + stringLen(len(r.Key))
+	var present uint64
+	for i, f := range rowStrings(r) {
+		if *f != nil {
+			present |= 1 << i
+			n += stringLen(len(**f))
+		}
+	}
+	if !r.Body.IsNull() {
+		present |= bodyPresent
+		n += stringLen(r.Body.Len())
+	}
+	n += uvarintLen(present)
+	return n + 2*binary.MaxVarintLen64 + stringLen(tx) + binary.MaxVarintLen64
+}
+
+func stringLen(n int) int { return uvarintLen(uint64(n)) + n }
+
+func uvarintLen(v uint64) int { return len(binary.AppendUvarint(nil, v)) }
 
 // appendRow appends r: its tier and key, a bit for each nullable field that is not null (its
 // strings in rowStrings' order, then the body), then those fields.

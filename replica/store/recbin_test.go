@@ -76,7 +76,16 @@ func randomStagedRec(rng *rand.Rand) stagedRec {
 	return st
 }
 
-// TestRecordsRoundTrip: a mirror or staged record in the binary layout reads back field for
+func randomHistRec(rng *rand.Rand) histRec {
+	h := histRec{Anchor: vault.Anchor{Seq: rng.Uint64(), Block: rng.Uint64(), Tx: randomHash(rng).Hex()}, Mtime: randomInt(rng)}
+	if rng.IntN(4) > 0 {
+		r := randomRow(rng)
+		h.Row = &r
+	}
+	return h
+}
+
+// TestRecordsRoundTrip: a mirror, staged or history record in the binary layout reads back field for
 // field, whatever its strings and body hold.
 func TestRecordsRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -90,6 +99,11 @@ func TestRecordsRoundTrip(t *testing.T) {
 		var sb stagedRec
 		if err := decodeRecord(encodeRecord(&st), &sb); err != nil || !reflect.DeepEqual(st, sb) {
 			t.Fatalf("staged record %+v read back as %+v %v", st, sb, err)
+		}
+		h := randomHistRec(rng)
+		var hb histRec
+		if err := decodeRecord(encodeRecord(&h), &hb); err != nil || !reflect.DeepEqual(h, hb) {
+			t.Fatalf("history record %+v read back as %+v %v", h, hb, err)
 		}
 	}
 }
@@ -117,6 +131,17 @@ func TestRecordsReadTheJSONLayout(t *testing.T) {
 		var mb mirrorRec
 		if err := decodeRecord(b, &mb); err != nil || !reflect.DeepEqual(m, mb) {
 			t.Fatalf("mirror record %+v read from JSON as %+v %v", m, mb, err)
+		}
+		h := randomHistRec(rng)
+		if h.Row != nil {
+			h.Row = &m.Row
+		}
+		if b, err = json.Marshal(&h); err != nil {
+			t.Fatal(err)
+		}
+		var hb histRec
+		if err := decodeRecord(b, &hb); err != nil || !reflect.DeepEqual(h, hb) {
+			t.Fatalf("history record %+v read from JSON as %+v %v", h, hb, err)
 		}
 	}
 }
@@ -162,9 +187,10 @@ func TestRecordsRefuseBadBytes(t *testing.T) {
 func FuzzDecodeRecord(f *testing.F) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for i := 0; i < 8; i++ {
-		m, st := randomMirrorRec(rng), randomStagedRec(rng)
+		m, st, h := randomMirrorRec(rng), randomStagedRec(rng), randomHistRec(rng)
 		f.Add(encodeRecord(&m))
 		f.Add(encodeRecord(&st))
+		f.Add(encodeRecord(&h))
 	}
 	f.Add([]byte(`{"row":{"tier":"state","key":"k"}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -180,6 +206,13 @@ func FuzzDecodeRecord(f *testing.F) {
 			var again stagedRec
 			if err := decodeRecord(encodeRecord(&st), &again); err != nil || !reflect.DeepEqual(st, again) {
 				t.Fatalf("staged record %+v stored again reads %+v %v", st, again, err)
+			}
+		}
+		var h histRec
+		if decodeRecord(b, &h) == nil && b[0] == recBinary {
+			var again histRec
+			if err := decodeRecord(encodeRecord(&h), &again); err != nil || !reflect.DeepEqual(h, again) {
+				t.Fatalf("history record %+v stored again reads %+v %v", h, again, err)
 			}
 		}
 	})
@@ -210,6 +243,9 @@ func TestLayout3Opens(t *testing.T) {
 			m := newMirrorRec(r, common.Hash(seal.Leaf(&r)), anchor, 1)
 			m.Row.Body = seal.Body{}
 			if err := setJSON(txn, pMirror+r.ID(), &m); err != nil { // as layout 3 stored it
+				return err
+			}
+			if err := setJSON(txn, string(historyKey(r.ID(), anchor.Block, anchor.Seq)), &histRec{Row: &r, Anchor: anchor, Mtime: 1}); err != nil {
 				return err
 			}
 			if !r.Body.IsNull() {
@@ -297,6 +333,16 @@ func TestLayout3Opens(t *testing.T) {
 	copyKey := vault.Key{Tier: "state", Key: conflicts[0].Copy, Local: true}
 	if got, err := s.Content(copyKey); err != nil || !bytes.Equal(got, staged[1].Body.Bytes()) {
 		t.Fatalf("the conflict's copy holds %q %v", got, err)
+	}
+	// history holds goal's version of layout 3 (JSON) and its own epoch's (binary)
+	goal := rowKey(&mirrored[0])
+	for block, want := range map[uint64]seal.Row{10: mirrored[0], 19: mirrored[0], 20: staged[0]} {
+		if got, err := s.At(block).Content(goal); err != nil || !bytes.Equal(got, RenderContent(&want)) {
+			t.Fatalf("goal at block %d: %q %v", block, got, err)
+		}
+	}
+	if vs, err := s.Versions(goal); err != nil || len(vs) != 2 || vs[0].Anchor.Seq != 1 || vs[1].Anchor.Seq != 2 {
+		t.Fatalf("goal's versions: %+v %v", vs, err)
 	}
 	s.Close()
 }
