@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -215,6 +217,51 @@ func TestPushBackToBackCrashAtEachEpoch(t *testing.T) {
 	if d := diffModels(w.m, restored(t, e, keysOf(w.m))); d != "" {
 		t.Fatalf("fresh machine: %s", d)
 	}
+}
+
+// A push crashes after sending an epoch, and on the restart the node cannot say what its block
+// holds: the journal entry stays, the flush fails saying so, and the next flush adopts the
+// epoch. Before, an unreadable event counted as another machine's epoch and the entry was
+// dropped, so the next push found the chain moved and was refused.
+func TestPushJournalKeptWhenTheEventCannotBeRead(t *testing.T) {
+	e, proxy := newProxiedDevChainEnv(t, 0)
+	r := e.machine()
+	w := &writer{t: t, r: r, m: model{}}
+	stageNoise(t, w, "k", 12) // three epochs of four rows
+	r.SetPushHook(func(s PushStage, seq uint64) error {
+		if s == StageSent && seq == 2 {
+			return errCrash
+		}
+		return nil
+	})
+	if _, err := r.Push(context.Background(), PushOptions{Confirmations: 1}); !errors.Is(err, errCrash) {
+		t.Fatalf("the push: %v", err)
+	}
+	r.SetPushHook(nil)
+	r = e.reopen(r)
+	var logs atomic.Int32
+	proxy.SetRefuse(func(method string, _ json.RawMessage) string {
+		if method != "eth_getLogs" {
+			return ""
+		}
+		logs.Add(1)
+		return "logs unavailable (test)"
+	})
+	_, err := r.Push(context.Background(), PushOptions{Confirmations: 1})
+	proxy.SetRefuse(nil)
+	if err == nil || !strings.Contains(err.Error(), "its event cannot be read") || !strings.Contains(err.Error(), "it stays in the push journal") {
+		t.Fatalf("the flush while the node cannot answer: %v (%d log requests refused)", err, logs.Load())
+	}
+	pend, err := r.PendingPushes()
+	var seqs []uint64
+	for _, p := range pend {
+		seqs = append(seqs, p.Seq)
+	}
+	if err != nil || !slices.Contains(seqs, 2) {
+		t.Fatalf("the journal after it holds seqs %v (%v), want 2 among them", seqs, err)
+	}
+	flushAll(t, r)
+	checkTrial(t, r, 0, 12)
 }
 
 // Another machine takes a seq in the middle of a push sent back to back: the epoch sent for

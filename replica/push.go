@@ -1037,10 +1037,17 @@ func (r *Replica) pendingBlock(ctx context.Context, c Chain, p *store.PendingPus
 }
 
 // adoptPending adopts the journaled epoch that landed in block as this machine's own, when
-// the chain's event there is it.
+// the chain's event there is it. An event that cannot be read now (the node failed to answer)
+// keeps the entry for the next push, which asks again: only the chain's answer drops it.
 func (r *Replica) adoptPending(ctx context.Context, c Chain, p *store.PendingPush, block uint64) error {
 	ev, err := c.EpochAt(ctx, r.vault.Owner, r.vault.Space, block, p.Seq)
-	if err != nil || ev.Digest != p.Digest {
+	var none *chain.NoEventError
+	switch {
+	case errors.As(err, &none):
+		return r.dropPending(p, fmt.Sprintf("its transaction landed in block %d, which holds no epoch %d", block, p.Seq))
+	case err != nil:
+		return fmt.Errorf("epoch %d sent as %s landed in block %d, but its event cannot be read: %w; it stays in the push journal, and the next flush asks again", p.Seq, p.Tx.Hex(), block, err)
+	case ev.Digest != p.Digest:
 		return r.dropPending(p, "the epoch at that seq is not this machine's")
 	}
 	return r.adoptEvent(p, ev, block)
