@@ -63,17 +63,12 @@ func putRecord(txn *badger.Txn, key string, rec binaryRecord) error {
 // getRecord reads key into rec; found is false when the key is absent. The decoder's
 // message is left out: it may quote the record.
 func getRecord(txn *badger.Txn, key string, rec binaryRecord) (found bool, err error) {
-	item, err := txn.Get([]byte(key))
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	if err := item.Value(func(b []byte) error { return decodeRecord(b, rec) }); err != nil {
-		return false, fmt.Errorf("record %q: %w", key, errUndecodable)
-	}
-	return true, nil
+	return getDecoded(txn, key, func(b []byte) error {
+		if err := decodeRecord(b, rec); err != nil {
+			return fmt.Errorf("record %q: %w", key, errUndecodable)
+		}
+		return nil
+	})
 }
 
 func (m *mirrorRec) appendBinary(b []byte) []byte {
@@ -260,18 +255,13 @@ func (r *recReader) fail(err error) {
 	r.b = nil
 }
 
-func (r *recReader) uvarint() uint64 {
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.fail(errTruncated)
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
+func (r *recReader) uvarint() uint64 { return readVarint(r, binary.Uvarint) }
 
-func (r *recReader) varint() int64 {
-	v, n := binary.Varint(r.b)
+func (r *recReader) varint() int64 { return readVarint(r, binary.Varint) }
+
+// readVarint reads the next varint of r with read (binary.Uvarint or binary.Varint).
+func readVarint[T uint64 | int64](r *recReader, read func([]byte) (T, int)) T {
+	v, n := read(r.b)
 	if n <= 0 {
 		r.fail(errTruncated)
 		return 0

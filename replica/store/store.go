@@ -144,6 +144,16 @@ func historyKey(id string, block, seq uint64) []byte {
 
 // getJSON reads key into v; found is false when the key is absent.
 func getJSON(txn *badger.Txn, key string, v any) (found bool, err error) {
+	return getDecoded(txn, key, func(b []byte) error {
+		if err := json.Unmarshal(b, v); err != nil {
+			return fmt.Errorf("decode %q: %w", key, err)
+		}
+		return nil
+	})
+}
+
+// getDecoded reads key and hands its value to decode; found is false when the key is absent.
+func getDecoded(txn *badger.Txn, key string, decode func([]byte) error) (found bool, err error) {
 	item, err := txn.Get([]byte(key))
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return false, nil
@@ -151,9 +161,8 @@ func getJSON(txn *badger.Txn, key string, v any) (found bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	err = item.Value(func(b []byte) error { return json.Unmarshal(b, v) })
-	if err != nil {
-		return false, fmt.Errorf("decode %q: %w", key, err)
+	if err := item.Value(decode); err != nil {
+		return false, err
 	}
 	return true, nil
 }
