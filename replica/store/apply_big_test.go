@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -450,6 +451,11 @@ func TestApplyValueLimit(t *testing.T) {
 // TestHistRecLen: the measured length of a history record is its length in the binary
 // layout with the largest anchor and time, for rows of every shape.
 func TestHistRecLen(t *testing.T) {
+	for _, v := range []uint64{0, 1, 127, 128, 16383, 16384, 1<<63 - 1, 1 << 63, math.MaxUint64} {
+		if got, want := uvarintLen(v), len(binary.AppendUvarint(nil, v)); got != want {
+			t.Fatalf("uvarintLen(%d) = %d, want %d", v, got, want)
+		}
+	}
 	rng := rand.New(rand.NewPCG(9, 10))
 	for i := 0; i < 2000; i++ {
 		r := randomRow(rng)

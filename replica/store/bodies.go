@@ -50,21 +50,16 @@ func getValue(txn *badger.Txn, key string) (val []byte, found bool, err error) {
 	return val, err == nil, err
 }
 
-// putStaged stores the staged record of id: the record without its body under pStaged, the
-// body raw under pStagedBody.
-// rec's Size is set, and its leaf unless a deletion (stored with it).
+// putStaged stores the staged record of id: the record without its body under pStaged (as
+// putStagedHead does), the body raw under pStagedBody. rec's Size and RawBody are set, and
+// its leaf unless a deletion.
 func putStaged(txn *badger.Txn, id string, rec *stagedRec) error {
 	rec.Size = contentSize(&rec.Row)
-	if !rec.Del {
-		rec.rowLeaf()
+	rec.RawBody = !rec.Row.Body.IsNull()
+	if err := putStagedHead(txn, id, rec); err != nil {
+		return storeError("staged row "+keyString(rowKey(&rec.Row)), int(rec.Size), err)
 	}
-	st := *rec
-	st.Row.Body = seal.Body{}
-	st.RawBody = !rec.Row.Body.IsNull()
-	if err := putRecord(txn, pStaged+id, &st); err != nil {
-		return storeError("staged row "+keyString(rowKey(&rec.Row)), int(st.Size), err)
-	}
-	if !st.RawBody {
+	if !rec.RawBody {
 		return txn.Delete([]byte(pStagedBody + id))
 	}
 	return setValue(txn, []byte(pStagedBody+id), rec.Row.Body.Bytes(), "staged row "+keyString(rowKey(&rec.Row)))
@@ -102,7 +97,8 @@ func headComplete(txn *badger.Txn, id string, rec *stagedRec) error {
 	return nil
 }
 
-// putStagedHead stores rec, read by getStagedHead, again with its body left where it is.
+// putStagedHead stores rec, with its leaf unless a deletion, without its body: one read by
+// getStagedHead keeps its body where it is, under pStagedBody.
 func putStagedHead(txn *badger.Txn, id string, rec *stagedRec) error {
 	if !rec.Del {
 		rec.rowLeaf()

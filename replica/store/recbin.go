@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/bits"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/ethereum/go-ethereum/common"
@@ -164,43 +165,30 @@ func (h *histRec) decodeBinary(r *recReader) {
 // histRecLen is the length of the history record of r with an anchor of at most tx bytes of
 // transaction hash, as appendBinary would write it, measured without writing it.
 func histRecLen(r *seal.Row, tx int) int {
-	n := 1 + 1 + stringLen(len(r.Tier)) + stringLen(len(r.Key))
-	var present uint64
-	for i, f := range rowStrings(r) {
+	n := 1 + 1 + stringLen(len(r.Tier)) + stringLen(len(r.Key)) + uvarintLen(rowPresent(r))
+	for _, f := range rowStrings(r) {
 		if *f != nil {
-			present |= 1 << i
 			n += stringLen(len(**f))
 		}
 	}
 	if !r.Body.IsNull() {
-		present |= bodyPresent
 		n += stringLen(r.Body.Len())
 	}
-	n += uvarintLen(present)
 	return n + 2*binary.MaxVarintLen64 + stringLen(tx) + binary.MaxVarintLen64
 }
 
 func stringLen(n int) int { return uvarintLen(uint64(n)) + n }
 
-func uvarintLen(v uint64) int { return len(binary.AppendUvarint(nil, v)) }
+// uvarintLen is the length of v as binary.AppendUvarint writes it: 7 bits a byte.
+func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
 
 // appendRow appends r: its tier and key, a bit for each nullable field that is not null (its
 // strings in rowStrings' order, then the body), then those fields.
 func appendRow(b []byte, r *seal.Row) []byte {
 	b = appendString(b, r.Tier)
 	b = appendString(b, r.Key)
-	fields := rowStrings(r)
-	var present uint64
-	for i, f := range fields {
-		if *f != nil {
-			present |= 1 << i
-		}
-	}
-	if !r.Body.IsNull() {
-		present |= bodyPresent
-	}
-	b = binary.AppendUvarint(b, present)
-	for _, f := range fields {
+	b = binary.AppendUvarint(b, rowPresent(r))
+	for _, f := range rowStrings(r) {
 		if *f != nil {
 			b = appendString(b, **f)
 		}
@@ -210,6 +198,21 @@ func appendRow(b []byte, r *seal.Row) []byte {
 		b = append(b, r.Body.Bytes()...)
 	}
 	return b
+}
+
+// rowPresent has a bit for each nullable field of r that is not null: rowStrings' in their
+// order, then bodyPresent.
+func rowPresent(r *seal.Row) uint64 {
+	var present uint64
+	for i, f := range rowStrings(r) {
+		if *f != nil {
+			present |= 1 << i
+		}
+	}
+	if !r.Body.IsNull() {
+		present |= bodyPresent
+	}
+	return present
 }
 
 // rowStrings are the nullable strings of r, in the binary layout's order.

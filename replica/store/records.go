@@ -161,22 +161,6 @@ func localSlots(r *localRec) (map[string]*string, map[string]**string) {
 		"status": &r.Status, "meta": &r.Meta}
 }
 
-func (r stagedRec) MarshalJSON() ([]byte, error) {
-	type plain stagedRec
-	w := struct {
-		plain
-		Raw rawStrings `json:"raw,omitempty"`
-	}{plain: plain(r)}
-	w.Raw = stash(rowSlots(&w.Row))
-	if !utf8.Valid(w.Row.Body.Bytes()) {
-		if w.Raw == nil {
-			w.Raw = rawStrings{}
-		}
-		w.Raw["body"], w.Row.Body = w.Row.Body.Bytes(), seal.Body{}
-	}
-	return json.Marshal(w)
-}
-
 func (r *stagedRec) UnmarshalJSON(b []byte) error {
 	type plain stagedRec
 	var w struct {

@@ -58,8 +58,8 @@ const valueLogGCEvery = 10 * time.Minute
 
 // storeFormat is the layout this code writes. 1 (no kFormat key) kept each mirror row's body
 // inside its record; 2 keeps it under pBody; 3 also keeps staged bodies under pStagedBody and
-// local files' content under pLocalBody; 4 writes mirror and staged records in a binary
-// layout (recbin.go), and reads those 3 left as JSON as they are.
+// local files' content under pLocalBody; 4 writes mirror, staged and history records in a
+// binary layout (recbin.go), and reads those 3 left as JSON as they are.
 const storeFormat = 4
 
 // openBadger opens (or creates) the badger database in dir with settings sized for a mount:
