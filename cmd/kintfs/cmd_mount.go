@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -408,25 +409,47 @@ func limitMemory() {
 // index of 100,000 rows, against 107 MB at 25, for 0.04 s more of collecting.
 const loadGCPercent = 25
 
-// mountGCPercent is the collector's target of a mounted vault, once it is open. Most of what a
-// mount allocates is short-lived (the pages FUSE requests copy, the documents a flush seals), so
-// at the default of 100 the heap grows to twice the live index before each collection. A mount
-// of 20,000 rows that read every file, then rewrote and flushed 10,000 of them peaked (VmHWM)
-// at 180 MB at 100 and 148 MB at 50, its flush taking 79 s and 81 s side by side under the
-// same load (the rss step of scripts/bench.sh). The soft limit (mountMemoryLimit) stays, for a
-// vault so large that its heap nears it.
-const mountGCPercent = 50
+// mountHeadroom is about how much garbage the heap of a mount with a large vault gathers
+// before the collector runs (see mountGCPercent).
+const mountHeadroom = 12 << 20
+
+// mountGCPercent is the collector's target of a mounted vault, once it is open, from live, the
+// heap its load left live. Most of what a mount allocates is short-lived (the pages FUSE
+// requests copy, the documents a flush seals), and most of what stays is the tree index, kept
+// until the unmount. The collector lets garbage grow to live x percent / 100 before it runs,
+// so at one fixed percent the memory spent on garbage grows with the tree. The target is 50
+// for a small vault and goes down to 25 as the index grows, keeping the headroom near
+// mountHeadroom. Measured with the rss step of scripts/bench.sh:
+//   - 20,000 rows, every file read, then 10,000 rewritten and flushed: a peak (VmHWM) of 180 MB
+//     at 100 and 148 MB at 50, the flush taking 79 s and 81 s under the same load;
+//   - 100,000 rows, the same: 210 and 218 MB at 50, 200 MB at 35, 193 MB at 25; the walk of all
+//     the files took 14.5 to 14.9 s and the flush 7.3 to 8.9 s at each.
+func mountGCPercent(live uint64) int {
+	p := mountHeadroom * 100 / max(live, 1)
+	return int(min(max(p, 25), 50))
+}
+
+// liveHeap is the heap the last collection left live, in bytes (0 when unknown).
+func liveHeap() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
+}
 
 // collectOftenWhileLoading sets loadGCPercent, unless GOGC says otherwise, and returns the
-// func that sets mountGCPercent and hands the load's garbage back to the system.
+// func that hands the load's garbage back to the system and sets mountGCPercent of the heap
+// left live.
 func collectOftenWhileLoading() (restore func()) {
 	if os.Getenv("GOGC") != "" {
 		return func() {}
 	}
 	debug.SetGCPercent(loadGCPercent)
 	return func() {
-		debug.SetGCPercent(mountGCPercent)
-		debug.FreeOSMemory()
+		debug.FreeOSMemory() // a collection first: what stays live is the vault's index
+		debug.SetGCPercent(mountGCPercent(liveHeap()))
 	}
 }
 
