@@ -34,7 +34,7 @@ func mapFile(t *testing.T, dir, name string, size int, flags int, write bool) []
 
 // TestReleaseMappedPages: the pages of a shared mapping leave the resident set, read or
 // written, and keep their bytes (in the mapping and in the file); a private mapping's written
-// pages are left alone.
+// pages keep theirs.
 func TestReleaseMappedPages(t *testing.T) {
 	dir := t.TempDir()
 	const size = 8 << 20
@@ -50,7 +50,7 @@ func TestReleaseMappedPages(t *testing.T) {
 	}
 	before := residentMapped()
 	if !releaseMapped(dir) {
-		t.Fatal("the kernel refused MADV_DONTNEED")
+		t.Skip("the kernel has no MADV_PAGEOUT")
 	}
 	after := residentMapped()
 	if before-after < 2*size-size/8 { // both shared mappings, read and written
