@@ -1,8 +1,12 @@
 package main
 
 import (
+	"context"
+	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"testing"
+	"time"
 )
 
 // TestCollectOftenWhileLoading: opening a vault runs at loadGCPercent, and the mount at
@@ -12,11 +16,13 @@ func TestCollectOftenWhileLoading(t *testing.T) {
 	t.Setenv("GOGC", "")
 	before := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(before)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	restore := collectOftenWhileLoading()
 	if got := debug.SetGCPercent(loadGCPercent); got != loadGCPercent {
 		t.Errorf("while loading the GC target is %d, want %d", got, loadGCPercent)
 	}
-	restore()
+	restore(ctx)
 	if live := liveHeap(); live == 0 || live > 24<<20 {
 		t.Fatalf("the live heap reads %d bytes, want more than 0 and a test's few MB", live)
 	}
@@ -26,7 +32,7 @@ func TestCollectOftenWhileLoading(t *testing.T) {
 
 	t.Setenv("GOGC", "300")
 	debug.SetGCPercent(300)
-	collectOftenWhileLoading()()
+	collectOftenWhileLoading()(ctx)
 	if got := debug.SetGCPercent(100); got != 300 {
 		t.Errorf("with GOGC=300 the GC target is %d, want it left at 300", got)
 	}
@@ -46,5 +52,43 @@ func TestMountGCPercent(t *testing.T) {
 		if got := mountGCPercent(c.live); got != c.want {
 			t.Errorf("mountGCPercent(%d) = %d, want %d", c.live, got, c.want)
 		}
+	}
+}
+
+// gcPercent reads the collector's target without setting it.
+func gcPercent() int {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	return int(s[0].Value.Uint64())
+}
+
+// TestFollowLiveHeap: the target goes down to 25 while the live heap holds more than four
+// times mountHeadroom, back to 50 once it is small again, and stays once the context ends.
+func TestFollowLiveHeap(t *testing.T) {
+	before := debug.SetGCPercent(50)
+	defer debug.SetGCPercent(before)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { followLiveHeap(ctx, 5*time.Millisecond); close(done) }()
+	waitFor := func(want int) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			runtime.GC()
+			if gcPercent() == want {
+				return
+			}
+		}
+		t.Fatalf("the GC target is %d with %d bytes live, want %d", gcPercent(), liveHeap(), want)
+	}
+	held := make([]byte, 5*mountHeadroom)
+	waitFor(25)
+	runtime.KeepAlive(held)
+	waitFor(50)
+	cancel()
+	<-done
+	debug.SetGCPercent(40)
+	time.Sleep(20 * time.Millisecond)
+	if got := gcPercent(); got != 40 {
+		t.Fatalf("after the context ended the GC target is %d, want it left at 40", got)
 	}
 }
