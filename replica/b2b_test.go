@@ -162,6 +162,22 @@ func checkTrial(t *testing.T, r *Replica, base uint64, rows int) uint64 {
 
 var errCrash = errors.New("crash (test)")
 
+// crashPushAt pushes with opts and stops the push at stage of epoch seq (of any epoch when seq
+// is 0), as a kill -9 there would; the push must fail with errCrash.
+func crashPushAt(t *testing.T, r *Replica, stage PushStage, seq uint64, opts PushOptions) {
+	t.Helper()
+	r.SetPushHook(func(s PushStage, at uint64) error {
+		if s == stage && (seq == 0 || at == seq) {
+			return errCrash
+		}
+		return nil
+	})
+	defer r.SetPushHook(nil)
+	if _, err := r.Push(context.Background(), opts); !errors.Is(err, errCrash) {
+		t.Fatalf("the push did not stop at %s of epoch %d: %v", stage, seq, err)
+	}
+}
+
 // A 10-epoch push sent back to back stops at each epoch in turn, as a kill -9 there would
 // (after the send, after the receipt, after the apply: the journal and the store as they
 // are, the process gone), or meets a send the RPC refuses; after a restart (or at once, for a
@@ -228,16 +244,7 @@ func TestPushJournalKeptWhenTheEventCannotBeRead(t *testing.T) {
 	r := e.machine()
 	w := &writer{t: t, r: r, m: model{}}
 	stageNoise(t, w, "k", 12) // three epochs of four rows
-	r.SetPushHook(func(s PushStage, seq uint64) error {
-		if s == StageSent && seq == 2 {
-			return errCrash
-		}
-		return nil
-	})
-	if _, err := r.Push(context.Background(), PushOptions{Confirmations: 1}); !errors.Is(err, errCrash) {
-		t.Fatalf("the push: %v", err)
-	}
-	r.SetPushHook(nil)
+	crashPushAt(t, r, StageSent, 2, PushOptions{Confirmations: 1})
 	r = e.reopen(r)
 	var logs atomic.Int32
 	proxy.SetRefuse(func(method string, _ json.RawMessage) string {

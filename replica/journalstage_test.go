@@ -2,7 +2,6 @@ package replica
 
 import (
 	"context"
-	"errors"
 	"sync/atomic"
 	"testing"
 
@@ -41,16 +40,7 @@ func crashAt(t *testing.T, e *chainEnv, stage PushStage) (*Replica, *writer, sto
 	a := e.machine()
 	w := &writer{t: t, r: a, m: model{}}
 	w.write("state/a", "A")
-	a.SetPushHook(func(s PushStage, _ uint64) error {
-		if s == stage {
-			return errCrash
-		}
-		return nil
-	})
-	if _, err := a.Push(context.Background(), PushOptions{}); !errors.Is(err, errCrash) {
-		t.Fatalf("push stopped at %s: %v", stage, err)
-	}
-	a.SetPushHook(nil)
+	crashPushAt(t, a, stage, 0, PushOptions{})
 	pend, err := a.PendingPushes()
 	if err != nil || len(pend) != 1 {
 		t.Fatalf("push journal after a crash at %s: %v, %v", stage, pend, err)
@@ -146,16 +136,7 @@ func TestPushJournalStage(t *testing.T) {
 		a := e.machine()
 		w := &writer{t: t, r: a, m: model{}}
 		stageNoise(t, w, "b2b", 8) // two epochs of four rows
-		a.SetPushHook(func(s PushStage, seq uint64) error {
-			if s == StageSent && seq == 2 {
-				return errCrash
-			}
-			return nil
-		})
-		if _, err := a.Push(context.Background(), PushOptions{Confirmations: 1}); !errors.Is(err, errCrash) {
-			t.Fatalf("push stopped after the second send: %v", err)
-		}
-		a.SetPushHook(nil)
+		crashPushAt(t, a, StageSent, 2, PushOptions{Confirmations: 1})
 		pend, err := a.PendingPushes()
 		if err != nil || len(pend) != 2 || pend[0].Stage != store.JournalSent || pend[1].Stage != store.JournalSealed {
 			t.Fatalf("push journal after two sends: %+v, %v; want epoch 1 sent, epoch 2 sealed", pend, err)
