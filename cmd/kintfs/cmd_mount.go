@@ -414,7 +414,7 @@ const loadGCPercent = 25
 const mountHeadroom = 12 << 20
 
 // mountGCPercent is the collector's target of a mounted vault, once it is open, from live, the
-// heap its load left live. Most of what a mount allocates is short-lived (the pages FUSE
+// heap the last collection left live. Most of what a mount allocates is short-lived (the pages FUSE
 // requests copy, the documents a flush seals), and most of what stays is the tree index, kept
 // until the unmount. The collector lets garbage grow to live x percent / 100 before it runs,
 // so at one fixed percent the memory spent on garbage grows with the tree. The target is 50
@@ -428,6 +428,9 @@ func mountGCPercent(live uint64) int {
 	p := mountHeadroom * 100 / max(live, 1)
 	return int(min(max(p, 25), 50))
 }
+
+// setMountGCPercent sets mountGCPercent of the live heap.
+func setMountGCPercent() { debug.SetGCPercent(mountGCPercent(liveHeap())) }
 
 // liveHeap is the heap the last collection left live, in bytes (0 when unknown).
 func liveHeap() uint64 {
@@ -449,7 +452,7 @@ func collectOftenWhileLoading() (restore func(ctx context.Context)) {
 	debug.SetGCPercent(loadGCPercent)
 	return func(ctx context.Context) {
 		debug.FreeOSMemory() // a collection first: what stays live is the vault's index
-		debug.SetGCPercent(mountGCPercent(liveHeap()))
+		setMountGCPercent()
 		go followLiveHeap(ctx, gcFollowEvery)
 	}
 }
@@ -469,7 +472,7 @@ func followLiveHeap(ctx context.Context, period time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			debug.SetGCPercent(mountGCPercent(liveHeap()))
+			setMountGCPercent()
 		}
 	}
 }
