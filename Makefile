@@ -1,6 +1,8 @@
 # kintfs build, test and benchmark targets.
 GO       ?= go
 BIN      ?= bin/kintfs
+# the dev chain's own program, beside kintfs, where kintfs looks for it first
+DEVBIN   := $(dir $(BIN))kintfs-devchain
 MNT      ?= $(HOME)/kint
 # FUZZTIME is a count of inputs, not a duration: with a duration, Go's fuzzing coordinator
 # (before Go 1.27, golang/go#75804) can fail a run that found nothing with "context deadline
@@ -17,21 +19,24 @@ LDFLAGS  ?= -X main.commit=$(COMMIT)
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/kintfs
+	$(GO) build -o $(DEVBIN) ./cmd/kintfs/devchain
 
 # The manual page, made from the same table as kintfs --help.
 man: build
 	mkdir -p docs
 	$(BIN) man > docs/kintfs.1
 
-# kintfs on PATH, mount.kintfs for fstab and mount(8), the manual page and the bash completion.
+# kintfs and kintfs-devchain on PATH, mount.kintfs for fstab and mount(8), the manual page and
+# the bash completion.
 install: build
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(SBINDIR) $(DESTDIR)$(PREFIX)/share/man/man1 \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/kintfs
+	install -m 0755 $(DEVBIN) $(DESTDIR)$(PREFIX)/bin/kintfs-devchain
 	ln -sf $(PREFIX)/bin/kintfs $(DESTDIR)$(SBINDIR)/mount.kintfs
 	$(BIN) man > $(DESTDIR)$(PREFIX)/share/man/man1/kintfs.1
 	$(BIN) completion bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/kintfs
-	@echo "installed $(DESTDIR)$(PREFIX)/bin/kintfs and $(DESTDIR)$(SBINDIR)/mount.kintfs -> $(PREFIX)/bin/kintfs"
+	@echo "installed $(DESTDIR)$(PREFIX)/bin/kintfs, kintfs-devchain and $(DESTDIR)$(SBINDIR)/mount.kintfs -> $(PREFIX)/bin/kintfs"
 
 # Cross-compile and vet for the other platforms: macOS (macFUSE) on both architectures and
 # 64-bit ARM Linux, without cgo.
@@ -40,6 +45,7 @@ cross:
 	@set -e; for t in $(CROSS); do \
 		echo "build and vet for $$t"; \
 		GOOS=$${t%/*} GOARCH=$${t#*/} CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/kintfs; \
+		GOOS=$${t%/*} GOARCH=$${t#*/} CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/kintfs/devchain; \
 		GOOS=$${t%/*} GOARCH=$${t#*/} CGO_ENABLED=0 $(GO) vet ./...; \
 	done
 

@@ -6,20 +6,28 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"kintfs/chain/devchain/devinfo"
 )
 
 // TestFirstRunNextSteps: a first run (mount --dev, as make run does) prints the next steps
 // once mounted, and each one, run as printed in a shell that has none of the mount's
 // environment, works: the write is staged, the flush anchors it, status answers, .kint/blocks
-// lists the epoch with its block time near the wall clock, and Ctrl-C flushes and unmounts.
+// lists the epoch with its block time near the wall clock, and Ctrl-C (to the whole job, as a
+// terminal sends it) flushes and unmounts, and the dev chain's program ends after the mount.
 func TestFirstRunNextSteps(t *testing.T) {
 	requireFUSE(t)
-	m := &machine{t: t, dc: &devChain{}, home: filepath.Join(t.TempDir(), "home"), tenant: "firstrun"}
+	m := &machine{t: t, dc: &devChain{}, home: filepath.Join(t.TempDir(), "home"), tenant: "firstrun", ownGroup: true}
 	mt := m.mount("--dev")
+	if pids := devChainPIDs(t, m.home); len(pids) != 1 {
+		t.Fatalf("mount --dev runs %d dev chain programs for its home, want 1", len(pids))
+	}
 	var steps []string
 	eventually(t, 30*time.Second, "the next steps after mounted", func() error {
 		log := mt.log.String()
@@ -85,9 +93,10 @@ func TestFirstRunNextSteps(t *testing.T) {
 	if skew := time.Until(at); skew > 4*time.Second || skew < -2*time.Minute {
 		t.Fatalf("the epoch's block time %s is %v from the wall clock", at, skew)
 	}
-	// Ctrl-C: SIGINT flushes and unmounts
+	// Ctrl-C: SIGINT to the job flushes and unmounts; the chain, in a group of its own, is
+	// still there for the flush
 	writeFile(t, mt.path("state/second.txt"), "staged at Ctrl-C")
-	if err := mt.cmd.Process.Signal(os.Interrupt); err != nil {
+	if err := syscall.Kill(-mt.cmd.Process.Pid, syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
@@ -107,4 +116,59 @@ func TestFirstRunNextSteps(t *testing.T) {
 	if _, err := os.Stat(mt.path(".kint")); !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOTCONN) {
 		t.Fatalf("still mounted after Ctrl-C: %v", err)
 	}
+	if pids := devChainPIDs(t, m.home); len(pids) != 0 {
+		t.Fatalf("the dev chain's program (pid %v) outlived the mount that started it", pids)
+	}
+}
+
+// TestDevChainEndsWithTheMount: the dev chain a mount --dev started ends when that mount is
+// killed (its input closes with the mount), having kept what was anchored: the next mount
+// --dev starts it again on the same data and reads the file back.
+func TestDevChainEndsWithTheMount(t *testing.T) {
+	requireFUSE(t)
+	m := &machine{t: t, dc: &devChain{}, home: filepath.Join(t.TempDir(), "home"), tenant: "devkill"}
+	mt := m.mount("--dev")
+	writeFile(t, mt.path("state/kept.txt"), "anchored before the kill")
+	writeFile(t, mt.path(".kint/ctl"), "flush")
+	pids := devChainPIDs(t, m.home)
+	if len(pids) != 1 {
+		t.Fatalf("mount --dev runs %d dev chain programs for its home, want 1", len(pids))
+	}
+	mt.kill()
+	eventually(t, 60*time.Second, "the dev chain's program to end after the mount was killed", func() error {
+		// a process that ended but was not yet reaped has no command line, so is not listed
+		if left := devChainPIDs(t, m.home); len(left) > 0 {
+			return fmt.Errorf("pid %v still runs", left)
+		}
+		return nil
+	})
+	mt = m.mountAt(mt.dir, "--dev")
+	if got := readFile(t, mt.path("state/kept.txt")); got != "anchored before the kill" {
+		t.Fatalf("state/kept.txt after the chain restarted: %q", got)
+	}
+}
+
+// devChainPIDs are the processes of the dev chain's program running on home's chain.
+func devChainPIDs(t *testing.T, home string) []int {
+	t.Helper()
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if filepath.Base(args[0]) == devinfo.Program && slices.Contains(args, filepath.Join(home, "devchain")) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }

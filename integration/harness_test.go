@@ -24,6 +24,7 @@ import (
 
 	"kintfs/chain"
 	"kintfs/chain/devchain"
+	"kintfs/chain/devchain/devinfo"
 )
 
 var kintfsBin string
@@ -35,11 +36,14 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	kintfsBin = filepath.Join(dir, "kintfs")
-	build := exec.Command("go", "build", "-o", kintfsBin, "kintfs/cmd/kintfs")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build kintfs:", err)
-		os.Exit(1)
+	// kintfs and, beside it as make build puts it, the dev chain's program
+	for pkg, out := range map[string]string{"kintfs/cmd/kintfs": kintfsBin, "kintfs/cmd/kintfs/devchain": filepath.Join(dir, devinfo.Program)} {
+		build := exec.Command("go", "build", "-o", out, pkg)
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "build", pkg+":", err)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	printReliabilitySummary()
@@ -149,6 +153,9 @@ type machine struct {
 	home   string
 	tenant string
 	extra  []string
+	// ownGroup starts its mounts in a process group of their own, as a shell starts a job, so
+	// that a test can signal the group as a terminal's Ctrl-C does
+	ownGroup bool
 }
 
 func newMachine(t *testing.T, dc *devChain, tenant string) *machine {
@@ -243,6 +250,9 @@ func (m *machine) mountAt(dir string, args ...string) *mounted {
 	mt.cmd = exec.Command(kintfsBin, append(append([]string{"mount", "--poll", "1s"}, args...), dir)...)
 	mt.cmd.Env = m.env()
 	mt.cmd.Stdout, mt.cmd.Stderr = mt.log, mt.log
+	if m.ownGroup {
+		mt.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	}
 	if err := mt.cmd.Start(); err != nil {
 		m.t.Fatal(err)
 	}

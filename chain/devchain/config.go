@@ -4,9 +4,6 @@ import (
 	"github.com/ethereum/go-ethereum/params"
 )
 
-// ChainID is the chain id of the dev chain (go-ethereum's dev-mode id).
-const ChainID = 1337
-
 // ChainConfig returns the fork configuration of the dev chain: go-ethereum's dev-mode
 // configuration (every fork through Osaka active from genesis, so EIP-7623's calldata floor
 // applies) without its experimental Bogota fork, whose instruction set reprices storage

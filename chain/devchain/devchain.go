@@ -53,6 +53,7 @@ import (
 	"github.com/ethereum/go-ethereum/rpc"
 
 	"kintfs/chain/atomicfile"
+	"kintfs/chain/devchain/devinfo"
 	"kintfs/contracts"
 )
 
@@ -75,29 +76,17 @@ type Config struct {
 	MaxLead time.Duration
 }
 
-// DefaultMaxLead is the MaxLead of the dev chains kintfs runs for a user: a burst of a few
-// blocks (a push and its confirmations) is sealed at once, and block times stay within a
-// few seconds of the wall clock under any load.
-const DefaultMaxLead = 2 * time.Second
+// What a client needs to know, kept in devinfo so that it can know it without linking the node.
+const (
+	ChainID        = devinfo.ChainID
+	DefaultMaxLead = devinfo.DefaultMaxLead
+	InfoFile       = devinfo.InfoFile
+)
 
-// Account is a funded dev account. The keys are derived from a fixed seed and are
-// public: never send anything of value to them.
-type Account struct {
-	Address    string `json:"address"`
-	PrivateKey string `json:"private_key"`
-}
-
-// Info is what a client needs, written to DataDir/devchain.json.
-type Info struct {
-	RPC      string    `json:"rpc"`
-	WS       string    `json:"ws"` // the same JSON-RPC over websocket (eth_subscribe)
-	ChainID  uint64    `json:"chain_id"`
-	Contract string    `json:"contract"`
-	Accounts []Account `json:"accounts"`
-}
-
-// InfoFile is the name of the file Start writes into DataDir.
-const InfoFile = "devchain.json"
+type (
+	Account = devinfo.Account
+	Info    = devinfo.Info
+)
 
 const (
 	defaultAccounts      = 4

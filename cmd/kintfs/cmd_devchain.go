@@ -2,25 +2,17 @@ package main
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
-	"os/signal"
+	"os/exec"
+	"path/filepath"
 	"syscall"
-	"time"
 
 	"github.com/spf13/pflag"
 
-	"kintfs/chain/devchain"
+	"kintfs/chain/devchain/devinfo"
 )
-
-type devchainOptions struct {
-	datadir string
-	http    string
-	period  uint64
-	chainID uint64
-	maxLead time.Duration
-}
 
 func init() {
 	register(&command{
@@ -28,13 +20,9 @@ func init() {
 		usage: "[--datadir DIR] [--http 127.0.0.1:8545] [--period N] [--chain-id N] [--max-lead 2s]",
 		short: "run a local development chain (not Base) with EpochAnchor deployed",
 		setup: func(fs *pflag.FlagSet) runFunc {
-			o := &devchainOptions{}
-			fs.StringVar(&o.datadir, "datadir", "", "where the chain is kept (default KINT_HOME/devchain)")
-			fs.StringVar(&o.http, "http", "127.0.0.1:8545", "JSON-RPC listen address (loopback only)")
-			fs.Uint64Var(&o.period, "period", 0, "seconds between blocks (0: a block per transaction)")
-			fs.Uint64Var(&o.chainID, "chain-id", devchain.ChainID, "the chain id, fixed when the chain is created (8453 lets tools bound to Base's id read a dev vault; it is still not Base)")
-			fs.DurationVar(&o.maxLead, "max-lead", devchain.DefaultMaxLead, "how far block times may run ahead of the wall clock before sealing waits for it (0: no bound)")
-			return func(ctx context.Context, cio *cmdIO, args []string) error { return runDevchain(ctx, cio, o, args) }
+			o := devinfo.DefaultOptions()
+			o.Flags(fs)
+			return func(ctx context.Context, cio *cmdIO, args []string) error { return runDevchain(cio, &o, args) }
 		},
 	})
 }
@@ -47,26 +35,36 @@ func defaultDevDir(set settings) (string, error) {
 	return home.Ensure("devchain")
 }
 
-func runDevchain(ctx context.Context, cio *cmdIO, o *devchainOptions, args []string) error {
+// runDevchain becomes the dev chain's own program, which runs until Ctrl-C.
+func runDevchain(cio *cmdIO, o *devinfo.Options, args []string) error {
 	if len(args) > 0 {
 		return usagef("devchain takes no arguments")
 	}
-	dir := o.datadir
-	if dir == "" {
+	if o.DataDir == "" {
 		var err error
-		if dir, err = defaultDevDir(cio.set); err != nil {
+		if o.DataDir, err = defaultDevDir(cio.set); err != nil {
 			return err
 		}
 	}
-	dc, err := devchain.Start(devchain.Config{DataDir: dir, HTTPAddr: o.http, Period: o.period, ChainID: o.chainID, MaxLead: o.maxLead})
+	prog, err := devchainProgram()
 	if err != nil {
 		return err
 	}
-	line, _ := json.Marshal(dc.Info())
-	fmt.Println(string(line))
-	fmt.Fprintf(os.Stderr, "kintfs devchain: a local development chain, not Base, at %s (websocket %s); stop it with Ctrl-C\n", dc.Info().RPC, dc.Info().WS)
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	<-sig
-	return dc.Close()
+	return syscall.Exec(prog, append([]string{devinfo.Program}, o.Args()...), os.Environ())
+}
+
+// devchainProgram finds the dev chain's program: beside this executable, as make build and
+// make install put it, else on PATH.
+func devchainProgram() (string, error) {
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), devinfo.Program)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	p, err := exec.LookPath(devinfo.Program)
+	if errors.Is(err, exec.ErrNotFound) {
+		return "", fmt.Errorf("the development chain runs in its own program, %s, found neither beside kintfs nor on PATH: make build puts both in bin/, make install both in PREFIX/bin", devinfo.Program)
+	}
+	return p, err
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"kintfs/chain"
-	"kintfs/chain/devchain"
+	"kintfs/chain/devchain/devinfo"
 	"kintfs/fs"
 	"kintfs/replica"
 	"kintfs/replica/homedir"
@@ -231,7 +231,7 @@ func (d *doctorRun) checkPrimary(ctx context.Context, cio *cmdIO, v *homedir.Vau
 func (d *doctorRun) checkSecondary(ctx context.Context, cio *cmdIO, v *homedir.VaultConfig) {
 	set := cio.set
 	allowSingle := set.on("KINT_ALLOW_SINGLE_RPC")
-	if v.ChainID == devchain.ChainID && set.given("KINT_RPC_URL_2") == "" {
+	if v.ChainID == devinfo.ChainID && set.given("KINT_RPC_URL_2") == "" {
 		d.ok("secondary RPC", "not needed on the dev chain (chain id %d)", v.ChainID)
 		return
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/spf13/pflag"
 
-	"kintfs/chain/devchain"
+	"kintfs/chain/devchain/devinfo"
 	"kintfs/replica"
 	"kintfs/replica/vault"
 	"kintfs/seal"
@@ -154,7 +154,7 @@ func initOnline(ctx context.Context, cio *cmdIO, o *initOptions, io replica.Init
 	}
 	defer c.Close()
 	io.Client = c
-	if c.ChainID() != devchain.ChainID {
+	if c.ChainID() != devinfo.ChainID {
 		owner, space := io.Owner, seal.SpaceID(io.Tenant)
 		h, err := c.Head(ctx, owner, space)
 		if err != nil {

@@ -220,12 +220,8 @@ func (r *mountRun) prepare(ctx context.Context, cio *cmdIO) (stop func(), err er
 		return stop, err
 	}
 	if r.o.dev {
-		dc, err := devSetup(ctx, cio, r.home, r.o.devChainID, r.say)
-		if err != nil {
-			return stop, err
-		}
-		if dc != nil {
-			stop = func() { dc.Close() }
+		if stop, err = devSetup(ctx, cio, r.home, r.o.devChainID, r.say); err != nil {
+			return func() {}, err
 		}
 	}
 	if r.o.allowOther && os.Getuid() != 0 {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/ethereum/go-ethereum/common"
 
-	"kintfs/chain/devchain"
+	"kintfs/chain/devchain/devinfo"
 	"kintfs/replica"
 	"kintfs/replica/homedir"
 	"kintfs/replica/vault"
@@ -62,7 +62,7 @@ func redactURL(u string) string {
 
 // coldStartCheck is the check for a vault on chainID, nil on the dev chain.
 func coldStartCheck(set settings, v *homedir.VaultConfig) func(ctx context.Context, head vault.Head) error {
-	if v.ChainID == devchain.ChainID {
+	if v.ChainID == devinfo.ChainID {
 		return nil
 	}
 	return func(ctx context.Context, head vault.Head) error {

@@ -19,8 +19,18 @@ var testOnly = []string{
 	"kintfs/seal/vectors",
 }
 
-// TestBinaryLinksNoTestCode lists what kintfs is built from and refuses test code in it,
-// naming the packages that import it.
+// nodeOnly are the packages of the development chain's go-ethereum node, which runs in a
+// program of its own (kintfs-devchain): linked into kintfs they would double its size, and
+// all of an executable stays resident while a mount runs.
+var nodeOnly = []string{
+	"kintfs/chain/devchain",
+	"github.com/ethereum/go-ethereum/eth",
+	"github.com/ethereum/go-ethereum/node",
+	"github.com/ethereum/go-ethereum/core/vm",
+}
+
+// TestBinaryLinksNoTestCode lists what kintfs is built from and refuses test code in it, and
+// the dev chain's node, naming the packages that import them.
 func TestBinaryLinksNoTestCode(t *testing.T) {
 	gobin, err := exec.LookPath("go")
 	if err != nil {
@@ -45,6 +55,11 @@ func TestBinaryLinksNoTestCode(t *testing.T) {
 	for _, p := range testOnly {
 		if slices.Contains(deps, p) {
 			t.Errorf("kintfs links %s, imported by %s: move what it needs into a test-only package or a _test.go file", p, strings.Join(importers[p], ", "))
+		}
+	}
+	for _, p := range nodeOnly {
+		if slices.Contains(deps, p) {
+			t.Errorf("kintfs links %s, imported by %s: the dev chain's node belongs to kintfs-devchain; what kintfs needs to know of it goes in chain/devchain/devinfo", p, strings.Join(importers[p], ", "))
 		}
 	}
 }

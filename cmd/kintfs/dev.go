@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/ecdsa"
 	"crypto/rand"
@@ -8,17 +9,21 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/big"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/crypto"
 
 	"kintfs/chain"
-	"kintfs/chain/devchain"
+	"kintfs/chain/devchain/devinfo"
 	"kintfs/replica"
 	"kintfs/replica/homedir"
 )
@@ -26,8 +31,8 @@ import (
 // devSetup starts (or reuses) the development chain under KINT_HOME/devchain and connects this
 // home to a vault on it owned by the first dev account: the newcomer's whole set-up. chainID
 // 0 is the one the chain was created with, else 1337; another id than the existing chain's is
-// refused.
-func devSetup(ctx context.Context, cio *cmdIO, home homedir.Home, chainID uint64, say func(string, ...any)) (*devchain.DevChain, error) {
+// refused. stop ends the chain it started (nothing, when it reused one).
+func devSetup(ctx context.Context, cio *cmdIO, home homedir.Home, chainID uint64, say func(string, ...any)) (stop func(), err error) {
 	dir, err := home.Ensure("devchain")
 	if err != nil {
 		return nil, err
@@ -36,7 +41,7 @@ func devSetup(ctx context.Context, cio *cmdIO, home homedir.Home, chainID uint64
 		return nil, err
 	}
 	say("using a local development chain kept in %s (chain id %d): this is NOT Base, and nothing here is real money", dir, chainID)
-	dc, info, err := startDevChain(dir, chainID, say)
+	stop, info, err := startDevChain(dir, chainID, say)
 	if err != nil {
 		return nil, err
 	}
@@ -44,51 +49,117 @@ func devSetup(ctx context.Context, cio *cmdIO, home homedir.Home, chainID uint64
 		cio.set = cio.set.with(map[string]string{"KINT_WS_URL": info.WS}) // the mount subscribes on the dev chain's websocket
 	}
 	if err := devConnect(ctx, cio, home, info, say); err != nil {
-		if dc != nil {
-			dc.Close()
-		}
+		stop()
 		return nil, err
 	}
-	return dc, nil
+	return stop, nil
 }
 
 // devChainID is the chain id of the development chain in dir: the one it was created with,
 // which chainID (0: any) must match, else chainID, else 1337.
 func devChainID(dir string, chainID uint64) (uint64, error) {
-	var prev devchain.Info
-	if b, err := os.ReadFile(filepath.Join(dir, devchain.InfoFile)); err == nil && json.Unmarshal(b, &prev) == nil && prev.ChainID != 0 {
+	var prev devinfo.Info
+	if b, err := os.ReadFile(filepath.Join(dir, devinfo.InfoFile)); err == nil && json.Unmarshal(b, &prev) == nil && prev.ChainID != 0 {
 		if chainID != 0 && chainID != prev.ChainID {
 			return 0, usagef("the development chain in %s was created under chain id %d, not %d: use another KINT_HOME for --chain-id %d", dir, prev.ChainID, chainID, chainID)
 		}
 		chainID = prev.ChainID
 	}
 	if chainID == 0 {
-		chainID = devchain.ChainID
+		chainID = devinfo.ChainID
 	}
 	return chainID, nil
 }
 
-// startDevChain starts the development chain kept in dir, or finds the one another kintfs
-// process runs there (dc is then nil), and points the mount's websocket at it.
-func startDevChain(dir string, chainID uint64, say func(string, ...any)) (*devchain.DevChain, devchain.Info, error) {
-	var info devchain.Info
-	dc, err := devchain.Start(devchain.Config{DataDir: dir, HTTPAddr: "127.0.0.1:0", ChainID: chainID, MaxLead: devchain.DefaultMaxLead})
-	if err == nil {
-		info = dc.Info()
-	} else {
-		// another kintfs process may be running this chain: use it
-		b, rerr := os.ReadFile(dir + "/devchain.json")
-		if rerr != nil || json.Unmarshal(b, &info) != nil {
-			return nil, info, fmt.Errorf("start the development chain: %w", err)
-		}
-		say("the development chain in %s is already running (%v); using it at %s", dir, err, info.RPC)
+// startDevChain starts the development chain kept in dir, in its own program, or finds the one
+// another process runs there (stop then does nothing). The chain started ends when stop is
+// called, or when this process ends, however it ends: it stops when its standard input, held
+// here, reaches its end.
+func startDevChain(dir string, chainID uint64, say func(string, ...any)) (stop func(), info devinfo.Info, err error) {
+	prog, err := devchainProgram()
+	if err != nil {
+		return nil, info, err
 	}
-	return dc, info, nil
+	o := devinfo.DefaultOptions()
+	o.DataDir, o.HTTP, o.ChainID = dir, "127.0.0.1:0", chainID
+	cmd := exec.Command(prog, append(o.Args(), "--with-parent")...)
+	// its own process group: Ctrl-C in the terminal stops the mount, which still needs the
+	// chain to anchor what is staged; the chain stops after it
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	errs := &tailBuffer{max: 4 << 10}
+	cmd.Stderr = errs
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, info, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, info, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, info, fmt.Errorf("start the development chain: %w", err)
+	}
+	line, rerr := bufio.NewReader(out).ReadBytes('\n')
+	if rerr == nil && json.Unmarshal(line, &info) == nil && info.RPC != "" {
+		return func() { stopDevChain(cmd, in) }, info, nil
+	}
+	in.Close()
+	werr := cmd.Wait()
+	why := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(errs.String()), devinfo.Program+": "))
+	if why == "" {
+		why = fmt.Sprint(werr)
+	}
+	// another kintfs process may be running this chain: use it
+	b, err := os.ReadFile(filepath.Join(dir, devinfo.InfoFile))
+	if err != nil || json.Unmarshal(b, &info) != nil || info.RPC == "" {
+		return nil, info, fmt.Errorf("start the development chain: %s", why)
+	}
+	say("the development chain in %s is already running (%s); using it at %s", dir, why, info.RPC)
+	return func() {}, info, nil
+}
+
+// devChainStopTimeout bounds the wait for the dev chain to write its state and end.
+const devChainStopTimeout = 30 * time.Second
+
+// stopDevChain ends the chain's input, which stops it, and waits for it to end.
+func stopDevChain(cmd *exec.Cmd, in io.Closer) {
+	in.Close()
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(devChainStopTimeout):
+		cmd.Process.Kill()
+		<-done
+	}
+}
+
+// tailBuffer keeps the last max bytes written to it: what a program said before it failed.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+	max int
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
 }
 
 // devConnect connects home to the dev owner's vault on the development chain, creating it
 // on first use, and readies the session key.
-func devConnect(ctx context.Context, cio *cmdIO, home homedir.Home, info devchain.Info, say func(string, ...any)) error {
+func devConnect(ctx context.Context, cio *cmdIO, home homedir.Home, info devinfo.Info, say func(string, ...any)) error {
 	if len(info.Accounts) == 0 {
 		return errors.New("the development chain has no dev accounts")
 	}
@@ -123,7 +194,7 @@ func devConnect(ctx context.Context, cio *cmdIO, home homedir.Home, info devchai
 
 // devInit creates the dev owner's vault (tenant KINT_TENANT, else dev) under a passphrase of
 // devPassphrase.
-func devInit(ctx context.Context, cio *cmdIO, home homedir.Home, info devchain.Info, c *chain.Client, owner common.Address, say func(string, ...any)) error {
+func devInit(ctx context.Context, cio *cmdIO, home homedir.Home, info devinfo.Info, c *chain.Client, owner common.Address, say func(string, ...any)) error {
 	pass, where, err := devPassphrase(cio.set, home)
 	if err != nil {
 		return err
