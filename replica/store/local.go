@@ -140,7 +140,7 @@ func (s *Store) Close() error {
 }
 
 func (s *Store) nodeFromMirror(m *mirrorRec) *node {
-	n := &node{key: rowKey(&m.Row), size: m.Size, mtime: fromNanos(m.Mtime), leaf: m.Leaf, anchor: s.sharedAnchor(m.Anchor)}
+	n := &node{key: rowKey(&m.Row), size: m.Size, mtime: m.Mtime, leaf: m.Leaf, anchor: s.sharedAnchor(m.Anchor)}
 	n.setRow(&m.Row)
 	return n
 }
@@ -160,9 +160,9 @@ func (s *Store) sharedAnchor(a vault.Anchor) *vault.Anchor {
 // nodeFromStaged is the node of r, a record as putStaged stored it or getStagedHead read it:
 // its Size and leaf are set.
 func nodeFromStaged(r *stagedRec, anchor *vault.Anchor) *node {
-	n := &node{key: rowKey(&r.Row), size: r.Size, mtime: fromNanos(r.Mtime),
-		staged: true, held: r.Held, leaf: r.rowLeaf(), anchor: anchor}
+	n := &node{key: rowKey(&r.Row), size: r.Size, mtime: r.Mtime, staged: true, leaf: r.rowLeaf(), anchor: anchor}
 	n.setRow(&r.Row)
+	n.setExtra(n.journal(), r.Held)
 	return n
 }
 
@@ -208,6 +208,7 @@ func (s *Store) loadInos(txn *badger.Txn) error {
 func (s *Store) loadRows(txn *badger.Txn) error {
 	t := s.t
 	anchors := map[string]*vault.Anchor{}
+	shared := sharedStrings{}
 	err := scanValues(txn, pMirror, func(k, v []byte) error {
 		var m mirrorRec
 		if err := decodeRecord(v, &m); err != nil {
@@ -215,6 +216,7 @@ func (s *Store) loadRows(txn *badger.Txn) error {
 		}
 		id := string(k[len(pMirror):])
 		n := s.nodeFromMirror(&m)
+		shared.share(n)
 		n.ino = t.inos[inoName(n.key)]
 		anchors[id] = n.anchor
 		s.leaves.add(id, m.Leaf)
@@ -234,11 +236,47 @@ func (s *Store) loadRows(txn *badger.Txn) error {
 			t.remove(key) // a null and an empty category share an id but not a directory
 		}
 		n := nodeFromStaged(r, anchors[id])
+		shared.share(n)
 		n.ino = t.inos[inoName(n.key)]
 		t.put(n)
 		s.stagedBytes += n.size
 		return nil
 	})
+}
+
+// sharedStrings gives the nodes a load reads one copy of each category and each short status
+// instead of one a row: a vault has few of either, and a mount keeps every row's.
+type sharedStrings struct {
+	cats   map[string]string
+	status map[string]*string
+}
+
+// maxSharedStatus bounds the statuses shared and their length: kint's are a short vocabulary,
+// and a vault that uses status as free text gains nothing from a table of them.
+const maxSharedStatus = 256
+
+func (ss *sharedStrings) share(n *node) {
+	if n.key.HasCategory {
+		if c, ok := ss.cats[n.key.Category]; ok {
+			n.key.Category = c
+		} else {
+			if ss.cats == nil {
+				ss.cats = map[string]string{}
+			}
+			ss.cats[n.key.Category] = n.key.Category
+		}
+	}
+	if n.status == nil || len(*n.status) > maxSharedStatus {
+		return
+	}
+	if p, ok := ss.status[*n.status]; ok {
+		n.status = p
+	} else if len(ss.status) < maxSharedStatus {
+		if ss.status == nil {
+			ss.status = map[string]*string{}
+		}
+		ss.status[*n.status] = n.status
+	}
 }
 
 // loadLocal reads the local-only files.
@@ -258,7 +296,7 @@ func (s *Store) loadLocal(txn *badger.Txn) error {
 			size = item.ValueSize()
 		}
 		lk := l.Key.key()
-		n := &node{key: lk, size: size, mtime: fromNanos(l.Mtime), ino: t.inos[inoName(lk)], status: l.Status, meta: l.Meta}
+		n := &node{key: lk, size: size, mtime: l.Mtime, ino: t.inos[inoName(lk)], status: l.Status, meta: l.Meta}
 		n.shareKeyCategory()
 		t.put(n)
 		return nil
@@ -437,7 +475,7 @@ func (s *Store) putLocalAttrs(txn *badger.Txn, apply *[]func(), k vault.Key, bod
 	if err := putLocalRec(txn, localID(k), &rec); err != nil {
 		return nil, err
 	}
-	n := &node{key: k, size: int64(len(body)), mtime: mtime, ino: ino, status: status, meta: meta}
+	n := &node{key: k, size: int64(len(body)), mtime: rec.Mtime, ino: ino, status: status, meta: meta}
 	n.shareKeyCategory()
 	*apply = append(*apply, func() { s.t.put(n) })
 	return n, nil

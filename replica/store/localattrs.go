@@ -221,17 +221,17 @@ func (s *Store) changeAttr(txn *badger.Txn, apply *[]func(), ino uint64, stored 
 // as a set time.
 func (s *Store) carryTimes(txn *badger.Txn, apply *[]func(), n, old *node, mtime *time.Time) error {
 	a, ok := s.attr(n.ino)
-	valid := ok && old != nil && a.holds(old.mtime, old.leaf)
+	valid := ok && old != nil && a.holds(old.modTime(), old.leaf)
 	switch {
-	case mtime != nil && (valid || nanos(*mtime) != nanos(n.mtime)):
+	case mtime != nil && (valid || nanos(*mtime) != n.mtime):
 		if !valid {
 			a.Atime = nanos(*mtime)
 		}
-		a.HasTimes, a.Mtime, a.Base, a.BaseLeaf = true, nanos(*mtime), nanos(n.mtime), n.leaf
+		a.HasTimes, a.Mtime, a.Base, a.BaseLeaf = true, nanos(*mtime), n.mtime, n.leaf
 	case mtime != nil:
 		return nil // the stored time is the write's
 	case valid:
-		a.Base, a.BaseLeaf = nanos(n.mtime), n.leaf
+		a.Base, a.BaseLeaf = n.mtime, n.leaf
 	}
 	a.Ctime = nanos(s.now())
 	return s.putAttr(txn, apply, n.ino, a)
@@ -246,7 +246,7 @@ func (s *Store) SetLocalAttrs(k vault.Key, ch vault.AttrChange) (*vault.Version,
 		if n == nil {
 			return vault.ErrNotFound
 		}
-		if err := s.changeAttr(txn, apply, n.ino, n.mtime, n.leaf, ch); err != nil {
+		if err := s.changeAttr(txn, apply, n.ino, n.modTime(), n.leaf, ch); err != nil {
 			return err
 		}
 		*apply = append(*apply, func() { v = s.dress(n.version()) })

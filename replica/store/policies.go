@@ -107,7 +107,7 @@ func (s *Store) appendByRename(from vault.Key) error {
 		if err != nil {
 			return fmt.Errorf("%w; the file is left where it was: fix it and move it again", err)
 		}
-		if _, err := s.appendJournalTx(txn, apply, row, src.mtime); err != nil {
+		if _, err := s.appendJournalTx(txn, apply, row, src.modTime()); err != nil {
 			return err
 		}
 		if err := s.step("journal"); err != nil {

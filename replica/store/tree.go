@@ -34,32 +34,65 @@ type nameKey struct {
 // the tier and key being those of key. It is one of the largest parts of a mount's memory (one
 // node a file), so it holds no seal.Row and only pointers to what most rows leave null.
 type node struct {
-	key     vault.Key
-	cat     *string      // the row's category (one of another tier may carry one too)
-	status  *string      // the row's status, or a local file's
-	meta    *string      // the row's meta, or a local file's
-	journal *journalVals // the event fields, for a row that has any (a journal event)
-	size    int64
-	mtime   time.Time
-	ino     uint64
+	key    vault.Key
+	cat    *string // the row's category (one of another tier may carry one too)
+	status *string // the row's status, or a local file's
+	meta   *string // the row's meta, or a local file's
+	extra  *nodeExtra
+	size   int64
+	mtime  int64 // nanoseconds since 1970 (modTime): a time.Time would take 24 bytes, not 8
+	ino    uint64
+	anchor *vault.Anchor
+	leaf   common.Hash
+	staged bool
+}
+
+// nodeExtra holds what few rows have, allocated only for those: the fields of a journal
+// event, and why a staged row is held.
+type nodeExtra struct {
+	journal *journalVals
 	held    string
-	anchor  *vault.Anchor
-	leaf    common.Hash
-	staged  bool
 }
 
 // journalVals are a row's ts, evaluated, acted, forward and extra.
 type journalVals [5]*string
 
+func (n *node) journal() *journalVals {
+	if n.extra == nil {
+		return nil
+	}
+	return n.extra.journal
+}
+
+func (n *node) held() string {
+	if n.extra == nil {
+		return ""
+	}
+	return n.extra.held
+}
+
+// setExtra sets the journal fields and the reason held, keeping an extra only when one is set.
+func (n *node) setExtra(j *journalVals, held string) {
+	if j == nil && held == "" {
+		n.extra = nil
+		return
+	}
+	n.extra = &nodeExtra{journal: j, held: held}
+}
+
+func (n *node) modTime() time.Time { return fromNanos(n.mtime) }
+
 // setRow keeps the fields of r but its tier, key and body; n.key is set.
 func (n *node) setRow(r *seal.Row) {
-	n.cat, n.status, n.meta, n.journal = r.Category, r.Status, r.Meta, nil
+	n.cat, n.status, n.meta = r.Category, r.Status, r.Meta
 	if n.key.HasCategory && r.Category != nil && n.key.Category == *r.Category {
 		n.cat = &n.key.Category // one string for both, not two
 	}
+	var j *journalVals
 	if r.TS != nil || r.Evaluated != nil || r.Acted != nil || r.Forward != nil || r.Extra != nil {
-		n.journal = &journalVals{r.TS, r.Evaluated, r.Acted, r.Forward, r.Extra} // allocated only for such a row
+		j = &journalVals{r.TS, r.Evaluated, r.Acted, r.Forward, r.Extra} // allocated only for such a row
 	}
+	n.setExtra(j, n.held())
 }
 
 // shareKeyCategory makes n's category its key's, for a file whose row fields come from its key.
@@ -73,7 +106,7 @@ func (n *node) shareKeyCategory() {
 // row is n's row without its body (null).
 func (n *node) row() seal.Row {
 	r := seal.Row{Tier: n.key.Tier, Key: n.key.Key, Category: n.cat, Status: n.status, Meta: n.meta}
-	if j := n.journal; j != nil {
+	if j := n.journal(); j != nil {
 		r.TS, r.Evaluated, r.Acted, r.Forward, r.Extra = j[0], j[1], j[2], j[3], j[4]
 	}
 	return r
@@ -83,8 +116,8 @@ func (n *node) row() seal.Row {
 func (n *node) id() string { return seal.CanonicalID(n.key.Tier, n.cat, n.key.Key) }
 
 func (n *node) version() *vault.Version {
-	v := &vault.Version{Key: n.key, Row: n.row(), Ino: n.ino, Size: n.size, Mtime: n.mtime,
-		Staged: n.staged, Held: n.held, Leaf: n.leaf}
+	v := &vault.Version{Key: n.key, Row: n.row(), Ino: n.ino, Size: n.size, Mtime: n.modTime(),
+		Staged: n.staged, Held: n.held(), Leaf: n.leaf}
 	if n.anchor != nil {
 		a := *n.anchor
 		v.Anchor = &a
@@ -118,7 +151,7 @@ type inoWas struct {
 
 // weight is what n adds to anchorable.
 func (n *node) weight() int64 {
-	if n.staged && n.held == "" && !n.key.Local {
+	if n.staged && n.held() == "" && !n.key.Local {
 		return n.size
 	}
 	return 0
@@ -128,7 +161,7 @@ func (n *node) weight() int64 {
 func (t *tree) setHeld(k vault.Key, reason string) {
 	if n := t.get(k); n != nil {
 		t.anchorable -= n.weight()
-		n.held = reason
+		n.setExtra(n.journal(), reason)
 		t.anchorable += n.weight()
 	}
 }

@@ -185,7 +185,7 @@ func (s *Store) write(k vault.Key, content []byte, mtime time.Time, perm *uint32
 			if err := s.step("create"); err != nil {
 				return err
 			}
-			if err := s.changeAttr(txn, apply, n.ino, n.mtime, n.leaf, vault.AttrChange{Perm: perm, Create: true}); err != nil {
+			if err := s.changeAttr(txn, apply, n.ino, n.modTime(), n.leaf, vault.AttrChange{Perm: perm, Create: true}); err != nil {
 				return err
 			}
 		}
@@ -335,13 +335,13 @@ func (s *Store) renameTx(txn *badger.Txn, apply *[]func(), from, to vault.Key, k
 	}
 	var n *node
 	if to.Local {
-		n, err = s.putLocalAttrs(txn, apply, to, content, src.mtime, src.status, src.meta)
+		n, err = s.putLocalAttrs(txn, apply, to, content, src.modTime(), src.status, src.meta)
 	} else {
 		row := renamedRow(from, to, src, dst, trashed, content)
 		if keep {
 			s.keepReplacedAttrs(&row, from, to, src, dst)
 		}
-		n, err = s.stagePut(txn, apply, row, src.mtime)
+		n, err = s.stagePut(txn, apply, row, src.modTime())
 	}
 	if err == nil {
 		err = s.step("rename")
@@ -459,7 +459,7 @@ func (s *Store) SetAttr(k vault.Key, name string, value *string) error {
 		} else {
 			row.Meta = value
 		}
-		nn, err := s.stagePut(txn, apply, row, n.mtime)
+		nn, err := s.stagePut(txn, apply, row, n.modTime())
 		if err != nil {
 			return err
 		}

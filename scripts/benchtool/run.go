@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"kintfs/chain/devchain/devinfo"
 )
 
 // benchConfig holds the sizes and knobs of a run, read from the environment (see
@@ -186,6 +188,10 @@ func (b *bench) run() error {
 	b.bt = filepath.Join(b.work, "benchtool")
 	say("building kintfs and benchtool into %s", b.work)
 	if err := runQuiet("go", "build", "-o", b.bin, "./cmd/kintfs"); err != nil {
+		return err
+	}
+	// the dev chain's program, beside kintfs as make build puts it
+	if err := runQuiet("go", "build", "-o", filepath.Join(b.work, devinfo.Program), "./cmd/kintfs/devchain"); err != nil {
 		return err
 	}
 	if err := copyFile(self, b.bt, 0o755); err != nil {
