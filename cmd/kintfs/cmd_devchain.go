@@ -57,8 +57,8 @@ func runDevchain(cio *cmdIO, o *devinfo.Options, args []string) error {
 // make install put it, else on PATH.
 func devchainProgram() (string, error) {
 	if exe, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(exe), devinfo.Program)
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+		// a path with a slash is only checked: a file that this user may run
+		if p, err := exec.LookPath(filepath.Join(filepath.Dir(exe), devinfo.Program)); err == nil {
 			return p, nil
 		}
 	}
