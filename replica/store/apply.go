@@ -219,11 +219,7 @@ func (s *Store) applyFailed(info vault.EpochInfo, redo bool, err error) error {
 // forgetInos drops the inode numbers handed out since saved in a transaction that failed:
 // they were never persisted.
 func (s *Store) forgetInos(saved uint64) {
-	for name, n := range s.t.inos {
-		if n >= saved {
-			delete(s.t.inos, name)
-		}
-	}
+	s.t.inos.forgetFrom(saved)
 	s.t.inoNext = saved
 }
 

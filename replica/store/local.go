@@ -198,10 +198,12 @@ func (s *Store) loadInos(txn *badger.Txn) error {
 		}
 		t.inoNext = binary.BigEndian.Uint64(next[:])
 	}
-	return scanPrefix(txn, pIno, func(k, v []byte) error {
-		t.inos[string(k[len(pIno):])] = binary.BigEndian.Uint64(v)
+	err := scanPrefix(txn, pIno, func(k, v []byte) error {
+		t.inos.load(k[len(pIno):], binary.BigEndian.Uint64(v))
 		return nil
 	})
+	t.inos.loaded()
+	return err
 }
 
 // loadRows reads the mirror, with its leaves, and the staged rows over it.
@@ -217,7 +219,7 @@ func (s *Store) loadRows(txn *badger.Txn) error {
 		id := string(k[len(pMirror):])
 		n := s.nodeFromMirror(&m)
 		shared.share(n)
-		n.ino = t.inos[inoName(n.key)]
+		n.ino = t.inoOf(inoName(n.key))
 		anchors[id] = n.anchor
 		s.leaves.add(id, m.Leaf)
 		t.put(n)
@@ -237,7 +239,7 @@ func (s *Store) loadRows(txn *badger.Txn) error {
 		}
 		n := nodeFromStaged(r, anchors[id])
 		shared.share(n)
-		n.ino = t.inos[inoName(n.key)]
+		n.ino = t.inoOf(inoName(n.key))
 		t.put(n)
 		s.stagedBytes += n.size
 		return nil
@@ -296,7 +298,7 @@ func (s *Store) loadLocal(txn *badger.Txn) error {
 			size = item.ValueSize()
 		}
 		lk := l.Key.key()
-		n := &node{key: lk, size: size, mtime: l.Mtime, ino: t.inos[inoName(lk)], status: l.Status, meta: l.Meta}
+		n := &node{key: lk, size: size, mtime: l.Mtime, ino: t.inoOf(inoName(lk)), status: l.Status, meta: l.Meta}
 		n.shareKeyCategory()
 		t.put(n)
 		return nil
@@ -330,13 +332,7 @@ func (s *Store) updateNoSync(fn func(txn *badger.Txn, apply *[]func()) error) (n
 	n, err = s.db.commit(func(txn *badger.Txn) error { return fn(txn, &apply) })
 	if err != nil {
 		s.t.rollbackInos()
-		// inode numbers handed out in a failed transaction were never persisted
-		for name, n := range s.t.inos {
-			if n >= saved {
-				delete(s.t.inos, name)
-			}
-		}
-		s.t.inoNext = saved
+		s.forgetInos(saved)
 		return 0, err
 	}
 	for _, f := range apply {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -318,5 +319,62 @@ func TestApplyEpochHistoryAndConflicts(t *testing.T) {
 	}
 	if h, _ := r.MirrorHead(); h.Seq != 2 {
 		t.Fatalf("mirror moved to %d", h.Seq)
+	}
+}
+
+// TestInodesAcrossReopenManyNames checks the inode numbers a reopened store reads back (the
+// packed names of inoTable, many blocks of them) against those it handed out: every row and
+// category keeps its number, a renamed row takes its number along, a removed row's name keeps
+// its number for the next file of that name, and a new name gets a number of its own.
+func TestInodesAcrossReopenManyNames(t *testing.T) {
+	dir := t.TempDir()
+	s, err := OpenStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inos := map[vault.Key]uint64{}
+	for i := 0; i < 200; i++ {
+		k := vault.Key{Tier: seal.TierEntity, Key: fmt.Sprintf("row-%03d.json", i)}.InCategory(cat(fmt.Sprintf("cat%d", i%7)))
+		inos[k] = mustWrite(t, s, k, `{"n":1}`).Ino
+	}
+	catIno := s.DirIno(seal.TierEntity, cat("cat3"))
+	moved := vault.Key{Tier: seal.TierEntity, Key: "row-010.json"}.InCategory(cat("cat3"))
+	movedTo := vault.Key{Tier: seal.TierEntity, Key: "moved.json"}.InCategory(cat("cat3"))
+	gone := vault.Key{Tier: seal.TierEntity, Key: "row-011.json"}.InCategory(cat("cat4"))
+	if err := s.Rename(moved, movedTo); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Remove(gone); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if s, err = OpenStore(dir); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for k, ino := range inos {
+		switch k {
+		case moved:
+			if v, err := s.Get(movedTo); err != nil || v.Ino != ino {
+				t.Fatalf("renamed row after reopen: %+v %v, its number was %d", v, err, ino)
+			}
+		case gone:
+			if v := mustWrite(t, s, k, `{"n":2}`); v.Ino != ino {
+				t.Fatalf("a file made again under a removed row's name got %d, the name had %d", v.Ino, ino)
+			}
+		default:
+			if v, err := s.Get(k); err != nil || v.Ino != ino {
+				t.Fatalf("%v after reopen: %+v %v, its number was %d", k, v, err, ino)
+			}
+		}
+	}
+	if got := s.DirIno(seal.TierEntity, cat("cat3")); got != catIno {
+		t.Fatalf("category number after reopen %d, was %d", got, catIno)
+	}
+	fresh := mustWrite(t, s, moved, `{"n":3}`).Ino
+	for k, ino := range inos {
+		if ino == fresh && k != moved {
+			t.Fatalf("the name a rename left got %d, the number of %v", fresh, k)
+		}
 	}
 }

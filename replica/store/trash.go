@@ -134,7 +134,7 @@ func (s *Store) TrashRmdir(path string) error {
 		if err := txn.Delete([]byte(pTrashDir + path)); err != nil {
 			return err
 		}
-		ino, ok := s.t.inos[dirInoName(vault.TrashTier, &path)]
+		ino, ok := s.t.inos.get(dirInoName(vault.TrashTier, &path))
 		if ok {
 			if err := s.dropAttr(txn, apply, ino); err != nil {
 				return err

@@ -132,7 +132,7 @@ type tree struct {
 	dirs    map[dirKey]map[nameKey]*node
 	cats    map[string]int  // entity category -> rows (and local files) in it
 	madeCat map[string]bool // categories made by mkdir
-	inos    map[string]uint64
+	inos    inoTable
 	inoNext uint64
 	// anchorable is the content bytes of the staged rows that are not held: what the size
 	// trigger counts. A held row waits for a new version and must not set it off.
@@ -168,7 +168,7 @@ func (t *tree) setHeld(k vault.Key, reason string) {
 
 func newTree() *tree {
 	return &tree{dirs: map[dirKey]map[nameKey]*node{}, cats: map[string]int{},
-		madeCat: map[string]bool{}, inos: map[string]uint64{}, inoNext: 100}
+		madeCat: map[string]bool{}, inoNext: 100}
 }
 
 func rowKey(r *seal.Row) vault.Key {
@@ -206,7 +206,7 @@ func localID(k vault.Key) string {
 // ino returns the inode number for name, allocating and persisting a new one in txn when the
 // name has none yet. Callers hold t.mu for writing.
 func (t *tree) ino(txn *badger.Txn, name string) (uint64, error) {
-	if n, ok := t.inos[name]; ok {
+	if n, ok := t.inos.get(name); ok {
 		return n, nil
 	}
 	n := t.inoNext
@@ -217,8 +217,14 @@ func (t *tree) ino(txn *badger.Txn, name string) (uint64, error) {
 		return 0, err
 	}
 	t.inoNext = n + 1
-	t.inos[name] = n
+	t.inos.set(name, n)
 	return n, nil
+}
+
+// inoOf is the number of name, or 0 when it has none.
+func (t *tree) inoOf(name string) uint64 {
+	n, _ := t.inos.get(name)
+	return n
 }
 
 // moveIno gives the number of the name from to the name to, in txn and in memory (undone by
@@ -226,7 +232,7 @@ func (t *tree) ino(txn *badger.Txn, name string) (uint64, error) {
 // none until a new file takes it. ok is false when from has no number. Callers hold t.mu for
 // writing.
 func (t *tree) moveIno(txn *badger.Txn, from, to string) (n uint64, ok bool, err error) {
-	n, ok = t.inos[from]
+	n, ok = t.inos.get(from)
 	if !ok || from == to {
 		return n, ok, nil
 	}
@@ -238,8 +244,8 @@ func (t *tree) moveIno(txn *badger.Txn, from, to string) (n uint64, ok bool, err
 	}
 	t.noteIno(from)
 	t.noteIno(to)
-	t.inos[to] = n
-	delete(t.inos, from)
+	t.inos.set(to, n)
+	t.inos.del(from)
 	return n, true, nil
 }
 
@@ -248,7 +254,7 @@ func (t *tree) noteIno(name string) {
 		t.inoUndo = map[string]inoWas{}
 	}
 	if _, ok := t.inoUndo[name]; !ok {
-		n, had := t.inos[name]
+		n, had := t.inos.get(name)
 		t.inoUndo[name] = inoWas{n, had}
 	}
 }
@@ -257,9 +263,9 @@ func (t *tree) noteIno(name string) {
 func (t *tree) rollbackInos() {
 	for name, w := range t.inoUndo {
 		if w.had {
-			t.inos[name] = w.n
+			t.inos.set(name, w.n)
 		} else {
-			delete(t.inos, name)
+			t.inos.del(name)
 		}
 	}
 	t.inoUndo = nil
@@ -345,7 +351,7 @@ func (t *tree) list(tier string, cat *string) []vault.Dirent {
 		}
 		for c := range seen {
 			cc := c
-			out = append(out, vault.Dirent{Name: c, Dir: true, Ino: t.inos[dirInoName(tier, &cc)]})
+			out = append(out, vault.Dirent{Name: c, Dir: true, Ino: t.inoOf(dirInoName(tier, &cc))})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {

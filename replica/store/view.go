@@ -99,7 +99,7 @@ func (s *Store) CategoryCount() (int, error) {
 func (s *Store) DirIno(tier string, category *string) uint64 {
 	name := dirInoName(tier, category)
 	s.t.mu.RLock()
-	n, ok := s.t.inos[name]
+	n, ok := s.t.inos.get(name)
 	s.t.mu.RUnlock()
 	if ok {
 		return n
