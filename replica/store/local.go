@@ -95,7 +95,7 @@ func OpenStore(dir string) (*Store, error) {
 		return nil, fmt.Errorf("upgrade state database: %w", err)
 	}
 	s := &Store{db: db, t: newTree(), anchors: map[uint64]*vault.Anchor{}, release: release, StagingCap: DefaultStagingCap, now: time.Now,
-		sealing: map[string]bool{}, attrs: attrTable{}, trashDirs: map[string]bool{}, moved: map[vault.Key]movedAttrs{}}
+		sealing: map[string]bool{}, trashDirs: map[string]bool{}, moved: map[vault.Key]movedAttrs{}}
 	if err := s.load(); err != nil {
 		release.Stop()
 		db.Close()

@@ -2,6 +2,8 @@ package store
 
 import (
 	"bytes"
+	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -141,5 +143,60 @@ func TestLocalTimesFollowContent(t *testing.T) {
 	}
 	if v, _ := r.Get(vault.Key{Tier: "state", Key: "c"}); !v.Mtime.Equal(later) {
 		t.Fatalf("after writing the anchored content back: %v (staged %v), want %v", v.Mtime, v.Staged, later)
+	}
+}
+
+// TestAttrTableModel runs seeded random loads, puts and drops on an attrTable and on a map,
+// the model it stands for, and checks after every step that both hold the same attributes.
+func TestAttrTableModel(t *testing.T) {
+	for seed := uint64(1); seed <= 40; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		rec := func() attrRec {
+			a := attrRec{HasPerm: rng.IntN(2) == 0, Perm: uint32(rng.IntN(0o777)), Chmod: rng.IntN(3) == 0, Ctime: rng.Int64()}
+			if rng.IntN(3) == 0 {
+				a.HasTimes, a.Mtime, a.Atime, a.Base = true, rng.Int64(), rng.Int64(), rng.Int64()
+				a.BaseLeaf[rng.IntN(32)] = byte(rng.IntN(256))
+			}
+			return a
+		}
+		model := map[uint64]attrRec{}
+		var tab attrTable
+		for ino := uint64(100); ino < 160; ino++ {
+			if rng.IntN(2) == 0 {
+				continue
+			}
+			at := ino
+			if rng.IntN(10) == 0 {
+				at = 100 + uint64(rng.IntN(60)) // out of order, or a number loaded already
+			}
+			a := rec()
+			tab.load(at, a)
+			model[at] = a
+		}
+		tab.loaded()
+		check := func(step string) {
+			t.Helper()
+			for ino := uint64(90); ino < 170; ino++ {
+				got, ok := tab.get(ino)
+				want, wok := model[ino]
+				if ok != wok || got != want {
+					t.Fatalf("seed %d, after %s: %d is (%+v, %v), the model has (%+v, %v)", seed, step, ino, got, ok, want, wok)
+				}
+			}
+		}
+		check("the load")
+		for step := 0; step < 300; step++ {
+			ino := 90 + uint64(rng.IntN(80))
+			if rng.IntN(3) == 0 {
+				tab.del(ino)
+				delete(model, ino)
+				check(fmt.Sprintf("del %d", ino))
+				continue
+			}
+			a := rec()
+			tab.put(ino, a)
+			model[ino] = a
+			check(fmt.Sprintf("put %d", ino))
+		}
 	}
 }
