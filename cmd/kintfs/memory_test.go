@@ -38,8 +38,8 @@ func TestCollectOftenWhileLoading(t *testing.T) {
 	}
 }
 
-// TestMountGCPercent: 50 while the live heap is at most twice mountHeadroom, a quarter once it
-// is four times as large, and in between the percent that leaves mountHeadroom of garbage.
+// TestMountGCPercent: 50 while the live heap is at most twice mountHeadroom, a tenth once it
+// is ten times as large, and in between the percent that leaves mountHeadroom of garbage.
 func TestMountGCPercent(t *testing.T) {
 	for _, c := range []struct {
 		live uint64
@@ -47,7 +47,8 @@ func TestMountGCPercent(t *testing.T) {
 	}{
 		{0, 50}, {1, 50}, {mountHeadroom, 50}, {2*mountHeadroom - 1, 50}, {2 * mountHeadroom, 50},
 		{2*mountHeadroom + 1 + mountHeadroom/50, 49}, {3 * mountHeadroom, 33},
-		{4*mountHeadroom - 1, 25}, {4 * mountHeadroom, 25}, {4*mountHeadroom + 1, 25}, {1 << 40, 25},
+		{4 * mountHeadroom, 25}, {8 * mountHeadroom, 12}, {10*mountHeadroom - 1, 10}, {10 * mountHeadroom, 10},
+		{10*mountHeadroom + 1, 10}, {20 * mountHeadroom, 10}, {1 << 40, 10},
 	} {
 		if got := mountGCPercent(c.live); got != c.want {
 			t.Errorf("mountGCPercent(%d) = %d, want %d", c.live, got, c.want)
@@ -62,8 +63,8 @@ func gcPercent() int {
 	return int(s[0].Value.Uint64())
 }
 
-// TestFollowLiveHeap: the target goes down to 25 while the live heap holds more than four
-// times mountHeadroom, back to 50 once it is small again, and stays once the context ends.
+// TestFollowLiveHeap: the target goes down to its floor while the live heap holds more than
+// ten times mountHeadroom, back to 50 once it is small again, and stays once the context ends.
 func TestFollowLiveHeap(t *testing.T) {
 	before := debug.SetGCPercent(50)
 	defer debug.SetGCPercent(before)
@@ -80,8 +81,8 @@ func TestFollowLiveHeap(t *testing.T) {
 		}
 		t.Fatalf("the GC target is %d with %d bytes live, want %d", gcPercent(), liveHeap(), want)
 	}
-	held := make([]byte, 5*mountHeadroom)
-	waitFor(25)
+	held := make([]byte, 12*mountHeadroom)
+	waitFor(minMountGCPercent)
 	runtime.KeepAlive(held)
 	waitFor(50)
 	cancel()
