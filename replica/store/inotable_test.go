@@ -44,18 +44,11 @@ func TestInoTableModel(t *testing.T) {
 		}
 		tab.loaded()
 		loadNext := next // what the store's counter would be at the load
-		check := func(step string) {
-			t.Helper()
-			for _, name := range testInoNames {
-				for _, n := range []string{name, "z" + name} {
-					got, ok := tab.get(n)
-					want, wok := model[n]
-					if got != want || ok != wok {
-						t.Fatalf("seed %d, after %s: %q is (%d, %v), the model has (%d, %v)", seed, step, n, got, ok, want, wok)
-					}
-				}
-			}
+		var keys []string
+		for _, name := range testInoNames {
+			keys = append(keys, name, "z"+name)
 		}
+		check := func(step string) { t.Helper(); matchesModel(t, seed, step, keys, tab.get, model) }
 		check("the load")
 
 		for step := 0; step < 300; step++ {

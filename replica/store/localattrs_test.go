@@ -174,16 +174,11 @@ func TestAttrTableModel(t *testing.T) {
 			model[at] = a
 		}
 		tab.loaded()
-		check := func(step string) {
-			t.Helper()
-			for ino := uint64(90); ino < 170; ino++ {
-				got, ok := tab.get(ino)
-				want, wok := model[ino]
-				if ok != wok || got != want {
-					t.Fatalf("seed %d, after %s: %d is (%+v, %v), the model has (%+v, %v)", seed, step, ino, got, ok, want, wok)
-				}
-			}
+		var inos []uint64
+		for ino := uint64(90); ino < 170; ino++ {
+			inos = append(inos, ino)
 		}
+		check := func(step string) { t.Helper(); matchesModel(t, seed, step, inos, tab.get, model) }
 		check("the load")
 		for step := 0; step < 300; step++ {
 			ino := 90 + uint64(rng.IntN(80))

@@ -65,3 +65,15 @@ func reopenTestStore(t testing.TB, r *testStore) *testStore {
 func (r *testStore) epochContext(seq uint64, prev [32]byte) seal.EpochContext {
 	return seal.EpochContext{ChainID: 1337, Owner: r.owner, Space: r.vault.Space, Seq: seq, Prev: prev}
 }
+
+// matchesModel fails t unless get gives, for every key of keys, what the map model holds.
+func matchesModel[K comparable, V comparable](t testing.TB, seed uint64, step string, keys []K, get func(K) (V, bool), model map[K]V) {
+	t.Helper()
+	for _, k := range keys {
+		got, ok := get(k)
+		want, wok := model[k]
+		if got != want || ok != wok {
+			t.Fatalf("seed %d, after %s: %v is (%+v, %v), the model has (%+v, %v)", seed, step, k, got, ok, want, wok)
+		}
+	}
+}
