@@ -38,12 +38,15 @@ const (
 // worker seals and anchors staged rows after a quiet period and polls the head. FUSE requests
 // never wait on it; only a ctl command does, by choice.
 type worker struct {
-	r     *Replica
-	o     WorkerOptions
-	kick  chan struct{}
-	stop  chan struct{}
-	done  chan struct{}
-	once  sync.Once
+	r    *Replica
+	o    WorkerOptions
+	kick chan struct{}
+	stop chan struct{}
+	done chan struct{}
+	once sync.Once
+	// exit is the deadline of the flush StopWorker makes, set before stop closes: a flush
+	// running then goes on until it ends (see attempt).
+	exit  context.Context
 	retry time.Duration
 	// liveKick carries a subscription's wake-ups; liveDone closes when its goroutine ends
 	liveKick chan uint64
@@ -234,7 +237,13 @@ func (r *Replica) StopWorker(ctx context.Context) error {
 	if w == nil {
 		return nil
 	}
-	w.once.Do(func() { close(w.stop) })
+	w.once.Do(func() {
+		w.exit = ctx
+		if r.noExitFlush.Load() {
+			w.exit = canceled // no-flush: a flush running stops at once
+		}
+		close(w.stop)
+	})
 	<-w.done
 	<-w.liveDone
 	if r.Client() == nil || r.opt.ReadOnly || r.noExitFlush.Load() {
@@ -282,7 +291,7 @@ func (w *worker) run() {
 				w.noteNext(w.o.Quiet, fmt.Sprintf("quiet period (%s after the last change; at once past %d staged bytes, %d now)", w.o.Quiet, w.o.SizeTrigger, n))
 			}
 		case <-quiet.C:
-			if err := w.attempt(w.r.Flush); err != nil {
+			if err := w.attemptFlush(); err != nil {
 				d := w.backoff()
 				quiet.Reset(d)
 				w.noteNext(d, "retry after a failed flush")
@@ -320,13 +329,35 @@ func (w *worker) backfillStep() bool {
 	return rep.Recorded > 0 && rep.Missing > 0
 }
 
-// attempt runs one operation under its own deadline, logging a failure.
-func (w *worker) attempt(op func(context.Context) error) error {
+// canceled is a context that is done already.
+var canceled = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
+
+// attempt runs one operation under its own deadline, logging a failure; the worker's stop
+// cancels it.
+func (w *worker) attempt(op func(context.Context) error) error { return w.run1(op, false) }
+
+// attemptFlush is attempt for a flush, which the worker's stop does not cancel: it goes on
+// under the deadline of the flush StopWorker makes, unless no-flush was asked. Cancelled, its
+// epochs already sent would wait in the push journal, and the flush on unmount would settle
+// them one at a time, a block each, before it could send anything else.
+func (w *worker) attemptFlush() error { return w.run1(w.r.Flush, true) }
+
+func (w *worker) run1(op func(context.Context) error, finishOnStop bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), w.o.OpTimeout)
 	defer cancel()
 	go func() {
 		select {
 		case <-w.stop:
+			if finishOnStop {
+				select {
+				case <-w.exit.Done():
+				case <-ctx.Done():
+				}
+			}
 			cancel()
 		case <-ctx.Done():
 		}
