@@ -389,3 +389,37 @@ func TestPushJournalsSealedEpochsTogether(t *testing.T) {
 	}
 	w.check("after the push", r, paths)
 }
+
+// TestPushBackToBackOnPacedDevChain: on the dev chain as kintfs devchain and mount --dev run
+// it (a block as soon as a transaction comes, then its confirmations, paced to the wall
+// clock), the epochs a push sends back to back share blocks. The chain used to take each
+// send only after the blocks of the one before: 20 epochs took 3 blocks each, about a minute.
+func TestPushBackToBackOnPacedDevChain(t *testing.T) {
+	dc, err := devchain.Start(devchain.Config{DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", MaxLead: devchain.DefaultMaxLead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dc.Close() })
+	e := &chainEnv{t: t, dc: dc, owner: devchain.AccountKey(0), contract: dc.Contract(), rpc: dc.Info().RPC, tenant: "paced"}
+	r := e.machine()
+	w := &writer{t: t, r: r, m: model{}}
+	stageNoise(t, w, "paced", 80)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	start := time.Now()
+	rep, err := r.Push(ctx, PushOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := map[uint64]bool{}
+	for _, ep := range rep.Epochs {
+		blocks[ep.Block] = true
+	}
+	t.Logf("%d epochs in %d blocks, %v", len(rep.Epochs), len(blocks), time.Since(start).Round(time.Millisecond))
+	if len(rep.Epochs) != 20 {
+		t.Fatalf("%d epochs, want 20", len(rep.Epochs))
+	}
+	if len(blocks) > 4 {
+		t.Fatalf("20 epochs sent back to back landed in %d blocks, want at most 4 (16 may be in flight at once)", len(blocks))
+	}
+}

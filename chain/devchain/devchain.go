@@ -6,7 +6,7 @@
 //
 // Blocks: with Period > 0 a block is sealed every Period seconds, transactions or not.
 // With Period 0 (the default) a block is sealed as soon as a transaction arrives, then
-// Confirmations-1 empty blocks right after it, so that a push waiting for up to
+// Confirmations-1 empty blocks right after the last block that carried any, so that a push waiting for up to
 // Confirmations confirmations (default 3; kint's default is 2) is answered at once
 // instead of waiting for the next transaction. Waiting for more needs Commit (which
 // seals an empty block on demand), other traffic, or a Period.
@@ -116,6 +116,9 @@ type DevChain struct {
 	wake      chan struct{}
 	commitReq chan chan struct{}
 	syncReq   chan chan struct{}
+	// owed is how many empty blocks the last block with transactions still waits for, to
+	// reach Confirmations; only seal touches it.
+	owed      int
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 	closeErr  error
@@ -446,9 +449,18 @@ func (d *DevChain) keepToWallClock() {
 	}
 	t := time.NewTimer(wait)
 	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-d.quit:
+	for {
+		select {
+		case <-t.C:
+			return
+		case <-d.quit:
+			return
+		case done := <-d.syncReq:
+			// a transaction sent meanwhile goes in now, and into the block after this wait:
+			// held until the whole burst was sealed, each send took a burst of its own
+			d.eth.TxPool().Sync()
+			close(done)
+		}
 	}
 }
 
@@ -462,30 +474,40 @@ func (d *DevChain) persist() {
 	}
 }
 
-// sealPending seals blocks until no executable transaction is left, then the empty
-// blocks that give them their confirmations.
+// sealPending seals blocks until no executable transaction is left, then the empty blocks
+// that give them their confirmations. A transaction sent while those are sealed (a push
+// sends its epochs back to back) goes into the next one, which owes its confirmations again.
+// A burst longer than maxDrain blocks goes on after the requests waiting on seal.
 func (d *DevChain) sealPending() {
 	pool := d.eth.TxPool()
 	if err := pool.Sync(); err != nil { // promote what just arrived
 		return
 	}
-	sealed := 0
-	for ; sealed < maxDrain; sealed++ {
-		if executable, _ := pool.Stats(); executable == 0 {
-			break
+	executable := func() bool { n, _ := pool.Stats(); return n > 0 }
+	for sealed := 0; executable() || d.owed > 0; sealed++ {
+		if sealed == maxDrain {
+			d.rewake() // the rest of the burst, after the requests waiting on this goroutine
+			return
 		}
-		d.commit()
-	}
-	if sealed == 0 {
-		return
-	}
-	for i := 1; i < d.cfg.Confirmations; i++ {
 		select {
 		case <-d.quit:
 			return
 		default:
 		}
 		d.commit()
+		if d.eth.BlockChain().CurrentBlock().TxHash != types.EmptyTxsHash {
+			d.owed = d.cfg.Confirmations - 1 // the empty blocks that confirm it
+		} else if d.owed > 0 {
+			d.owed--
+		}
+	}
+}
+
+// rewake has seal call sealPending again.
+func (d *DevChain) rewake() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
 	}
 }
 
