@@ -45,7 +45,7 @@ type worker struct {
 	done chan struct{}
 	once sync.Once
 	// exit is the deadline of the flush StopWorker makes, set before stop closes: a flush
-	// running then goes on until it ends (see attempt).
+	// running then goes on until it ends or exit does (see attemptFlush).
 	exit  context.Context
 	retry time.Duration
 	// liveKick carries a subscription's wake-ups; liveDone closes when its goroutine ends
@@ -338,15 +338,15 @@ var canceled = func() context.Context {
 
 // attempt runs one operation under its own deadline, logging a failure; the worker's stop
 // cancels it.
-func (w *worker) attempt(op func(context.Context) error) error { return w.run1(op, false) }
+func (w *worker) attempt(op func(context.Context) error) error { return w.runOp(op, false) }
 
 // attemptFlush is attempt for a flush, which the worker's stop does not cancel: it goes on
 // under the deadline of the flush StopWorker makes, unless no-flush was asked. Cancelled, its
 // epochs already sent would wait in the push journal, and the flush on unmount would settle
 // them one at a time, a block each, before it could send anything else.
-func (w *worker) attemptFlush() error { return w.run1(w.r.Flush, true) }
+func (w *worker) attemptFlush() error { return w.runOp(w.r.Flush, true) }
 
-func (w *worker) run1(op func(context.Context) error, finishOnStop bool) error {
+func (w *worker) runOp(op func(context.Context) error, finishOnStop bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), w.o.OpTimeout)
 	defer cancel()
 	go func() {
