@@ -6,9 +6,9 @@
 //
 // Blocks: with Period > 0 a block is sealed every Period seconds, transactions or not.
 // With Period 0 (the default) a block is sealed as soon as a transaction arrives, then
-// Confirmations-1 empty blocks right after the last block that carried any, so that a push waiting for up to
-// Confirmations confirmations (default 3; kint's default is 2) is answered at once
-// instead of waiting for the next transaction. Waiting for more needs Commit (which
+// Confirmations-1 empty blocks right after the last block that carried any, so that a push
+// waiting for up to Confirmations confirmations (default 3; kint's default is 2) is answered
+// at once instead of waiting for the next transaction. Waiting for more needs Commit (which
 // seals an empty block on demand), other traffic, or a Period.
 //
 // Block timestamps are whole seconds and must increase, so a burst of blocks runs the
@@ -94,7 +94,8 @@ const (
 	// devGasLimit is fixed (not taken from go-ethereum's defaults) so the genesis, and so
 	// the chain, stays the same across go-ethereum upgrades.
 	devGasLimit = 60_000_000
-	// maxDrain bounds the blocks sealed for one burst of transactions.
+	// maxDrain bounds the blocks one call of sealPending seals before the requests waiting
+	// on the sealing goroutine (Commit, a send's pool sync) have their turn.
 	maxDrain = 16
 	// deployTimeout bounds the wait for the contract deployment on first start.
 	deployTimeout = 60 * time.Second
