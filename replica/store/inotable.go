@@ -20,7 +20,6 @@ type inoTable struct {
 	data    []byte   // the base names: per name, uvarint shared prefix, uvarint rest, the rest
 	blocks  []uint32 // where each block of inoBlock names starts in data
 	nums    []uint32 // each base name's number
-	count   int      // base names
 	last    []byte   // the last name loaded (only during a load)
 	changed map[string]inoChange
 }
@@ -78,12 +77,13 @@ func (t *inoTable) forgetFrom(first uint64) {
 // the packed form cannot hold (a number past 32 bits, a block past 4 GiB), goes with the
 // changes.
 func (t *inoTable) load(name []byte, n uint64) {
-	if (t.count > 0 && string(t.last) >= string(name)) || n > math.MaxUint32 || len(t.data)+len(name)+20 > math.MaxUint32 {
+	// 20: the two uvarints before the name take at most 10 bytes each
+	if (len(t.nums) > 0 && string(t.last) >= string(name)) || n > math.MaxUint32 || len(t.data)+len(name)+20 > math.MaxUint32 {
 		t.set(string(name), n)
 		return
 	}
 	shared := 0
-	if t.count%inoBlock == 0 {
+	if len(t.nums)%inoBlock == 0 {
 		t.blocks = append(t.blocks, uint32(len(t.data)))
 	} else {
 		for shared < len(name) && shared < len(t.last) && name[shared] == t.last[shared] {
@@ -95,22 +95,18 @@ func (t *inoTable) load(name []byte, n uint64) {
 	t.data = append(t.data, name[shared:]...)
 	t.nums = append(t.nums, uint32(n))
 	t.last = append(t.last[:0], name...)
-	t.count++
 }
 
 // loaded trims the packed names' spare capacity once the load is done.
 func (t *inoTable) loaded() {
-	t.data = slices.Clip(append([]byte(nil), t.data...))
-	t.blocks = slices.Clip(append([]uint32(nil), t.blocks...))
-	t.nums = slices.Clip(append([]uint32(nil), t.nums...))
-	t.last = nil
+	t.data, t.blocks, t.nums, t.last = slices.Clone(t.data), slices.Clone(t.blocks), slices.Clone(t.nums), nil
 }
 
 // walk decodes the names of block b, in order, into name (a buffer of the caller's) until
 // fn returns false; fn gets each name's index.
 func (t *inoTable) walk(b int, name []byte, fn func(i int, name []byte) bool) {
 	off := int(t.blocks[b])
-	for i := b * inoBlock; i < t.count && i < (b+1)*inoBlock; i++ {
+	for i := b * inoBlock; i < len(t.nums) && i < (b+1)*inoBlock; i++ {
 		shared, n := binary.Uvarint(t.data[off:])
 		off += n
 		rest, n := binary.Uvarint(t.data[off:])

@@ -84,8 +84,7 @@ func (t *attrTable) load(ino uint64, a attrRec) {
 
 // loaded trims the arrays' spare capacity once the load is done.
 func (t *attrTable) loaded() {
-	t.inos = slices.Clip(append([]uint64(nil), t.inos...))
-	t.slots = slices.Clip(append([]attrSlot(nil), t.slots...))
+	t.inos, t.slots = slices.Clone(t.inos), slices.Clone(t.slots)
 }
 
 func (t *attrTable) set(ino uint64, s attrSlot) {
