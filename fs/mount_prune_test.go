@@ -104,3 +104,74 @@ func TestToolsWhilePruning(t *testing.T) {
 	}
 	mustRun(t, "diff", "-r", src, ent)
 }
+
+// TestPruneDropsIdleCategories: a prune drops a category whose files are all idle as one
+// directory, so that go-fuse frees its table of children with it; a category holding a file
+// with unsaved writes keeps its node and that file's. Every file reads the same afterwards.
+func TestPruneDropsIdleCategories(t *testing.T) {
+	const bound, cats, keys = 40, 10, 20
+	tm := mountForTest(t, func(o *MountOptions) {
+		o.MaxCachedFiles = bound
+		o.EntryTimeout, o.AttrTimeout = time.Hour, time.Hour // only the prune makes the kernel forget
+	})
+	name := func(c, k int) string { return tm.path("entity", fmt.Sprintf("c%02d", c), fmt.Sprintf("k%02d", k)) }
+	body := func(c, k int) string { return fmt.Sprintf(`{"c": %d, "k": %d}`, c, k) }
+	for c := range cats {
+		if err := os.MkdirAll(filepath.Dir(name(c, 0)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for k := range keys {
+			if err := os.WriteFile(name(c, k), []byte(body(c, k)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	open, err := os.OpenFile(name(0, 0), os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { open.Close() }) // before the unmount, should the test stop early
+	if _, err := open.WriteString(`{"held": "open`); err != nil {
+		t.Fatal(err)
+	}
+	read := func(what string) {
+		t.Helper()
+		for c := range cats {
+			for k := range keys {
+				if c == 0 && k == 0 {
+					continue
+				}
+				if got := readFile(t, name(c, k)); got != body(c, k) {
+					t.Fatalf("%s: c%02d/k%02d reads %q", what, c, k, got)
+				}
+			}
+		}
+	}
+	read("first read")
+	deadline := time.Now().Add(30 * time.Second)
+	for tm.m.fs.files.live.Load() > bound || tm.m.fs.files.pruning.Load() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d file nodes 30 s after a walk of %d files, bound %d", tm.m.fs.files.live.Load(), cats*keys, bound)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	entity := tm.m.fs.root.EmbeddedInode().GetChild("entity")
+	kept := entity.Children()
+	if len(kept) >= cats {
+		t.Fatalf("every one of the %d categories kept its node after the prune", cats)
+	}
+	c00 := entity.GetChild("c00")
+	if c00 == nil || c00.GetChild("k00") == nil {
+		t.Fatalf("the category of a file with unsaved writes was dropped (categories kept: %d)", len(kept))
+	}
+	read("after the prune")
+	if _, err := open.WriteString(`"}`); err != nil {
+		t.Fatal(err)
+	}
+	if err := open.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, name(0, 0)); got != `{"held": "open"}` {
+		t.Fatalf("the file open through the prune reads %q", got)
+	}
+}

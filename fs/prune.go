@@ -69,31 +69,49 @@ func (f *mountFS) prune(max int64) {
 
 // pruneRound counts the file nodes by walking the tree and, past max, has the kernel drop the
 // names of idle files until a quarter of max would be free; it returns how many it dropped.
-// The notifications go through the invalidation goroutine: sent from here while a request
-// holds a directory, they could wait on it.
+// A category whose files are all idle goes whole, first: the kernel forgets the directory with
+// its files, and go-fuse frees its table of children with it, which dropping the files one by
+// one leaves at its largest (about 100 bytes a file it ever held). The notifications go
+// through the invalidation goroutine: sent from here while a request holds a directory, they
+// could wait on it.
 func (f *mountFS) pruneRound(max int64) int {
 	type entry struct {
-		dir  *fusefs.Inode
-		name string
+		dir   *fusefs.Inode
+		name  string
+		files int64 // the file nodes it takes with it: 1, or a category's
 	}
-	var idle []entry
+	var idleDirs, idleFiles []entry
 	var count int64
-	var walk func(dir *fusefs.Inode)
-	walk = func(dir *fusefs.Inode) {
+	var walk func(dir *fusefs.Inode) (files int64, allIdle bool)
+	walk = func(dir *fusefs.Inode) (files int64, allIdle bool) {
+		allIdle = true
+		var idle []entry
 		for name, ch := range dir.Children() {
 			if ch.IsDir() {
-				walk(ch)
+				n, whole := walk(ch)
+				if _, isCat := ch.Operations().(*catDir); isCat && whole && n > 0 {
+					idleDirs = append(idleDirs, entry{dir, name, n})
+				}
+				allIdle = false // only a directory of files goes whole
 				continue
 			}
 			fn, ok := ch.Operations().(*fileNode)
 			if !ok {
+				allIdle = false
 				continue
 			}
-			count++
+			files++
 			if fn.idle() {
-				idle = append(idle, entry{dir, name})
+				idle = append(idle, entry{dir, name, 1})
+			} else {
+				allIdle = false
 			}
 		}
+		count += files
+		if !allIdle {
+			idleFiles = append(idleFiles, idle...)
+		}
+		return files, allIdle
 	}
 	walk(f.root.EmbeddedInode())
 	f.files.live.Store(count)
@@ -101,15 +119,22 @@ func (f *mountFS) pruneRound(max int64) int {
 	if drop <= 0 {
 		return 0
 	}
-	if int64(len(idle)) > drop {
-		idle = idle[:drop]
+	var chosen []entry
+	dropped := 0
+	for _, e := range append(idleDirs, idleFiles...) {
+		if drop <= 0 {
+			break
+		}
+		chosen = append(chosen, e)
+		drop -= e.files
+		dropped += int(e.files)
 	}
 	f.later(func() {
-		for _, e := range idle {
+		for _, e := range chosen {
 			e.dir.NotifyEntry(e.name)
 		}
 	})
-	return len(idle)
+	return dropped
 }
 
 // idle reports whether nothing of the file lives only in its node: no open handle, no
