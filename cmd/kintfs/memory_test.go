@@ -70,7 +70,7 @@ func TestFollowLiveHeap(t *testing.T) {
 	defer debug.SetGCPercent(before)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { followLiveHeap(ctx, 5*time.Millisecond); close(done) }()
+	go func() { followLiveHeap(ctx); close(done) }()
 	waitFor := func(want int) {
 		t.Helper()
 		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
