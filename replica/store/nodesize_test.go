@@ -28,7 +28,7 @@ func TestNodeExtraKeepsBoth(t *testing.T) {
 	ts, acted := "2026-01-01T00:00:00Z", "yes"
 	n := &node{key: vault.Key{Tier: seal.TierJournal, Key: "e1"}}
 	n.setRow(&seal.Row{Tier: seal.TierJournal, Key: "e1", TS: &ts})
-	tr := &tree{dirs: map[dirKey]map[nameKey]*node{}, cats: map[string]int{}}
+	tr := newTree()
 	tr.put(n)
 	tr.setHeld(n.key, "too large")
 	if j := n.journal(); j == nil || j[0] != &ts || n.held() != "too large" {
@@ -109,4 +109,35 @@ func TestSharedStrings(t *testing.T) {
 	if len(ss.status) > maxSharedStatus {
 		t.Errorf("%d statuses kept, bound %d", len(ss.status), maxSharedStatus)
 	}
+}
+
+// TestTreeRowAndLocalOfOneName: a directory keeps its rows and its local files apart, so a
+// row and a local file of the same name are both found, both listed, and go one at a time.
+func TestTreeRowAndLocalOfOneName(t *testing.T) {
+	tr := newTree()
+	row := vault.Key{Tier: seal.TierState, Key: "x"}
+	local := vault.Key{Tier: seal.TierState, Key: "x", Local: true}
+	tr.put(&node{key: row, ino: 1})
+	if tr.get(local) != nil {
+		t.Fatal("a local file found where only a row is")
+	}
+	tr.put(&node{key: local, ino: 2})
+	if tr.get(row).ino != 1 || tr.get(local).ino != 2 {
+		t.Fatalf("row ino %d, local ino %d", tr.get(row).ino, tr.get(local).ino)
+	}
+	if l := tr.list(seal.TierState, nil); len(l) != 2 || l[0].Local == l[1].Local {
+		t.Fatalf("listed %+v", l)
+	}
+	if tr.locals != 1 {
+		t.Fatalf("%d local files counted", tr.locals)
+	}
+	tr.remove(local)
+	if tr.get(local) != nil || tr.get(row) == nil || tr.locals != 0 {
+		t.Fatalf("after removing the local file: local %v, row %v, %d counted", tr.get(local), tr.get(row), tr.locals)
+	}
+	tr.remove(row)
+	if l := tr.list(seal.TierState, nil); len(l) != 0 {
+		t.Fatalf("listed %+v after removing both", l)
+	}
+	tr.remove(row) // a second time changes nothing
 }

@@ -216,8 +216,8 @@ func (s *Store) KintIncompatible() []Incompatible {
 	out := []Incompatible{}
 	var restaged []string // rows anchored and changed since: their anchored shape is in the mirror
 	s.t.mu.RLock()
-	for _, names := range s.t.dirs {
-		for _, n := range names {
+	for _, files := range s.t.dirs {
+		for _, n := range files.rows {
 			switch {
 			case n.key.Local || n.anchor == nil:
 			case n.staged:

@@ -123,7 +123,7 @@ func (s *Store) TrashRmdir(path string) error {
 		if !s.trashDirs[path] {
 			return vault.ErrNotFound
 		}
-		if len(s.t.dirs[dirKey{tier: vault.TrashTier, cat: path, hasCat: true}]) > 0 {
+		if s.t.dirs[dirKey{tier: vault.TrashTier, cat: path, hasCat: true}].len() > 0 {
 			return vault.ErrNotEmpty
 		}
 		for d := range s.trashDirs {

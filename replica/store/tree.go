@@ -25,9 +25,30 @@ func dirOf(k vault.Key) dirKey {
 	return dirKey{tier: k.Tier, cat: k.Category, hasCat: k.HasCategory}
 }
 
-type nameKey struct {
-	name  string
-	local bool
+// dirFiles are the files of one directory by name: its rows, and apart from them its local
+// files (a name may be both). Keyed by the name alone, a map slot is 24 bytes, not the 32 a
+// name and a flag took: a map of every directory's files is a large part of a mount's memory.
+type dirFiles struct {
+	rows  map[string]*node
+	local map[string]*node // nil until the directory holds a local file
+}
+
+// of is the map of files local or not, nil when there is none yet.
+func (d *dirFiles) of(local bool) map[string]*node {
+	if d == nil {
+		return nil
+	}
+	if local {
+		return d.local
+	}
+	return d.rows
+}
+
+func (d *dirFiles) len() int {
+	if d == nil {
+		return 0
+	}
+	return len(d.rows) + len(d.local)
 }
 
 // node is one file of the live tree, kept in memory without its body: the row's other fields,
@@ -129,7 +150,7 @@ func (n *node) version() *vault.Version {
 // local files. Bodies are read from badger on demand.
 type tree struct {
 	mu      sync.RWMutex
-	dirs    map[dirKey]map[nameKey]*node
+	dirs    map[dirKey]*dirFiles
 	cats    map[string]int  // entity category -> rows (and local files) in it
 	madeCat map[string]bool // categories made by mkdir
 	inos    inoTable
@@ -167,7 +188,7 @@ func (t *tree) setHeld(k vault.Key, reason string) {
 }
 
 func newTree() *tree {
-	return &tree{dirs: map[dirKey]map[nameKey]*node{}, cats: map[string]int{},
+	return &tree{dirs: map[dirKey]*dirFiles{}, cats: map[string]int{},
 		madeCat: map[string]bool{}, inoNext: 100}
 }
 
@@ -272,18 +293,21 @@ func (t *tree) rollbackInos() {
 }
 
 func (t *tree) get(k vault.Key) *node {
-	return t.dirs[dirOf(k)][nameKey{k.Key, k.Local}]
+	return t.dirs[dirOf(k)].of(k.Local)[k.Key]
 }
 
 func (t *tree) put(n *node) {
 	d := dirOf(n.key)
-	m := t.dirs[d]
-	if m == nil {
-		m = map[nameKey]*node{}
-		t.dirs[d] = m
+	files := t.dirs[d]
+	if files == nil {
+		files = &dirFiles{rows: map[string]*node{}}
+		t.dirs[d] = files
 	}
-	nk := nameKey{n.key.Key, n.key.Local}
-	old, had := m[nk]
+	if n.key.Local && files.local == nil {
+		files.local = map[string]*node{}
+	}
+	m, name := files.of(n.key.Local), n.key.Key
+	old, had := m[name]
 	if !had && d.hasCat && d.tier == seal.TierEntity {
 		t.cats[d.cat]++
 	}
@@ -293,7 +317,7 @@ func (t *tree) put(n *node) {
 		t.locals++
 	}
 	t.anchorable += n.weight()
-	m[nk] = n
+	m[name] = n
 }
 
 // countsLocal reports whether a file of key k is one of the local files status counts.
@@ -301,9 +325,8 @@ func countsLocal(k vault.Key) bool { return k.Local && k.Tier != vault.TrashTier
 
 func (t *tree) remove(k vault.Key) {
 	d := dirOf(k)
-	m := t.dirs[d]
-	nk := nameKey{k.Key, k.Local}
-	old, had := m[nk]
+	m := t.dirs[d].of(k.Local)
+	old, had := m[k.Key]
 	if !had {
 		return
 	}
@@ -311,7 +334,7 @@ func (t *tree) remove(k vault.Key) {
 	if countsLocal(k) {
 		t.locals--
 	}
-	delete(m, nk)
+	delete(m, k.Key)
 	if d.hasCat && d.tier == seal.TierEntity {
 		if t.cats[d.cat]--; t.cats[d.cat] <= 0 {
 			delete(t.cats, d.cat)
@@ -338,8 +361,10 @@ func (t *tree) categoryCount() int {
 func (t *tree) list(tier string, cat *string) []vault.Dirent {
 	d := dirOf(vault.Key{Tier: tier}.InCategory(cat))
 	var out []vault.Dirent
-	for nk, n := range t.dirs[d] {
-		out = append(out, vault.Dirent{Name: nk.name, Ino: n.ino, Local: nk.local})
+	for _, local := range []bool{false, true} {
+		for name, n := range t.dirs[d].of(local) {
+			out = append(out, vault.Dirent{Name: name, Ino: n.ino, Local: local})
+		}
 	}
 	if tier == seal.TierEntity && cat == nil {
 		seen := map[string]bool{}
