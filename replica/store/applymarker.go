@@ -170,8 +170,7 @@ func (s *Store) finishApply() error {
 
 // reload rebuilds the in-memory tree from the database. Callers hold t.mu for writing.
 func (s *Store) reload() error {
-	t := s.t
-	t.dirs, t.cats, t.madeCat, t.inos, t.inoNext = map[dirKey]*dirFiles{}, map[string]int{}, map[string]bool{}, inoTable{}, 100
+	s.t.reset()
 	s.leaves.clear()
 	s.untimed.forget()
 	s.anchors = map[uint64]*vault.Anchor{}

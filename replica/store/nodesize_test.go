@@ -2,6 +2,7 @@ package store
 
 import (
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -140,4 +141,35 @@ func TestTreeRowAndLocalOfOneName(t *testing.T) {
 		t.Fatalf("listed %+v after removing both", l)
 	}
 	tr.remove(row) // a second time changes nothing
+}
+
+// TestReloadKeepsCounts: rebuilding the tree from the database (the end of an epoch applied
+// again from its marker) counts each staged byte and local file once, not on top of the counts
+// the tree already held.
+func TestReloadKeepsCounts(t *testing.T) {
+	r := newTestStore(t)
+	mustWrite(t, r.Store, vault.Key{Tier: seal.TierState, Key: "staged"}, "twelve bytes")
+	if _, err := r.Write(vault.Key{Tier: seal.TierState, Key: ".notes.swp", Local: true}, []byte("local"), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	count := func() (int64, int) {
+		sum, err := r.Summary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Anchorable(), sum.LocalFiles
+	}
+	bytes, locals := count()
+	if bytes != 12 || locals != 1 {
+		t.Fatalf("before the reload: %d bytes anchorable, %d local files", bytes, locals)
+	}
+	r.t.mu.Lock()
+	err := r.reload()
+	r.t.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, l := count(); b != bytes || l != locals {
+		t.Fatalf("after the reload: %d bytes anchorable, %d local files; want %d and %d", b, l, bytes, locals)
+	}
 }

@@ -188,8 +188,17 @@ func (t *tree) setHeld(k vault.Key, reason string) {
 }
 
 func newTree() *tree {
-	return &tree{dirs: map[dirKey]*dirFiles{}, cats: map[string]int{},
-		madeCat: map[string]bool{}, inoNext: 100}
+	t := &tree{}
+	t.reset()
+	return t
+}
+
+// reset empties the tree, and with it every count kept from its files, for a load to fill it
+// again.
+func (t *tree) reset() {
+	t.dirs, t.cats, t.madeCat = map[dirKey]*dirFiles{}, map[string]int{}, map[string]bool{}
+	t.inos, t.inoNext, t.inoUndo = inoTable{}, 100, nil
+	t.anchorable, t.locals = 0, 0
 }
 
 func rowKey(r *seal.Row) vault.Key {
