@@ -219,7 +219,7 @@ func (s *Store) KintIncompatible() []Incompatible {
 	for _, files := range s.t.dirs {
 		for _, n := range files.rows {
 			switch {
-			case n.key.Local || n.anchor == nil:
+			case n.anchor == nil: // never anchored (local files are not among the rows)
 			case n.staged:
 				restaged = append(restaged, rowID(n.key))
 			default:
