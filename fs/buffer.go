@@ -62,6 +62,9 @@ type fileBuffer struct {
 	// refused afterwards (EFBIG) leaves the file as it was.
 	opened bool
 	leafOK bool
+	// heldLater: the last store made an empty row that will not be anchored, before the last
+	// close; it is said at the last release if the row is still held then.
+	heldLater bool
 }
 
 // bufData is the content of a loaded buffer: non-nil exactly while the phase is not
@@ -116,7 +119,7 @@ type bufResult struct {
 	err     error          // the backend failed
 	keep    bool           // evOpen: the kernel may keep its pages
 	n       int            // evRead, evWrite: bytes read or written
-	stored  *vault.Version // the version a write handed to the backend made
+	held    *vault.Version // a version just stored that will not be anchored: say so now
 	dropped bool           // unsaved changes were dropped: the kernel's pages must go too
 	forget  bool           // the last release of a new event: forget its created name
 }
@@ -211,7 +214,7 @@ func (b *fileBuffer) step(io bufferIO, ev bufEvent) (r bufResult) {
 				return bufResult{err: err}
 			}
 			b.leaf, b.leafOK = v.Leaf, false
-			return bufResult{}
+			return bufResult{held: heldOf(v)}
 		}
 		// a stale buffer is read again first: what is cut is the row as a pull left it
 		if err := b.fresh(io); err != nil {
@@ -225,13 +228,19 @@ func (b *fileBuffer) step(io bufferIO, ev bufEvent) (r bufResult) {
 		return b.store(io)
 	case evFlush:
 		b.opened = false
-		return b.store(io)
+		return b.sayHeldLater(b.store(io))
 	case evRelease:
 		b.opens--
 		if b.opens > 0 {
 			return bufResult{}
 		}
 		r = b.store(io)
+		if b.heldLater && r.held == nil && r.err == nil {
+			if v, err := io.Get(b.key); err == nil {
+				r.held = heldOf(v)
+			}
+		}
+		b.heldLater = false
 		b.unload()
 		switch b.bind {
 		case bindEvent:
@@ -355,5 +364,25 @@ func (b *fileBuffer) store(io bufferIO) bufResult {
 		// The event now lives under its content key.
 		b.key = v.Key
 	}
-	return bufResult{stored: v}
+	b.heldLater = false
+	return bufResult{held: heldOf(v)}
+}
+
+// heldOf is v when it will not be anchored, nil otherwise.
+func heldOf(v *vault.Version) *vault.Version {
+	if v.Held != "" && !v.Key.Local {
+		return v
+	}
+	return nil
+}
+
+// sayHeldLater keeps for the last release the news of an empty row held by a store before it.
+// The shell's `echo '{}' > f` opens f, moves the descriptor and closes the first one: that
+// close stores the file empty, and an empty entity body is not JSON yet. The write that
+// follows makes it so.
+func (b *fileBuffer) sayHeldLater(r bufResult) bufResult {
+	if r.held != nil && len(b.buf) == 0 && b.opens > 0 {
+		r.held, b.heldLater = nil, true
+	}
+	return r
 }

@@ -3,6 +3,7 @@ package fs
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"kintfs/replica/vault"
@@ -35,8 +36,13 @@ func newFakeRows() *fakeRows { return &fakeRows{rows: map[string]fakeRow{}} }
 
 func fakeID(k vault.Key) string { return k.Tier + "/" + k.Key }
 
+// version is the version of a row; an entity whose body is not JSON is held, as the store's is.
 func (f *fakeRows) version(k vault.Key, r fakeRow) *vault.Version {
-	return &vault.Version{Key: k, Size: int64(len(r.content)), Mtime: r.mtime, Leaf: sha256.Sum256(r.content)}
+	v := &vault.Version{Key: k, Size: int64(len(r.content)), Mtime: r.mtime, Leaf: sha256.Sum256(r.content)}
+	if k.Tier == seal.TierEntity && !json.Valid(r.content) {
+		v.Held = "not JSON"
+	}
+	return v
 }
 
 func (f *fakeRows) Get(k vault.Key) (*vault.Version, error) {
@@ -280,7 +286,7 @@ func TestBufferJournalEvent(t *testing.T) {
 		t.Fatal("a truncate of a new event was stored before its close")
 	}
 	r := bt.ok("flush", bufEvent{kind: evFlush})
-	if r.stored == nil || !strings.HasPrefix(bt.b.key.Key, "ev-") || bt.b.bind != bindEvent {
+	if bt.io.writes != 1 || !strings.HasPrefix(bt.b.key.Key, "ev-") || bt.b.bind != bindEvent {
 		t.Fatalf("after the flush: %+v, key %v, bind %d", r, bt.b.key, bt.b.bind)
 	}
 	if r := bt.ok("release", bufEvent{kind: evRelease}); !r.forget || bt.b.bind != bindRow {
@@ -304,6 +310,47 @@ func TestBufferJournalEvent(t *testing.T) {
 	ev.write(0, "{}")
 	if r := ev.ok("release", bufEvent{kind: evRelease}); !r.forget || ev.b.bind != bindGone || ev.io.writes != 0 {
 		t.Fatalf("release of an unlinked event: %+v, bind %d, %d writes", r, ev.b.bind, ev.io.writes)
+	}
+}
+
+// A held row is said at the store that made it, except an empty one stored before the last
+// close (the shell's close of the descriptor it moved, before echo writes): that one is said
+// at the last release, and only if the row is still held then.
+func TestBufferHeldSaid(t *testing.T) {
+	ent := vault.Key{Tier: seal.TierEntity, Key: "c/x"}
+	for _, c := range []struct {
+		name, before, write string
+		atFlush, atRelease  bool
+	}{
+		{"echo into a new file", "", `{"x":1}`, false, false},
+		{"echo over a file", `{"x":0}`, `{"x":1}`, false, false},
+		{"an empty file", `{"x":0}`, "", false, true},
+		{"not JSON", "", "text", true, false},
+	} {
+		bt := newBufT(t, ent, c.before)
+		v, err := bt.io.Get(ent)
+		if c.before == "" {
+			v, err = bt.io.Write(ent, nil, bt.now)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		bt.ok("open", bufEvent{kind: evOpen, write: true, trunc: c.before != "", v: v, created: c.before == ""})
+		if r := bt.ok("close of the first descriptor", bufEvent{kind: evFlush}); r.held != nil {
+			t.Errorf("%s: the empty file was said held before its write", c.name)
+		}
+		if c.write != "" {
+			bt.write(0, c.write)
+		}
+		if r := bt.ok("close", bufEvent{kind: evFlush}); (r.held != nil) != c.atFlush {
+			t.Errorf("%s: held said at the last close: %v, want %v", c.name, r.held != nil, c.atFlush)
+		}
+		if r := bt.ok("release", bufEvent{kind: evRelease}); (r.held != nil) != c.atRelease {
+			t.Errorf("%s: held said at the release: %v, want %v", c.name, r.held != nil, c.atRelease)
+		}
+		if got := bt.io.content(ent); got != c.write {
+			t.Errorf("%s: stored %q, want %q", c.name, got, c.write)
+		}
 	}
 }
 

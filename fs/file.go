@@ -70,7 +70,7 @@ func (n *fileNode) stepLocked(ev bufEvent) bufResult {
 	if r.dropped {
 		n.fs.later(func() { n.NotifyContent(0, 0) })
 	}
-	if v := r.stored; v != nil && v.Held != "" && !v.Key.Local {
+	if v := r.held; v != nil {
 		// said at once, not only at the next flush: the write succeeded, the row will wait
 		n.fs.logf("warn: held: %s will not be anchored: %s; it stays staged here (held in .kint/status) until written again", n.where(""), v.Held)
 	}

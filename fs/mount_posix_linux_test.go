@@ -170,4 +170,17 @@ func TestHeldWriteSaidAtClose(t *testing.T) {
 	if strings.Contains(tm.log.String(), "not json") {
 		t.Errorf("the log quotes a body:\n%s", tm.log.String())
 	}
+	// The shell's redirection closes the file once, empty, before echo writes: a new file and
+	// one written over log nothing; one left empty is said at its close.
+	for _, name := range []string{"new", "good"} {
+		before := tm.log.String()
+		mustSh(t, `echo '{"x":1}' > `+tm.path("entity", "people", name))
+		if after := tm.log.String(); after != before {
+			t.Errorf("echo into %s logged: %q", name, strings.TrimPrefix(after, before))
+		}
+	}
+	mustSh(t, ": > "+tm.path("entity", "people", "good"))
+	if strings.Count(tm.log.String(), "warn: held: /entity/people/good will not be anchored") != 1 {
+		t.Errorf("an entity left empty is not said held once:\n%s", tm.log.String())
+	}
 }
