@@ -42,7 +42,7 @@ func (tm *testMount) path(elem ...string) string {
 
 // requireFuse stops a test that cannot mount: loudly skipped on a developer machine without
 // FUSE, a failure in CI, which has it.
-func requireFuse(t *testing.T) {
+func requireFuse(t testing.TB) {
 	t.Helper()
 	var missing []string
 	if _, err := os.Stat("/dev/fuse"); err != nil {
@@ -65,7 +65,7 @@ func requireFuse(t *testing.T) {
 
 // mountForTest mounts replicatest.New(t) on a temporary directory and unmounts it when
 // the test ends. opts, when given, adjust the mount options.
-func mountForTest(t *testing.T, opts ...func(*MountOptions)) *testMount {
+func mountForTest(t testing.TB, opts ...func(*MountOptions)) *testMount {
 	t.Helper()
 	requireFuse(t)
 	r := replicatest.New(t)
@@ -102,7 +102,7 @@ func mountForTest(t *testing.T, opts ...func(*MountOptions)) *testMount {
 
 // testLog collects the mount's log lines and passes them to the test while it runs.
 type testLog struct {
-	t       *testing.T
+	t       testing.TB
 	mu      sync.Mutex
 	lines   []string
 	allowed []string
