@@ -376,6 +376,9 @@ func (d *rowDir) Create(ctx context.Context, name string, flags uint32, mode uin
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}
+	if created {
+		fflags = newFileFlags(flags, fflags)
+	}
 	if errno := fn.attr(&out.Attr); errno != 0 {
 		return nil, nil, 0, errno
 	}

@@ -253,6 +253,18 @@ func (n *fileNode) open(flags uint32, v *vault.Version, created bool) (fusefs.Fi
 	return h, fflags, 0
 }
 
+// newFileFlags are the open flags fflags of a handle whose create made a new file, opened with
+// flags. A write-only one writes around the kernel's page cache (FOPEN_DIRECT_IO): a new file
+// has no pages to keep, and the kernel then does not ask for the file's security.capability
+// before its first write, one request of the seven a new file cost. A write-only descriptor
+// cannot be mapped, which a direct handle would have to refuse; a read-write one stays cached.
+func newFileFlags(flags, fflags uint32) uint32 {
+	if flags&syscall.O_ACCMODE == syscall.O_WRONLY {
+		fflags |= fuse.FOPEN_DIRECT_IO
+	}
+	return fflags
+}
+
 // flush hands a changed buffer to the backend; after it returns the change is durable.
 func (n *fileNode) flush(op string) syscall.Errno {
 	n.mu.Lock()

@@ -25,7 +25,8 @@ func (d *rowDir) createPending(ctx context.Context, name string, flags uint32, o
 		d.pmu.Unlock()
 		return nil, nil, 0, syscall.EEXIST
 	}
-	if fn == nil {
+	created := fn == nil
+	if created {
 		fn = newFileNode(d.fs, d.v, vault.Key{Tier: seal.TierJournal, Key: name})
 		fn.pending = &pendingEvent{in: d, name: name}
 		fn.b.hold()
@@ -41,6 +42,9 @@ func (d *rowDir) createPending(ctx context.Context, name string, flags uint32, o
 	fh, fflags, errno := fn.open(flags, nil, false)
 	if errno != 0 {
 		return nil, nil, 0, errno
+	}
+	if created {
+		fflags = newFileFlags(flags, fflags)
 	}
 	if errno := fn.attr(&out.Attr); errno != 0 {
 		return nil, nil, 0, errno

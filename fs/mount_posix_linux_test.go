@@ -1,11 +1,15 @@
 package fs
 
 import (
+	"log"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestModesAsSet: a create with mode 0000 and chmod 000 show 0000, as any other mode shows as
@@ -182,5 +186,87 @@ func TestHeldWriteSaidAtClose(t *testing.T) {
 	mustSh(t, ": > "+tm.path("entity", "people", "good"))
 	if strings.Count(tm.log.String(), "warn: held: /entity/people/good will not be anchored") != 1 {
 		t.Errorf("an entity left empty is not said held once:\n%s", tm.log.String())
+	}
+}
+
+// debugLog collects go-fuse's record of every request of a mount made with Debug.
+type debugLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *debugLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *debugLog) count(s string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Count(l.b.String(), s)
+}
+
+// TestNewFileWriteOnly: a file created write-only (cp, tar, rsync, a shell redirection) is
+// written around the page cache, so the kernel does not ask for its security.capability before
+// the first write; one created read-write stays cached and can be mapped shared. Both read back
+// what was written.
+func TestNewFileWriteOnly(t *testing.T) {
+	dl := &debugLog{}
+	tm := mountForTest(t, func(o *MountOptions) { o.Debug, o.Logger = true, log.New(dl, "", 0) })
+	const capability = `"security.capability"`
+	for _, c := range []struct {
+		name  string
+		flags int
+		asks  bool
+	}{{"wronly", os.O_WRONLY, false}, {"rdwr", os.O_RDWR, true}} {
+		p := tm.path("state", c.name)
+		before := dl.count(capability)
+		f, err := os.OpenFile(p, c.flags|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write([]byte("first ")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write([]byte("second")); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if asked := dl.count(capability) > before; asked != c.asks {
+			t.Errorf("%s: the kernel asked for %s: %v, want %v", c.name, capability, asked, c.asks)
+		}
+		if got, err := os.ReadFile(p); err != nil || string(got) != "first second" {
+			t.Errorf("%s reads %q, %v", c.name, got, err)
+		}
+	}
+	// a file created read-write is mapped shared and written through the map
+	p := tm.path("state", "mapped")
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Truncate(5); err != nil {
+		t.Fatal(err)
+	}
+	m, err := syscall.Mmap(int(f.Fd()), 0, 5, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	if err != nil {
+		t.Fatalf("map a file created read-write: %v", err)
+	}
+	copy(m, "hello")
+	if err := unix.Msync(m, unix.MS_SYNC); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Munmap(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(p); err != nil || string(got) != "hello" {
+		t.Errorf("mapped file reads %q, %v", got, err)
 	}
 }
