@@ -286,10 +286,14 @@ func (rp *report) vaultOps(r results, p map[string]any) {
 		for _, l := range st {
 			if len(l) >= 2 {
 				x, _ := strconv.ParseFloat(l[1], 64)
-				parts = append(parts, fmt.Sprintf("%s %.1f s", l[0], x))
+				part := fmt.Sprintf("%s %.1f s", l[0], x)
+				if len(l) >= 3 {
+					part += " (" + l[2] + " MB)"
+				}
+				parts = append(parts, part)
 			}
 		}
-		rp.w("| mount start-up (`kintfs mount --dev` until `.kint/status` answers), %d starts | %s |", len(st), strings.Join(parts, ", "))
+		rp.w("| mount start-up (`kintfs mount --dev` until `.kint/status` answers), %d starts, and the peak RSS (VmHWM) of each once ready (a mount that unlocks the vault with its passphrase, not a cached key, runs scrypt over 128 MB first) | %s |", len(st), strings.Join(parts, ", "))
 	}
 	pop, fn := r.json("populate.json"), r.json("flush-new.json")
 	if pop != nil {

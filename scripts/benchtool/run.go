@@ -525,7 +525,8 @@ func stopChain(p *proc) {
 var mountEnv = []string{"KINT_CONFIRMATIONS=1", "KINT_QUIET_SECONDS=864000", "KINT_SIZE_TRIGGER_BYTES=1000000000000"}
 
 // mountStart starts a dev mount of home at dir in the background, ready on return, and notes
-// how long it took to come up in mount-starts.txt.
+// how long it took to come up and its peak RSS then in mount-starts.txt, and its memory every
+// 100 ms on the way in mount-start-memory.txt.
 func (b *bench) mountStart(label, home, dir string, opts ...string) error {
 	env := append(os.Environ(), mountEnv...)
 	env = append(env, "KINT_HOME="+home)
@@ -552,9 +553,16 @@ func (b *bench) mountStart(label, home, dir string, opts ...string) error {
 	}
 	b.mount, b.mountDir = p, dir
 	t0 := time.Now()
+	status := fmt.Sprintf("/proc/%d/status", cmd.Process.Pid)
+	var mem []string // what the start costs in memory, every 100 ms: seconds, RssAnon and RssFile in MB
 	for range 1200 {
+		mem = append(mem, fmt.Sprintf("%.1fs %d+%d", since(t0), kbField(status, "RssAnon:")>>10, kbField(status, "RssFile:")>>10))
 		if _, err := os.Stat(filepath.Join(dir, ".kint", "status")); err == nil {
-			return appendLine(filepath.Join(b.res, "mount-starts.txt"), "%s %.3f", label, since(t0))
+			took, hwm := since(t0), kbField(status, "VmHWM:")>>10
+			if err := appendLine(filepath.Join(b.res, "mount-start-memory.txt"), "%s VmHWM %d MB: %s", label, hwm, strings.Join(mem, " ")); err != nil {
+				return err
+			}
+			return appendLine(filepath.Join(b.res, "mount-starts.txt"), "%s %.3f %d", label, took, hwm)
 		}
 		select {
 		case <-p.done:
