@@ -553,12 +553,11 @@ func (b *bench) mountStart(label, home, dir string, opts ...string) error {
 	}
 	b.mount, b.mountDir = p, dir
 	t0 := time.Now()
-	status := fmt.Sprintf("/proc/%d/status", cmd.Process.Pid)
 	var mem []string // what the start costs in memory, every 100 ms: seconds, RssAnon and RssFile in MB
 	for range 1200 {
-		mem = append(mem, fmt.Sprintf("%.1fs %d+%d", since(t0), kbField(status, "RssAnon:")>>10, kbField(status, "RssFile:")>>10))
+		mem = append(mem, fmt.Sprintf("%.1fs %d+%d", since(t0), b.procKB("RssAnon")>>10, b.procKB("RssFile")>>10))
 		if _, err := os.Stat(filepath.Join(dir, ".kint", "status")); err == nil {
-			took, hwm := since(t0), kbField(status, "VmHWM:")>>10
+			took, hwm := since(t0), b.procKB("VmHWM")>>10
 			if err := appendLine(filepath.Join(b.res, "mount-start-memory.txt"), "%s VmHWM %d MB: %s", label, hwm, strings.Join(mem, " ")); err != nil {
 				return err
 			}
