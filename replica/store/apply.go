@@ -88,7 +88,7 @@ type epochApply struct {
 // marker names: its root was checked before the marker was written, and the mirror may
 // already hold part of it, so the root is not checked again and the tree is reloaded after.
 func (s *Store) applyLocked(info vault.EpochInfo, p *seal.Plaintext, opt ApplyOptions, redo bool) ([]vault.Key, []vault.Conflict, error) {
-	defer s.holeBlocks.forget() // the epoch record written
+	defer s.holes.forget() // the epoch record written
 	if s.applyErr != nil {
 		return nil, nil, s.applyErr
 	}

@@ -36,28 +36,54 @@ func (h HistoryHole) blocks() (from, to uint64) {
 	return from, h.Above.Block
 }
 
-// HistoryHoles lists the holes in the recorded epochs, oldest first.
+// HistoryHoles lists the holes in the recorded epochs, oldest first. The status of a mount
+// reads it, so it is kept between changes to the epoch records (see holeCache), and a scan
+// takes each seq from its record's key and decodes only the records beside a hole: the
+// history of a vault holds thousands of epochs.
 func (s *Store) HistoryHoles() ([]HistoryHole, error) {
+	return s.holes.get(s.scanHoles)
+}
+
+// scanHoles reads the holes from the epoch records.
+func (s *Store) scanHoles() ([]HistoryHole, error) {
 	var holes []HistoryHole
 	err := s.db.View(func(txn *badger.Txn) error {
-		var prev *vault.EpochInfo
-		return scanValues(txn, pEpoch, func(k, v []byte) error {
-			var info vault.EpochInfo
-			if err := decodeJSON(v, &info); err != nil {
-				return fmt.Errorf("epoch record %x: %w", k, err)
+		prev := uint64(0) // the seq of the record before, 0 before the first
+		err := scanKeys(txn, pEpoch, func(k []byte) error {
+			seq := beUint64(k[len(pEpoch):])
+			if seq > prev+1 {
+				holes = append(holes, HistoryHole{Lo: prev + 1, Hi: seq - 1})
 			}
-			next := uint64(1)
-			if prev != nil {
-				next = prev.Seq + 1
-			}
-			if info.Seq > next {
-				holes = append(holes, HistoryHole{Lo: next, Hi: info.Seq - 1, Below: prev, Above: info})
-			}
-			prev = &info
+			prev = seq
 			return nil
 		})
+		if err != nil {
+			return err
+		}
+		for i := range holes {
+			h := &holes[i]
+			if err := getEpochRecord(txn, h.Hi+1, &h.Above); err != nil {
+				return err
+			}
+			if h.Lo > 1 {
+				h.Below = new(vault.EpochInfo)
+				if err := getEpochRecord(txn, h.Lo-1, h.Below); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
 	})
 	return holes, err
+}
+
+// getEpochRecord reads the epoch record of seq, which must exist.
+func getEpochRecord(txn *badger.Txn, seq uint64, info *vault.EpochInfo) error {
+	found, err := getJSON(txn, pEpoch+string(be64(seq)), info)
+	if err == nil && !found {
+		err = fmt.Errorf("epoch record %d is missing", seq)
+	}
+	return err
 }
 
 // HistoryFrom is the oldest recorded epoch from which every epoch up to the mirror is recorded
@@ -87,35 +113,32 @@ func (s *Store) historyFrom(holes []HistoryHole) (vault.Head, error) {
 // CheckHistory says whether the versions anchored at or before block are all on this
 // machine: vault.ErrHistoryIncomplete when the block falls in a hole.
 func (s *Store) CheckHistory(block uint64) error {
-	holes, err := s.holeBlocks.get(s.HistoryHoles)
+	holes, err := s.HistoryHoles()
 	if err != nil {
 		return err
 	}
 	for _, h := range holes {
-		if block >= h.from && block < h.to {
+		if from, to := h.blocks(); block >= from && block < to {
 			return fmt.Errorf("%w: block %d lies under snapshot %d (block %d), and the epochs under it were never fetched here; kintfs pull --full fetches them",
-				vault.ErrHistoryIncomplete, block, h.seq, h.to)
+				vault.ErrHistoryIncomplete, block, h.Above.Seq, to)
 		}
 	}
 	return nil
 }
 
-// holeBlocks keeps the block ranges of the history holes between changes to the epoch
-// records, which a lookup of @<block> would otherwise read all of each time (45 ms for 2,000
-// epochs, BenchmarkHistoryView). Every write of an epoch record forgets it once committed.
-type holeBlocks struct {
+// holeCache keeps the history holes between changes to the epoch records: a lookup of
+// @<block> checks them (45 ms a scan for 2,000 epochs, BenchmarkHistoryView, when every record
+// was decoded), and so does every read of a mount's status. Every write of an epoch record
+// forgets them once committed.
+type holeCache struct {
 	mu    sync.Mutex
 	gen   uint64 // counts forget calls: a scan that began before one is not kept
 	known bool
-	holes []holeRange
+	holes []HistoryHole
 }
 
-// holeRange is the blocks a hole leaves unknown, from up to, not including, to (the block of
-// the snapshot seq above it).
-type holeRange struct{ from, to, seq uint64 }
-
-// get is the cached ranges, read with scan when not known.
-func (c *holeBlocks) get(scan func() ([]HistoryHole, error)) ([]holeRange, error) {
+// get is the cached holes, read with scan when not known. The caller may not change them.
+func (c *holeCache) get(scan func() ([]HistoryHole, error)) ([]HistoryHole, error) {
 	c.mu.Lock()
 	if c.known {
 		defer c.mu.Unlock()
@@ -127,21 +150,16 @@ func (c *holeBlocks) get(scan func() ([]HistoryHole, error)) ([]holeRange, error
 	if err != nil {
 		return nil, err
 	}
-	out := make([]holeRange, len(holes))
-	for i, h := range holes {
-		out[i].from, out[i].to = h.blocks()
-		out[i].seq = h.Above.Seq
-	}
 	c.mu.Lock()
 	if c.gen == gen {
-		c.known, c.holes = true, out
+		c.known, c.holes = true, holes
 	}
 	c.mu.Unlock()
-	return out, nil
+	return holes, nil
 }
 
-// forget drops the cached ranges; callers call it after committing a change to the epoch records.
-func (c *holeBlocks) forget() {
+// forget drops the cached holes; callers call it after committing a change to the epoch records.
+func (c *holeCache) forget() {
 	c.mu.Lock()
 	c.gen++
 	c.known, c.holes = false, nil
@@ -328,7 +346,7 @@ var errStopScan = errors.New("stop")
 // (which marks it recorded), with the category count at it, never touching the mirror. p is
 // the epoch's plaintext: the rows it changes let the count start from the epoch before's.
 func (s *Store) RecordHistory(info *vault.EpochInfo, p *seal.Plaintext) error {
-	defer s.holeBlocks.forget()
+	defer s.holes.forget()
 	var ids []string // nil: counted whole, as for a snapshot, which changes every row
 	if p != nil && !p.Snapshot {
 		ids = make([]string, 0, len(p.Rows)+len(p.Deleted))
@@ -452,6 +470,7 @@ func (u *untimedEpochs) forget() {
 
 // SetEpochTimes rewrites the epoch records in list with their Time, in one batch.
 func (s *Store) SetEpochTimes(list []vault.EpochInfo) error {
+	defer s.holes.forget()
 	wb := s.db.NewWriteBatch()
 	defer wb.Cancel()
 	for i := range list {

@@ -72,8 +72,8 @@ type Store struct {
 	// stepHook, when set (by tests), runs between the steps of one multi-step transaction; an
 	// error aborts the transaction there.
 	stepHook func(step string) error
-	// holeBlocks caches where history has holes, for CheckHistory.
-	holeBlocks holeBlocks
+	// holes caches where history has holes (HistoryHoles).
+	holes holeCache
 }
 
 // OpenStore opens the state database in dir and loads the live tree.

@@ -207,21 +207,26 @@ func journalNames(t *testing.T, s *Store) string {
 	return names(ds)
 }
 
-// putEpochRecords records epochs by seq and block, as applied ones are, for the history checks.
+// putEpochRecords records epochs by seq and block, as applied ones are, for the history checks,
+// a few hundred to a transaction (a transaction holds a part of a memtable).
 func putEpochRecords(t testing.TB, s *Store, infos ...vault.EpochInfo) {
 	t.Helper()
-	err := s.db.Update(func(txn *badger.Txn) error {
-		for _, in := range infos {
-			if err := setJSON(txn, pEpoch+string(be64(in.Seq)), &in); err != nil {
-				return err
+	for len(infos) > 0 {
+		batch := infos[:min(len(infos), 500)]
+		infos = infos[len(batch):]
+		err := s.db.Update(func(txn *badger.Txn) error {
+			for _, in := range batch {
+				if err := setJSON(txn, pEpoch+string(be64(in.Seq)), &in); err != nil {
+					return err
+				}
 			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
-	s.holeBlocks.forget()
+	s.holes.forget()
 }
 
 // TestHistoryViewRefusesHoles: the engine's history view refuses a block in a hole itself,
@@ -268,7 +273,7 @@ func BenchmarkHistoryView(b *testing.B) {
 	})
 	b.Run("after an epoch", func(b *testing.B) {
 		for b.Loop() {
-			r.holeBlocks.forget()
+			r.holes.forget()
 			if _, err := r.HistoryView(15000); err != nil {
 				b.Fatal(err)
 			}

@@ -96,6 +96,17 @@ func (s *Store) Bucket() (int, error) {
 // SetBucket records the bucket ratchet.
 func (s *Store) SetBucket(b int) error { return s.setState(kBucket, b) }
 
+// CacheCheckedTo is the newest epoch up to which the epoch cache's metadata was found in
+// kint's form by an open (0 when none was).
+func (s *Store) CacheCheckedTo() (uint64, error) {
+	var seq uint64
+	err := s.getState(kCacheChecked, &seq)
+	return seq, err
+}
+
+// SetCacheCheckedTo records CacheCheckedTo.
+func (s *Store) SetCacheCheckedTo(seq uint64) error { return s.setState(kCacheChecked, seq) }
+
 // EpochRecord is the record of the applied or recorded epoch seq; found is false when there
 // is none.
 func (s *Store) EpochRecord(seq uint64) (info vault.EpochInfo, found bool, err error) {

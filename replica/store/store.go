@@ -39,6 +39,8 @@ const (
 	kGaps       = "x/gaps"      // []Gap
 	kConflict   = "x/conflicts" // []Conflict
 	kFormat     = "x/format"    // the layout of the database, storeFormat
+	// the newest cached epoch up to which the epoch cache's metadata is in kint's form
+	kCacheChecked = "x/cachechecked"
 )
 
 // memTableSize is the size of a memtable. Badger flushes a full one by building its table
@@ -212,6 +214,22 @@ func scanValues(txn *badger.Txn, prefix string, fn func(key, val []byte) error) 
 		item := it.Item()
 		err := item.Value(func(val []byte) error { return fn(item.Key(), val) })
 		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scanKeys calls fn with every key under prefix, in key order, reading no value; key is
+// valid only inside fn.
+func scanKeys(txn *badger.Txn, prefix string, fn func(key []byte) error) error {
+	opts := badger.DefaultIteratorOptions
+	opts.Prefix = []byte(prefix)
+	opts.PrefetchValues = false
+	it := txn.NewIterator(opts)
+	defer it.Close()
+	for it.Seek(opts.Prefix); it.ValidForPrefix(opts.Prefix); it.Next() {
+		if err := fn(it.Item().Key()); err != nil {
 			return err
 		}
 	}
