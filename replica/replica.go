@@ -111,6 +111,30 @@ type Replica struct {
 	localRules *ignore.File
 }
 
+// upgradeCache rewrites in kint's form the metadata an earlier kintfs version wrote in the
+// epoch cache, which is shared with kint. Only the epochs cached since the last open are read:
+// reading every file took 0.8 s at each open of a vault of 9,000 epochs after its pages had
+// left the page cache.
+func (r *Replica) upgradeCache() {
+	after, err := r.store.CacheCheckedTo()
+	if err != nil {
+		r.warnf("epoch cache: %v", err)
+		return
+	}
+	n, newest, err := r.cache.Upgrade(after)
+	if n > 0 {
+		r.logf("epoch cache: rewrote the metadata of %d cached epochs in kint's form", n)
+	}
+	if err != nil {
+		r.warnf("epoch cache: rewriting earlier metadata in kint's form: %v", err)
+	}
+	if newest > after {
+		if err := r.store.SetCacheCheckedTo(newest); err != nil {
+			r.warnf("epoch cache: %v", err)
+		}
+	}
+}
+
 // Open opens the replica of the vault in opt.Home.
 func Open(opt Options) (*Replica, error) {
 	if opt.Vault == nil {
@@ -133,12 +157,7 @@ func Open(opt Options) (*Replica, error) {
 	r := &Replica{store: st, opt: opt, vault: opt.Vault, cache: homedir.NewEpochCache(opt.Home, opt.Vault.Space16())}
 	st.SetModel(opt.Vault.Model)
 	r.status.started = time.Now()
-	// the epoch cache is shared with kint: metadata an earlier version wrote is rewritten in kint's form
-	if n, err := r.cache.Upgrade(); err != nil {
-		r.warnf("epoch cache: rewriting earlier metadata in kint's form: %v", err)
-	} else if n > 0 {
-		r.logf("epoch cache: rewrote the metadata of %d cached epochs in kint's form", n)
-	}
+	r.upgradeCache()
 	r.localRules = ignore.NewFile(opt.Home.Path(IgnoreFileName(opt.Vault)), func(err error) { r.warnf("local-only rules: %v", err) })
 	// rows an interrupted push sent are sealing until its journal entry is settled
 	if err = r.store.LoadSealing(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -139,8 +140,7 @@ func (c *EpochCache) Seqs() ([]uint64, error) {
 	}
 	var out []uint64
 	for _, e := range entries {
-		var seq uint64
-		if n, _ := fmt.Sscanf(e.Name(), "%08d.meta.json", &seq); n == 1 && e.Name() == c.name(seq, ".meta.json") {
+		if seq, ok := metaSeq(e.Name()); ok {
 			out = append(out, seq)
 		}
 	}
@@ -148,43 +148,64 @@ func (c *EpochCache) Seqs() ([]uint64, error) {
 	return out, nil
 }
 
+// metaSeq is the seq of a file named as name(seq, ".meta.json") names it. A cache holds three
+// files an epoch, tens of thousands in a long history, and every open lists them.
+func metaSeq(file string) (uint64, bool) {
+	digits, ok := strings.CutSuffix(file, ".meta.json")
+	if !ok || len(digits) < 8 || strings.Trim(digits, "0123456789") != "" || (len(digits) > 8 && digits[0] == '0') {
+		return 0, false
+	}
+	seq, err := strconv.ParseUint(digits, 10, 64)
+	return seq, err == nil
+}
+
 // Upgrade rewrites in kint's form every .meta.json an earlier kintfs version wrote (0x hashes,
-// no prev_block, no snapshot key), so that kint's pull reads this cache; prev_block comes from
-// the epoch before when it is cached, snapshot from the cached blob's header. A file kint wrote
-// is left as it is. It returns how many files it rewrote.
-func (c *EpochCache) Upgrade() (int, error) {
+// no prev_block, no snapshot key) among the epochs after seq after, so that kint's pull reads
+// this cache; prev_block comes from the epoch before when it is cached, snapshot from the
+// cached blob's header. A file kint wrote is left as it is. It returns how many files it
+// rewrote and the newest seq it looked at (after when none is newer): the caller keeps that
+// and passes it next time, so that an open reads only the files cached since the last one.
+func (c *EpochCache) Upgrade(after uint64) (rewrote int, newest uint64, err error) {
 	seqs, err := c.Seqs()
 	if err != nil {
-		return 0, err
+		return 0, after, err
 	}
-	n := 0
+	newest = after
 	for _, seq := range seqs {
-		b, err := os.ReadFile(c.home.Path(c.dir, c.name(seq, ".meta.json")))
-		if err != nil {
-			return n, err
-		}
-		var raw map[string]json.RawMessage
-		if json.Unmarshal(b, &raw) != nil || !oldForm(raw) {
+		if seq <= after {
 			continue
 		}
-		m, err := c.Meta(seq)
+		b, err := os.ReadFile(c.home.Path(c.dir, c.name(seq, ".meta.json")))
 		if err != nil {
-			return n, err
+			return rewrote, newest, err
 		}
-		if prev, err := c.Meta(seq - 1); err == nil && seq > 1 && prev.Digest == m.Prev {
-			m.PrevBlock = prev.Block
-		}
-		if blob, ok := c.Blob(seq, common.HexToHash(m.Digest)); ok {
-			if h, _, err := seal.ParseHeader(blob); err == nil {
-				m.Snapshot = h.IsSnapshot()
+		var raw map[string]json.RawMessage
+		if json.Unmarshal(b, &raw) == nil && oldForm(raw) {
+			if err := c.rewriteMeta(seq); err != nil {
+				return rewrote, newest, err
 			}
+			rewrote++
 		}
-		if err := c.home.WriteFile(m.kintJSON(), c.dir, c.name(seq, ".meta.json")); err != nil {
-			return n, err
-		}
-		n++
+		newest = seq
 	}
-	return n, nil
+	return rewrote, newest, nil
+}
+
+// rewriteMeta writes the metadata of seq again in kint's form.
+func (c *EpochCache) rewriteMeta(seq uint64) error {
+	m, err := c.Meta(seq)
+	if err != nil {
+		return err
+	}
+	if prev, err := c.Meta(seq - 1); err == nil && seq > 1 && prev.Digest == m.Prev {
+		m.PrevBlock = prev.Block
+	}
+	if blob, ok := c.Blob(seq, common.HexToHash(m.Digest)); ok {
+		if h, _, err := seal.ParseHeader(blob); err == nil {
+			m.Snapshot = h.IsSnapshot()
+		}
+	}
+	return c.home.WriteFile(m.kintJSON(), c.dir, c.name(seq, ".meta.json"))
 }
 
 // oldForm: a meta file of an earlier kintfs version, its digest 0x-prefixed.

@@ -53,12 +53,15 @@ func TestCacheMetaReadsKintFiles(t *testing.T) {
 	h := Home{Dir: t.TempDir()}
 	c := NewEpochCache(h, "0123456789abcdef")
 	files := map[string]string{
-		"00000001.meta.json": `{"seq": 1, "digest": "` + digestHex + `", "prev": "` + strings.Repeat("00", 32) + `", "prev_block": 0, "block": 10, "tx": "` + txHex + `", "bucket": 1024, "rows_root": "` + rootHex + `", "writer": "` + writer + `"}`,
-		"00000002.meta.json": `{"seq": 2, "digest": "` + prevHex + `", "prev": "` + digestHex + `", "block": 12, "tx": "` + txHex + `", "writer": "` + writer + `"}`,
-		"00000003.meta.json": `{"seq": 3, "digest": "` + rootHex + `", "prev": "` + prevHex + `", "block": 14, "tx": "0x` + txHex + `", "bucket": 2048, "rows_root": "` + rootHex + `", "writer": "` + writer + `", "cost": {"gasUsed": 21000, "totalWei": 5}, "snapshot": true}`,
-		"00000004.meta.json": `{"seq":4,"digest":"0x` + digestHex + `","prev":"0x` + rootHex + `","block":16,"tx":"0x` + txHex + `","bucket":2048,"rows_root":"0x` + rootHex + `","writer":"` + writer + `"}`,
-		"00000004.json":      `{}`,
-		"notes.txt":          "not an epoch",
+		"00000001.meta.json":  `{"seq": 1, "digest": "` + digestHex + `", "prev": "` + strings.Repeat("00", 32) + `", "prev_block": 0, "block": 10, "tx": "` + txHex + `", "bucket": 1024, "rows_root": "` + rootHex + `", "writer": "` + writer + `"}`,
+		"00000002.meta.json":  `{"seq": 2, "digest": "` + prevHex + `", "prev": "` + digestHex + `", "block": 12, "tx": "` + txHex + `", "writer": "` + writer + `"}`,
+		"00000003.meta.json":  `{"seq": 3, "digest": "` + rootHex + `", "prev": "` + prevHex + `", "block": 14, "tx": "0x` + txHex + `", "bucket": 2048, "rows_root": "` + rootHex + `", "writer": "` + writer + `", "cost": {"gasUsed": 21000, "totalWei": 5}, "snapshot": true}`,
+		"00000004.meta.json":  `{"seq":4,"digest":"0x` + digestHex + `","prev":"0x` + rootHex + `","block":16,"tx":"0x` + txHex + `","bucket":2048,"rows_root":"0x` + rootHex + `","writer":"` + writer + `"}`,
+		"00000004.json":       `{}`,
+		"notes.txt":           "not an epoch",
+		"0000004.meta.json":   `{}`, // not a name the cache gives
+		"000000004.meta.json": `{}`,
+		"x0000004.meta.json":  `{}`,
 	}
 	if _, err := h.Ensure("epochs", "0123456789abcdef"); err != nil {
 		t.Fatal(err)
@@ -88,9 +91,9 @@ func TestCacheMetaReadsKintFiles(t *testing.T) {
 	}
 	// the earlier kintfs file (seq 4) is rewritten in kint's form, with prev_block from seq 3;
 	// kint's own files stay byte for byte
-	n, err := c.Upgrade()
-	if err != nil || n != 1 {
-		t.Fatalf("upgrade rewrote %d files, %v; want the one earlier kintfs file", n, err)
+	n, newest, err := c.Upgrade(0)
+	if err != nil || n != 1 || newest != 4 {
+		t.Fatalf("upgrade rewrote %d files up to seq %d, %v; want the one earlier kintfs file, up to 4", n, newest, err)
 	}
 	got, _ := os.ReadFile(h.Path("epochs", "0123456789abcdef", "00000004.meta.json"))
 	want := `{"seq": 4, "digest": "` + digestHex + `", "prev": "` + rootHex + `", "prev_block": 14, "block": 16, "tx": "` + txHex +
@@ -103,7 +106,28 @@ func TestCacheMetaReadsKintFiles(t *testing.T) {
 			t.Errorf("kint's %s was rewritten: %s", name, got)
 		}
 	}
-	if n, err := c.Upgrade(); err != nil || n != 0 {
-		t.Errorf("a second upgrade rewrote %d, %v", n, err)
+	if n, newest, err := c.Upgrade(0); err != nil || n != 0 || newest != 4 {
+		t.Errorf("a second upgrade rewrote %d up to %d, %v", n, newest, err)
+	}
+	// an earlier version's file cached after the last upgrade is rewritten; the epochs up to the
+	// seq that upgrade returned are not read again
+	early := strings.ReplaceAll(files["00000004.meta.json"], `"seq":4`, `"seq":5`)
+	if err := os.WriteFile(h.Path("epochs", "0123456789abcdef", "00000005.meta.json"), []byte(early), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(h.Path("epochs", "0123456789abcdef", "00000002.meta.json"), []byte(files["00000004.meta.json"]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if n, newest, err := c.Upgrade(4); err != nil || n != 1 || newest != 5 {
+		t.Fatalf("an upgrade after 4 rewrote %d up to %d, %v; want seq 5 alone", n, newest, err)
+	}
+	if got, _ := os.ReadFile(h.Path("epochs", "0123456789abcdef", "00000005.meta.json")); !strings.HasPrefix(string(got), `{"seq": 5, "digest": "`+digestHex) {
+		t.Errorf("seq 5 not in kint's form: %s", got)
+	}
+	if got, _ := os.ReadFile(h.Path("epochs", "0123456789abcdef", "00000002.meta.json")); string(got) != files["00000004.meta.json"] {
+		t.Errorf("seq 2, at or before the seq checked, was read again: %s", got)
+	}
+	if n, newest, err := c.Upgrade(5); err != nil || n != 0 || newest != 5 {
+		t.Errorf("nothing new: rewrote %d up to %d, %v", n, newest, err)
 	}
 }
