@@ -19,6 +19,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -227,8 +228,9 @@ func (c *Client) doRetrying(ctx context.Context, retries int, fn func(ctx contex
 		if err == nil {
 			return nil
 		}
+		behind := behindHead(err)
 		transport := attemptTimedOut || retryable(err)
-		if ctx.Err() != nil || !transport {
+		if ctx.Err() != nil || !(transport || behind) {
 			return err
 		}
 		// a refused connection is a node that is down: retried for DeadBudget only, so that
@@ -236,6 +238,9 @@ func (c *Client) doRetrying(ctx context.Context, retries int, fn func(ctx contex
 		dead := refused(err) && time.Since(start)+delay > c.opt.DeadBudget
 		hung := attemptTimedOut && time.Since(start)+delay >= c.opt.HangBudget
 		if attempt >= retries || dead || hung {
+			if behind {
+				return err // the node answers, but never caught up
+			}
 			return &UnreachableError{Err: err, Endpoint: c.endpoint}
 		}
 		c.stats.retries.Add(1)
@@ -278,6 +283,15 @@ func retryable(err error) bool {
 		return true
 	}
 	return false
+}
+
+// behindHead reports whether err is a node's answer that the block asked about lies past its
+// head ("block range extends beyond current head block"): a node behind the one that gave a
+// receipt for that block, as a load-balanced RPC can be, or one whose head has not moved to the
+// block it has just mined. It answers once it has caught up, so the call is asked again.
+func behindHead(err error) bool {
+	var rpcErr rpc.Error
+	return errors.As(err, &rpcErr) && strings.Contains(rpcErr.Error(), "beyond current head")
 }
 
 // call runs one JSON-RPC method with retries.

@@ -349,3 +349,43 @@ func TestFetchBlobsChecks(t *testing.T) {
 		t.Fatalf("unmodified events: %v", err)
 	}
 }
+
+// A node that answers that a block lies past its head (behind the node that gave the receipt)
+// is asked again until it has caught up; one that never does gets its own answer back, not
+// "cannot reach the RPC".
+func TestEpochAtWaitsForLaggingNode(t *testing.T) {
+	e := newEnv(t)
+	e.pushN(2)
+	h := e.head()
+	p := newProxy(t, e.dev.Info().RPC)
+	c := dial(t, p.URL, e.dev.Contract(), testOpts)
+	const behind = "block range extends beyond current head block"
+	var mu sync.Mutex
+	lag := 3 // answers before the node has caught up
+	p.SetRefuse(func(method string, _ json.RawMessage) string {
+		mu.Lock()
+		defer mu.Unlock()
+		if method == "eth_getLogs" && lag > 0 {
+			lag--
+			return behind
+		}
+		return ""
+	})
+	ev, err := c.EpochAt(e.ctx, e.owner, e.space, h.Block, h.Seq)
+	if err != nil || ev.Digest != h.Digest {
+		t.Fatalf("EpochAt through a lagging node: %+v, %v", ev, err)
+	}
+	if n := p.Seen("eth_getLogs"); n != 4 {
+		t.Errorf("%d eth_getLogs, want 4: three answered from behind the head, then the event", n)
+	}
+	p.SetRefuse(func(method string, _ json.RawMessage) string {
+		if method == "eth_getLogs" {
+			return behind
+		}
+		return ""
+	})
+	_, err = c.EpochAt(e.ctx, e.owner, e.space, h.Block, h.Seq)
+	if err == nil || !strings.Contains(err.Error(), behind) || errors.Is(err, chain.ErrUnreachable) {
+		t.Fatalf("a node that never catches up: %v", err)
+	}
+}
