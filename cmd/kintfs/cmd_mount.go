@@ -402,8 +402,11 @@ func limitMemory() {
 // loadGCPercent is the collector's target while a mount opens its vault. Loading the tree index
 // decodes a record per row and keeps a small part of it, so at the default target of 100 the
 // heap grows to twice the index before each collection: 144 MB at the peak for the 78 MB
-// index of 100,000 rows, against 107 MB at 25, for 0.04 s more of collecting.
-const loadGCPercent = 25
+// index of 100,000 rows, against 107 MB at 25, for 0.04 s more of collecting. Later, with a
+// smaller index, a vault of 100,000 rows and 9,000 epochs reopened right after it was written
+// (badger compacting beside the load, building tables in buffers of megabytes) peaked at
+// 82-90 MB at 25 and 75-79 MB at 10, coming up in 2.0-2.2 s and 2.2-2.4 s.
+const loadGCPercent = 10
 
 // mountHeadroom is about how much garbage the heap of a mount with a large vault gathers
 // before the collector runs (see mountGCPercent).
