@@ -2,7 +2,6 @@ package store
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -155,9 +154,9 @@ func (s *Store) loadAttrs(txn *badger.Txn) error {
 	} else if found && len(v) == 8 {
 		s.dirTime = fromNanos(int64(binary.BigEndian.Uint64(v)))
 	}
-	err := scanPrefix(txn, pAttr, func(k, v []byte) error {
+	err := scanValues(txn, pAttr, func(k, v []byte) error {
 		var a attrRec
-		if err := json.Unmarshal(v, &a); err != nil {
+		if err := decodeRecord(v, &a); err != nil {
 			return fmt.Errorf("local attributes %x: %w", k[len(pAttr):], errUndecodable)
 		}
 		s.attrs.load(binary.BigEndian.Uint64(k[len(pAttr):]), a)
@@ -201,11 +200,7 @@ func (s *Store) dress(v *vault.Version) *vault.Version {
 
 // putAttr stores rec for ino in txn; the memory follows once the transaction commits.
 func (s *Store) putAttr(txn *badger.Txn, apply *[]func(), ino uint64, rec attrRec) error {
-	b, err := json.Marshal(&rec)
-	if err != nil {
-		return err
-	}
-	if err := setValue(txn, attrKey(ino), b, "local attributes"); err != nil {
+	if err := setValue(txn, attrKey(ino), encodeRecord(&rec), "local attributes"); err != nil {
 		return err
 	}
 	s.noteAttr(ino, &rec)

@@ -85,7 +85,29 @@ func migrate(db *badger.DB) error {
 			return fmt.Errorf("move local files' content out of their records: %w", err)
 		}
 	}
+	if format < 5 {
+		if err := attrsToBinary(db); err != nil {
+			return fmt.Errorf("rewrite the local attributes: %w", err)
+		}
+	}
 	return db.Update(func(txn *badger.Txn) error { return setJSON(txn, kFormat, storeFormat) })
+}
+
+// attrsToBinary rewrites every attribute record stored as JSON in the binary layout, a batch at
+// a time: every open reads them all, and decoding JSON was a third of the open of a vault whose
+// files all had one. A record already rewritten is left alone, so a crash part way through is
+// harmless.
+func attrsToBinary(db *badger.DB) error {
+	return rewriteRecords(db, pAttr, func(txn *badger.Txn, key, val []byte) error {
+		if len(val) > 0 && val[0] == recBinary {
+			return nil
+		}
+		var a attrRec
+		if err := decodeRecord(val, &a); err != nil {
+			return fmt.Errorf("local attributes %x: %w", key[len(pAttr):], errUndecodable)
+		}
+		return setValue(txn, key, encodeRecord(&a), "local attributes")
+	})
 }
 
 // splitMirrorBodies rewrites every mirror record of layout 1 as putMirror stores it, a batch

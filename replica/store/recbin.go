@@ -18,6 +18,8 @@ import (
 // binary layout (storeFormat 4): a version byte, then their fields in a fixed order, strings
 // and bodies as raw bytes (no escaping, and bytes that are not UTF-8 need no stash). Records
 // stored as JSON before it still read: a JSON record starts with '{', never with recBinary.
+// The attribute records, one for almost every file and all read when a vault opens, followed
+// in storeFormat 5.
 
 // recBinary is the first byte of a record in the binary layout.
 const recBinary byte = 1
@@ -126,6 +128,58 @@ func (st *stagedRec) decodeBinary(r *recReader) {
 	if flags&stagedLeaf != 0 {
 		leaf := r.hash()
 		st.leaf = &leaf
+	}
+}
+
+// Flags of an attribute record.
+const (
+	attrHasPerm  = 1 << 0
+	attrChmod    = 1 << 1
+	attrHasTimes = 1 << 2
+	attrSetTimes = 1 << 3 // the set times and what they were set on follow (most files have none)
+	attrFlags    = attrHasPerm | attrChmod | attrHasTimes | attrSetTimes
+)
+
+func (a *attrRec) appendBinary(b []byte) []byte {
+	var flags uint64
+	if a.HasPerm {
+		flags |= attrHasPerm
+	}
+	if a.Chmod {
+		flags |= attrChmod
+	}
+	if a.HasTimes {
+		flags |= attrHasTimes
+	}
+	times := a.Mtime != 0 || a.Atime != 0 || a.Base != 0 || a.BaseLeaf != (common.Hash{})
+	if times {
+		flags |= attrSetTimes
+	}
+	b = binary.AppendUvarint(b, flags)
+	b = binary.AppendUvarint(b, uint64(a.Perm))
+	b = binary.AppendVarint(b, a.Ctime)
+	if times {
+		b = binary.AppendVarint(b, a.Mtime)
+		b = binary.AppendVarint(b, a.Atime)
+		b = binary.AppendVarint(b, a.Base)
+		b = append(b, a.BaseLeaf[:]...)
+	}
+	return b
+}
+
+func (a *attrRec) decodeBinary(r *recReader) {
+	flags := r.uvarint()
+	if flags&^attrFlags != 0 {
+		r.fail(errUnknownFlags)
+	}
+	a.HasPerm, a.Chmod, a.HasTimes = flags&attrHasPerm != 0, flags&attrChmod != 0, flags&attrHasTimes != 0
+	perm := r.uvarint()
+	if perm > 1<<32-1 {
+		r.fail(errOutOfRange)
+	}
+	a.Perm, a.Ctime = uint32(perm), r.varint()
+	if flags&attrSetTimes != 0 {
+		a.Mtime, a.Atime, a.Base, a.BaseLeaf = r.varint(), r.varint(), r.varint(), r.hash()
 	}
 }
 
@@ -242,6 +296,7 @@ var (
 	errTrailing     = errors.New("record has bytes after its last field")
 	errUnknownFlags = errors.New("record has flags this kintfs does not know")
 	errNotBool      = errors.New("record has a flag that is neither 0 nor 1")
+	errOutOfRange   = errors.New("record has a number out of its field's range")
 )
 
 // recReader reads the fields of a binary record in order; the first failure sticks, and every

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -85,6 +86,18 @@ func randomHistRec(rng *rand.Rand) histRec {
 	return h
 }
 
+func randomAttrRec(rng *rand.Rand) attrRec {
+	a := attrRec{HasPerm: rng.IntN(2) == 0, Perm: []uint32{0, 0o644, 0o7777, 1<<32 - 1}[rng.IntN(4)], Chmod: rng.IntN(2) == 0,
+		HasTimes: rng.IntN(2) == 0, Ctime: randomInt(rng)}
+	if rng.IntN(2) == 0 {
+		a.Mtime, a.Atime, a.Base = randomInt(rng), randomInt(rng), randomInt(rng)
+	}
+	if rng.IntN(3) == 0 {
+		a.BaseLeaf = randomHash(rng)
+	}
+	return a
+}
+
 // TestRecordsRoundTrip: a mirror, staged or history record in the binary layout reads back field for
 // field, whatever its strings and body hold.
 func TestRecordsRoundTrip(t *testing.T) {
@@ -104,6 +117,11 @@ func TestRecordsRoundTrip(t *testing.T) {
 		var hb histRec
 		if err := decodeRecord(encodeRecord(&h), &hb); err != nil || !reflect.DeepEqual(h, hb) {
 			t.Fatalf("history record %+v read back as %+v %v", h, hb, err)
+		}
+		a := randomAttrRec(rng)
+		var ab attrRec
+		if err := decodeRecord(encodeRecord(&a), &ab); err != nil || ab != a {
+			t.Fatalf("attribute record %+v read back as %+v %v", a, ab, err)
 		}
 	}
 }
@@ -143,6 +161,14 @@ func TestRecordsReadTheJSONLayout(t *testing.T) {
 		if err := decodeRecord(b, &hb); err != nil || !reflect.DeepEqual(h, hb) {
 			t.Fatalf("history record %+v read from JSON as %+v %v", h, hb, err)
 		}
+		a := randomAttrRec(rng)
+		if b, err = json.Marshal(&a); err != nil {
+			t.Fatal(err)
+		}
+		var ab attrRec
+		if err := decodeRecord(b, &ab); err != nil || ab != a {
+			t.Fatalf("attribute record %+v read from JSON as %+v %v", a, ab, err)
+		}
 	}
 }
 
@@ -173,6 +199,21 @@ func TestRecordsRefuseBadBytes(t *testing.T) {
 	if err := decodeRecord(unknown, &got); !errors.Is(err, errUnknownFlags) {
 		t.Fatalf("an unknown field of a row: %v", err)
 	}
+	a := attrRec{HasPerm: true, Perm: 0o644, Ctime: 1, Mtime: 2}
+	ab := encodeRecord(&a)
+	for n := 1; n < len(ab); n++ {
+		var got attrRec
+		if err := decodeRecord(ab[:n], &got); !errors.Is(err, errTruncated) {
+			t.Fatalf("attribute record cut at %d of %d: %v, want %v", n, len(ab), err, errTruncated)
+		}
+	}
+	var agot attrRec
+	if err := decodeRecord([]byte{recBinary, 1 << 4, 0, 0}, &agot); !errors.Is(err, errUnknownFlags) {
+		t.Fatalf("an unknown attribute flag: %v", err)
+	}
+	if err := decodeRecord([]byte{recBinary, 0, 0x80, 0x80, 0x80, 0x80, 0x10, 0}, &agot); !errors.Is(err, errOutOfRange) {
+		t.Fatalf("a permission past 32 bits: %v", err)
+	}
 	m := mirrorRec{Row: seal.Row{Tier: "state", Key: "k"}}
 	mb := encodeRecord(&m)
 	mb[len(mb)-1] = 2
@@ -187,10 +228,11 @@ func TestRecordsRefuseBadBytes(t *testing.T) {
 func FuzzDecodeRecord(f *testing.F) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for i := 0; i < 8; i++ {
-		m, st, h := randomMirrorRec(rng), randomStagedRec(rng), randomHistRec(rng)
+		m, st, h, a := randomMirrorRec(rng), randomStagedRec(rng), randomHistRec(rng), randomAttrRec(rng)
 		f.Add(encodeRecord(&m))
 		f.Add(encodeRecord(&st))
 		f.Add(encodeRecord(&h))
+		f.Add(encodeRecord(&a))
 	}
 	f.Add([]byte(`{"row":{"tier":"state","key":"k"}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -215,11 +257,18 @@ func FuzzDecodeRecord(f *testing.F) {
 				t.Fatalf("history record %+v stored again reads %+v %v", h, again, err)
 			}
 		}
+		var a attrRec
+		if decodeRecord(b, &a) == nil && b[0] == recBinary {
+			var again attrRec
+			if err := decodeRecord(encodeRecord(&a), &again); err != nil || again != a {
+				t.Fatalf("attribute record %+v stored again reads %+v %v", a, again, err)
+			}
+		}
 	})
 }
 
 // TestLayout3Opens: a database of layout 3, its mirror and staged records JSON, opens at
-// layout 4 without a rewrite; every row reads back, and a row written after is stored in the
+// the current layout without a rewrite of them; every row reads back, and a row written after is stored in the
 // binary layout beside the JSON ones.
 func TestLayout3Opens(t *testing.T) {
 	dir := t.TempDir()
@@ -293,8 +342,8 @@ func TestLayout3Opens(t *testing.T) {
 	check(mirrored[1:], false)
 	check(staged, true)
 	var format int
-	if err := s.db.View(func(txn *badger.Txn) error { _, err := getJSON(txn, kFormat, &format); return err }); err != nil || format != 4 {
-		t.Fatalf("layout %d %v, want 4", format, err)
+	if err := s.db.View(func(txn *badger.Txn) error { _, err := getJSON(txn, kFormat, &format); return err }); err != nil || format != storeFormat {
+		t.Fatalf("layout %d %v, want %d", format, err, storeFormat)
 	}
 	if _, err := s.Write(vault.Key{Tier: "state", Key: "new"}, []byte("new row"), time.Unix(3, 0)); err != nil {
 		t.Fatal(err)
@@ -360,7 +409,65 @@ func TestNewerLayoutRefused(t *testing.T) {
 	}
 	db.Close()
 	_, err = OpenStore(dir)
-	if err == nil || !strings.Contains(err.Error(), "has layout 5, newer than this kintfs reads (4): open it with the kintfs that wrote it, or a newer one") {
-		t.Fatalf("opened a layout-5 database: %v", err)
+	want := fmt.Sprintf("has layout %d, newer than this kintfs reads (%d): open it with the kintfs that wrote it, or a newer one", storeFormat+1, storeFormat)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("opened a layout-%d database: %v", storeFormat+1, err)
+	}
+}
+
+// TestLayout4AttrsRewritten: the attribute records a database of layout 4 stored as JSON are
+// rewritten in the binary layout when it opens, and every file keeps its mode and set times.
+func TestLayout4AttrsRewritten(t *testing.T) {
+	dir := t.TempDir()
+	s, err := OpenStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(9, 10))
+	want := map[uint64]attrRec{}
+	for ino := uint64(100); ino < 700; ino++ { // more than one batch of the rewrite
+		want[ino] = randomAttrRec(rng)
+	}
+	err = s.db.Update(func(txn *badger.Txn) error {
+		for ino, a := range want {
+			b, err := json.Marshal(&a)
+			if err != nil {
+				return err
+			}
+			if err := txn.Set(attrKey(ino), b); err != nil {
+				return err
+			}
+		}
+		return setJSON(txn, kFormat, 4)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if s, err = OpenStore(dir); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for ino, a := range want {
+		if got, ok := s.attrs.get(ino); !ok || got != a {
+			t.Fatalf("ino %d: %+v %v, want %+v", ino, got, ok, a)
+		}
+	}
+	n := 0
+	err = s.db.View(func(txn *badger.Txn) error {
+		return scanPrefix(txn, pAttr, func(k, v []byte) error {
+			if v[0] != recBinary {
+				t.Errorf("attribute record %x still JSON: %s", k, v)
+			}
+			n++
+			return nil
+		})
+	})
+	if err != nil || n != len(want) {
+		t.Fatalf("%d attribute records, %v; want %d", n, err, len(want))
+	}
+	var format int
+	if err := s.db.View(func(txn *badger.Txn) error { _, err := getJSON(txn, kFormat, &format); return err }); err != nil || format != storeFormat {
+		t.Fatalf("layout %d %v, want %d", format, err, storeFormat)
 	}
 }

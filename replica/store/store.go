@@ -61,8 +61,9 @@ const valueLogGCEvery = 10 * time.Minute
 // storeFormat is the layout this code writes. 1 (no kFormat key) kept each mirror row's body
 // inside its record; 2 keeps it under pBody; 3 also keeps staged bodies under pStagedBody and
 // local files' content under pLocalBody; 4 writes mirror, staged and history records in a
-// binary layout (recbin.go), and reads those 3 left as JSON as they are.
-const storeFormat = 4
+// binary layout (recbin.go), and reads those 3 left as JSON as they are; 5 writes the
+// attribute records in a binary layout too, and rewrites those 4 left as JSON.
+const storeFormat = 5
 
 // openBadger opens (or creates) the badger database in dir with settings sized for a mount:
 // commits are not synced by badger but in groups (see db), and a large vault stays within its
