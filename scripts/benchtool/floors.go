@@ -69,6 +69,17 @@ func (b *bench) floors() error {
 		return err
 	}
 	r["fsync_ms"] = r["fsync_ms"].(float64) / 1000
+	// a new inode alone: what every file the epoch cache writes (three an epoch) costs first
+	if r["create_us"], err = perOp(1000, func() error {
+		i++
+		fd, err := syscall.Open(filepath.Join(dir, fmt.Sprint(i)), syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL, 0o600)
+		if err != nil {
+			return err
+		}
+		return syscall.Close(fd)
+	}); err != nil {
+		return err
+	}
 	return b.keep("floors", r)
 }
 
@@ -124,6 +135,9 @@ func (rp *report) floorsSection(r results, p map[string]any) {
 	rp.w("| one FUSE round trip (a getxattr kintfs answers at once) | %.1f µs |", rt)
 	rp.w("| open + close of a warm file: mount (OPEN, and RELEASE after close returns) vs native | %.1f µs vs %.1f µs |", ocm, ocn)
 	rp.w("| write %d B + fsync + close of a new file on the native disk | %.2f ms |", integer(p, "row_bytes"), fsyncMS)
+	if _, ok := f["create_us"]; ok {
+		rp.w("| create + close of an empty file on the native disk (a new inode; the epoch cache writes three an epoch) | %.1f µs |", num(f, "create_us"))
+	}
 	rp.w("")
 	rp.w("The lowest each target could reach if kintfs took no time beyond these:")
 	rp.w("")
