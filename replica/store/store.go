@@ -206,31 +206,27 @@ func scanPrefix(txn *badger.Txn, prefix string, fn func(key, val []byte) error) 
 // scanValues is scanPrefix without copies: key and val are valid only inside fn. It suits a
 // scan of many small records that fn decodes on the spot.
 func scanValues(txn *badger.Txn, prefix string, fn func(key, val []byte) error) error {
-	opts := badger.DefaultIteratorOptions
-	opts.Prefix = []byte(prefix)
-	opts.PrefetchValues = false
-	it := txn.NewIterator(opts)
-	defer it.Close()
-	for it.Seek(opts.Prefix); it.ValidForPrefix(opts.Prefix); it.Next() {
-		item := it.Item()
-		err := item.Value(func(val []byte) error { return fn(item.Key(), val) })
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return eachItem(txn, prefix, func(item *badger.Item) error {
+		return item.Value(func(val []byte) error { return fn(item.Key(), val) })
+	})
 }
 
 // scanKeys calls fn with every key under prefix, in key order, reading no value; key is
 // valid only inside fn.
 func scanKeys(txn *badger.Txn, prefix string, fn func(key []byte) error) error {
+	return eachItem(txn, prefix, func(item *badger.Item) error { return fn(item.Key()) })
+}
+
+// eachItem calls fn for every item under prefix, in key order, reading a value only when fn
+// asks for it.
+func eachItem(txn *badger.Txn, prefix string, fn func(item *badger.Item) error) error {
 	opts := badger.DefaultIteratorOptions
 	opts.Prefix = []byte(prefix)
 	opts.PrefetchValues = false
 	it := txn.NewIterator(opts)
 	defer it.Close()
 	for it.Seek(opts.Prefix); it.ValidForPrefix(opts.Prefix); it.Next() {
-		if err := fn(it.Item().Key()); err != nil {
+		if err := fn(it.Item()); err != nil {
 			return err
 		}
 	}
