@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // mapFile writes size zero bytes to dir/name and maps them with flags, writable when write.
@@ -52,7 +53,14 @@ func TestReleaseMappedPages(t *testing.T) {
 	if !releaseMapped(dir) {
 		t.Skip("the kernel has no MADV_PAGEOUT")
 	}
+	// as the releaser does every releaseCheck: a page the kernel is still writing back (the
+	// disk busy with other tests) leaves on a later pass
 	after := residentMapped()
+	for pass := 0; pass < 50 && before-after < 2*size-size/8; pass++ {
+		time.Sleep(20 * time.Millisecond)
+		releaseMapped(dir)
+		after = residentMapped()
+	}
 	if before-after < 2*size-size/8 { // both shared mappings, read and written
 		t.Fatalf("resident mapped bytes %d before, %d after: the shared mappings' pages were not released", before, after)
 	}
