@@ -83,6 +83,13 @@ func (d *db) noteCommit() uint64 {
 	return d.committed
 }
 
+// commits is how many commits were made so far.
+func (d *db) commits() uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.committed
+}
+
 // Sync makes durable whatever was written to badger so far, through a transaction or not (a
 // WriteBatch).
 func (d *db) Sync() error { return d.waitSynced(d.noteCommit()) }

@@ -158,6 +158,13 @@ func (c *holeCache) get(scan func() ([]HistoryHole, error)) ([]HistoryHole, erro
 	return holes, nil
 }
 
+// generation counts the forget calls so far.
+func (c *holeCache) generation() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gen
+}
+
 // forget drops the cached holes; callers call it after committing a change to the epoch records.
 func (c *holeCache) forget() {
 	c.mu.Lock()

@@ -74,6 +74,9 @@ type Store struct {
 	stepHook func(step string) error
 	// holes caches where history has holes (HistoryHoles).
 	holes holeCache
+	// summaries and incompatible keep Summary and KintIncompatible until the next commit.
+	summaries    readCache[summaryAt, *Summary]
+	incompatible readCache[uint64, []Incompatible]
 }
 
 // OpenStore opens the state database in dir and loads the live tree.

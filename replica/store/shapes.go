@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -213,6 +214,12 @@ type Incompatible struct {
 // entities, meta outside references), as anchored (a staged change that mends one counts once
 // it is anchored), whatever the model.
 func (s *Store) KintIncompatible() []Incompatible {
+	out, _ := s.incompatible.get(s.commits(), func() ([]Incompatible, error) { return s.readKintIncompatible(), nil })
+	return slices.Clone(out)
+}
+
+// readKintIncompatible reads KintIncompatible from the tree and the mirror.
+func (s *Store) readKintIncompatible() []Incompatible {
 	out := []Incompatible{}
 	var restaged []string // rows anchored and changed since: their anchored shape is in the mirror
 	s.t.mu.RLock()
