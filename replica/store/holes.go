@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -41,7 +42,8 @@ func (h HistoryHole) blocks() (from, to uint64) {
 // takes each seq from its record's key and decodes only the records beside a hole: the
 // history of a vault holds thousands of epochs.
 func (s *Store) HistoryHoles() ([]HistoryHole, error) {
-	return s.holes.get(s.scanHoles)
+	holes, err := s.holes.get(s.scanHoles)
+	return slices.Clone(holes), err
 }
 
 // scanHoles reads the holes from the epoch records.
