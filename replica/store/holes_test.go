@@ -2,8 +2,10 @@ package store
 
 import (
 	"testing"
+	"time"
 
 	"kintfs/replica/vault"
+	"kintfs/seal"
 )
 
 // TestHistoryHoles: the holes come from the records' seqs, each with the records on either side,
@@ -53,5 +55,32 @@ func TestHistoryHoles(t *testing.T) {
 	check(hole{10, 11, 9, 12, 120})
 	if err := s.CheckHistory(55); err != nil {
 		t.Fatalf("block 55, recorded now: %v", err)
+	}
+}
+
+// TestStagedKeepsAnchorAcrossOpen: a staged change over an anchored row still names the
+// version it replaces after the store is opened again, and a row never anchored names none.
+func TestStagedKeepsAnchorAcrossOpen(t *testing.T) {
+	s := newTestStore(t)
+	a := seal.Row{Tier: "state", Key: "a", Body: seal.BodyString("one")}
+	p := plaintextFor(map[string]seal.Row{}, 1, []seal.Row{a}, nil)
+	if _, _, err := s.ApplyEpoch(vault.EpochInfo{Seq: 1, Block: 10, Tx: "0x01"}, p, ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ka, kb := vault.Key{Tier: "state", Key: "a"}, vault.Key{Tier: "state", Key: "b"}
+	for _, k := range []vault.Key{ka, kb} {
+		if _, err := s.Write(k, []byte("two"), time.Unix(2, 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	s.open(t)
+	va, err := s.Get(ka)
+	if err != nil || va == nil || !va.Staged || va.Anchor == nil || va.Anchor.Seq != 1 || va.Anchor.Block != 10 {
+		t.Fatalf("a after reopening: %+v %v; want staged over epoch 1's version", va, err)
+	}
+	vb, err := s.Get(kb)
+	if err != nil || vb == nil || !vb.Staged || vb.Anchor != nil {
+		t.Fatalf("b after reopening: %+v %v; want staged, never anchored", vb, err)
 	}
 }

@@ -212,9 +212,19 @@ func (s *Store) loadInos(txn *badger.Txn) error {
 // loadRows reads the mirror, with its leaves, and the staged rows over it.
 func (s *Store) loadRows(txn *badger.Txn) error {
 	t := s.t
+	// the anchors of the mirror rows a staged row replaces, which its node keeps: the staged
+	// ids are read first (keys only), so that a vault with nothing staged keeps no map of
+	// every row
 	anchors := map[string]*vault.Anchor{}
+	err := scanKeys(txn, pStaged, func(k []byte) error {
+		anchors[string(k[len(pStaged):])] = nil
+		return nil
+	})
+	if err != nil {
+		return err
+	}
 	shared := sharedStrings{}
-	err := scanValues(txn, pMirror, func(k, v []byte) error {
+	err = scanValues(txn, pMirror, func(k, v []byte) error {
 		var m mirrorRec
 		if err := decodeRecord(v, &m); err != nil {
 			return fmt.Errorf("mirror row %q: %w", k, errUndecodable)
@@ -223,7 +233,9 @@ func (s *Store) loadRows(txn *badger.Txn) error {
 		n := s.nodeFromMirror(&m)
 		shared.share(n)
 		n.ino = t.inoOf(inoName(n.key))
-		anchors[id] = n.anchor
+		if _, ok := anchors[id]; ok {
+			anchors[id] = n.anchor
+		}
 		s.leaves.add(id, m.Leaf)
 		t.put(n)
 		return nil
