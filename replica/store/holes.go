@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -133,47 +134,20 @@ func (s *Store) CheckHistory(block uint64) error {
 // was decoded), and so does every read of a mount's status. Every write of an epoch record
 // forgets them once committed.
 type holeCache struct {
-	mu    sync.Mutex
-	gen   uint64 // counts forget calls: a scan that began before one is not kept
-	known bool
-	holes []HistoryHole
+	gen  atomic.Uint64 // counts forget calls: a scan that began before one is not served again
+	kept readCache[uint64, []HistoryHole]
 }
 
-// get is the cached holes, read with scan when not known. The caller may not change them.
+// get is the kept holes, read with scan when a forget came since. The caller may not change them.
 func (c *holeCache) get(scan func() ([]HistoryHole, error)) ([]HistoryHole, error) {
-	c.mu.Lock()
-	if c.known {
-		defer c.mu.Unlock()
-		return c.holes, nil
-	}
-	gen := c.gen
-	c.mu.Unlock()
-	holes, err := scan()
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	if c.gen == gen {
-		c.known, c.holes = true, holes
-	}
-	c.mu.Unlock()
-	return holes, nil
+	return c.kept.get(c.generation(), scan)
 }
 
 // generation counts the forget calls so far.
-func (c *holeCache) generation() uint64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.gen
-}
+func (c *holeCache) generation() uint64 { return c.gen.Load() }
 
-// forget drops the cached holes; callers call it after committing a change to the epoch records.
-func (c *holeCache) forget() {
-	c.mu.Lock()
-	c.gen++
-	c.known, c.holes = false, nil
-	c.mu.Unlock()
-}
+// forget drops the kept holes; callers call it after committing a change to the epoch records.
+func (c *holeCache) forget() { c.gen.Add(1) }
 
 // ReplayState is the state of the vault as of one epoch, by canonical id, for checking the
 // roots of the epochs after it.

@@ -147,6 +147,15 @@ const permBits = 0o777
 
 func attrKey(ino uint64) []byte { return append([]byte(pAttr), be64(ino)...) }
 
+// decodeAttr decodes the attribute record val stored under key, binary or JSON.
+func decodeAttr(key, val []byte) (attrRec, error) {
+	var a attrRec
+	if err := decodeRecord(val, &a); err != nil {
+		return a, fmt.Errorf("local attributes %x: %w", key[len(pAttr):], errUndecodable)
+	}
+	return a, nil
+}
+
 // loadAttrs reads every attribute record.
 func (s *Store) loadAttrs(txn *badger.Txn) error {
 	if v, found, err := getValue(txn, kDirTime); err != nil {
@@ -155,9 +164,9 @@ func (s *Store) loadAttrs(txn *badger.Txn) error {
 		s.dirTime = fromNanos(int64(binary.BigEndian.Uint64(v)))
 	}
 	err := scanValues(txn, pAttr, func(k, v []byte) error {
-		var a attrRec
-		if err := decodeRecord(v, &a); err != nil {
-			return fmt.Errorf("local attributes %x: %w", k[len(pAttr):], errUndecodable)
+		a, err := decodeAttr(k, v)
+		if err != nil {
+			return err
 		}
 		s.attrs.load(binary.BigEndian.Uint64(k[len(pAttr):]), a)
 		return nil

@@ -102,9 +102,9 @@ func attrsToBinary(db *badger.DB) error {
 		if len(val) > 0 && val[0] == recBinary {
 			return nil
 		}
-		var a attrRec
-		if err := decodeRecord(val, &a); err != nil {
-			return fmt.Errorf("local attributes %x: %w", key[len(pAttr):], errUndecodable)
+		a, err := decodeAttr(key, val)
+		if err != nil {
+			return err
 		}
 		return setValue(txn, key, encodeRecord(&a), "local attributes")
 	})
