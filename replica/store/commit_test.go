@@ -397,6 +397,16 @@ func TestSyncLogs(t *testing.T) {
 	if err := d.logs.sync(filepath.Join(dir, newestVlog)); err != nil {
 		t.Fatal(err)
 	}
+	// a log is synced with fdatasync, the directory (its entries) with fsync
+	if err := d.logs.sync(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, isDir, _ := d.logs.open(dir); !isDir {
+		t.Fatal("the directory is held as a log: it would be synced with fdatasync")
+	}
+	if _, isDir, _ := d.logs.open(filepath.Join(dir, newestVlog)); isDir {
+		t.Fatal("a log is held as a directory: it would be synced with fsync")
+	}
 	if err := d.logs.sync(filepath.Join(dir, "000009.vlog")); !os.IsNotExist(err) {
 		t.Fatalf("sync of a removed log = %v, want not exist (syncNow passes over it)", err)
 	}

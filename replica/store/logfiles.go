@@ -14,44 +14,62 @@ import (
 // drops every other one once it covered it, so a log badger removes is not kept on disk by a
 // descriptor held here. Badger never reuses a log's name (its file numbers only grow), so a
 // name held is always the file badger writes.
+//
+// A log is synced with fdatasync: it writes the data and whatever metadata reading it back
+// needs (the size, the blocks a write into a hole allocated), not the time the mapping last
+// wrote. A durable change cost 10% less with it (BenchmarkDurableCreate, 275-337 µs against
+// 302-362 µs). A directory, whose entries are what a new log needs, is synced with fsync.
 type logFiles struct {
-	mu  sync.Mutex
-	fds map[string]int
+	mu   sync.Mutex
+	fds  map[string]int
+	dirs map[string]bool // the paths held that are directories
 }
 
-// sync fsyncs the file at path, opening it the first time.
+// sync makes the file or directory at path durable, opening it the first time.
 func (l *logFiles) sync(path string) error {
-	fd, err := l.open(path)
+	fd, dir, err := l.open(path)
 	if err != nil {
 		return &os.PathError{Op: "open", Path: path, Err: err}
 	}
+	op, syncFn := "fdatasync", syscall.Fdatasync
+	if dir {
+		op, syncFn = "fsync", syscall.Fsync
+	}
 	for {
-		err = syscall.Fsync(fd)
+		err = syncFn(fd)
 		if !errors.Is(err, syscall.EINTR) {
 			break
 		}
 	}
 	if err != nil {
-		return &os.PathError{Op: "fsync", Path: path, Err: err}
+		return &os.PathError{Op: op, Path: path, Err: err}
 	}
 	return nil
 }
 
-func (l *logFiles) open(path string) (int, error) {
+func (l *logFiles) open(path string) (fd int, dir bool, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if fd, ok := l.fds[path]; ok {
-		return fd, nil
+		return fd, l.dirs[path], nil
 	}
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
-		return -1, err
+		return -1, false, err
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		syscall.Close(fd)
+		return -1, false, err
 	}
 	if l.fds == nil {
-		l.fds = map[string]int{}
+		l.fds, l.dirs = map[string]int{}, map[string]bool{}
 	}
 	l.fds[path] = fd
-	return fd, nil
+	if dir = st.Mode&syscall.S_IFMT == syscall.S_IFDIR; dir {
+		l.dirs[path] = true
+	}
+	return fd, dir, nil
 }
 
 // keepOnly closes every file held but those named in keep (base names in dir).
@@ -62,6 +80,7 @@ func (l *logFiles) keepOnly(dir string, keep map[string]bool) {
 		if filepath.Dir(path) != dir || !keep[filepath.Base(path)] {
 			syscall.Close(fd)
 			delete(l.fds, path)
+			delete(l.dirs, path)
 		}
 	}
 }
