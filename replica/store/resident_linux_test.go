@@ -84,3 +84,22 @@ func TestReleaseMappedPages(t *testing.T) {
 		t.Fatal("the written mapping's bytes did not reach its file")
 	}
 }
+
+// The releaser reads /proc/self/statm through one descriptor held open: each read must see
+// the pages resident now, not those of the first read.
+func TestStatmHeldOpenSeesGrowth(t *testing.T) {
+	st := openStatm()
+	defer st.close()
+	before := st.mapped()
+	if before <= 0 {
+		t.Fatalf("resident mapped bytes read as %d", before)
+	}
+	const size = 8 << 20
+	m := mapFile(t, t.TempDir(), "grow.sst", size, syscall.MAP_SHARED, true)
+	for i := 0; i < size; i += os.Getpagesize() {
+		m[i] = 1
+	}
+	if after := st.mapped(); after-before < size-size/8 {
+		t.Fatalf("resident mapped bytes %d before and %d after touching %d bytes of a shared mapping, read through the same descriptor", before, after, size)
+	}
+}
