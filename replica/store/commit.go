@@ -29,6 +29,11 @@ type db struct {
 	done map[string]bool
 	// known are the logs the last sync saw: a new one is made durable by syncing the directory.
 	known map[string]bool
+	// logNames are the logs in dir at the last listing, which a sync takes again while watch
+	// says the directory has not changed.
+	logNames []string
+	watch    *dirWatch
+	listings int // how many times a sync listed dir (tests read it)
 	// syncHook, when set (by tests), runs in each sync before it touches the disk.
 	syncHook func()
 	// fsync syncs one file or directory (logs.sync; tests watch it).
@@ -37,7 +42,7 @@ type db struct {
 }
 
 func newDB(b *badger.DB, dir string) *db {
-	d := &db{DB: b, dir: dir, done: map[string]bool{}, known: map[string]bool{}}
+	d := &db{DB: b, dir: dir, done: map[string]bool{}, known: map[string]bool{}, watch: newDirWatch(dir)}
 	d.fsync = d.logs.sync
 	d.cond = sync.NewCond(&d.mu)
 	return d
@@ -47,6 +52,7 @@ func newDB(b *badger.DB, dir string) *db {
 func (d *db) Close() error {
 	err := d.DB.Close()
 	d.logs.close()
+	d.watch.close()
 	return err
 }
 
@@ -140,20 +146,19 @@ func (d *db) syncNow() error {
 	if d.syncHook != nil {
 		d.syncHook()
 	}
-	entries, err := os.ReadDir(d.dir)
-	if err != nil {
-		return err
-	}
-	newest := map[string]string{}
-	var logs []string
-	for _, e := range entries {
-		name := e.Name()
-		ext := filepath.Ext(name)
-		if ext != ".vlog" && ext != ".mem" {
-			continue
+	// drained before the listing: a change made while it runs is listed by the next sync
+	if d.watch.changed() || d.logNames == nil {
+		d.listings++
+		names, err := listLogs(d.dir)
+		d.logNames = names // nil on an error: the next sync lists again
+		if err != nil {
+			return err
 		}
-		logs = append(logs, name)
-		if newestOf(name, newest[ext]) {
+	}
+	logs := d.logNames
+	newest := map[string]string{}
+	for _, name := range logs {
+		if ext := filepath.Ext(name); newestOf(name, newest[ext]) {
 			newest[ext] = name
 		}
 	}
@@ -202,6 +207,21 @@ func (d *db) syncNow() error {
 		return d.fsync(d.dir)
 	}
 	return nil
+}
+
+// listLogs lists badger's value logs and memtable logs in dir (never nil).
+func listLogs(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	logs := []string{} // not nil: listed
+	for _, e := range entries {
+		if ext := filepath.Ext(e.Name()); ext == ".vlog" || ext == ".mem" {
+			logs = append(logs, e.Name())
+		}
+	}
+	return logs, nil
 }
 
 // newestOf reports whether the log name (numbered, zero padded) comes after than.

@@ -6,6 +6,7 @@ import (
 	"kintfs/replica/vault"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -371,8 +372,12 @@ func TestSyncLogs(t *testing.T) {
 	if most != 4 {
 		t.Errorf("%d logs synced at once, want all 4", most)
 	}
+	listed := d.listings
 	if got := round(); got != sorted("000010.vlog", "00002.mem") {
 		t.Fatalf("second sync: %s, want the newest logs only", got)
+	}
+	if runtime.GOOS == "linux" && d.listings != listed {
+		t.Fatal("a sync listed the directory again with no file come or gone since the last")
 	}
 	if err := os.Remove(filepath.Join(dir, "000009.vlog")); err != nil {
 		t.Fatal(err)

@@ -31,7 +31,7 @@ func (l *logFiles) sync(path string) error {
 	if err != nil {
 		return &os.PathError{Op: "open", Path: path, Err: err}
 	}
-	op, syncFn := "fdatasync", syscall.Fdatasync
+	op, syncFn := "fdatasync", fdatasync
 	if dir {
 		op, syncFn = "fsync", syscall.Fsync
 	}
