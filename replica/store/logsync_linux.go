@@ -13,7 +13,7 @@ import (
 // badger made before a sync started is always seen by it. An overflowed queue, or a watch the
 // kernel dropped, says changed from then on.
 type dirWatch struct {
-	fd     int // -1: no watch, every sync lists
+	fd     int // -1: no watch (none left to this user, say), every sync lists
 	broken bool
 	buf    []byte
 }
