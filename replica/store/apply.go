@@ -358,7 +358,7 @@ func (s *Store) finishEpoch(txn *badger.Txn, e *epochApply, marked bool) error {
 		return err
 	}
 	s.untimed.noteEpochRecord(&info)
-	if err := setJSON(txn, string(pEpoch)+string(be64(info.Seq)), &info); err != nil {
+	if err := setJSON(txn, epochKey(info.Seq), &info); err != nil {
 		return err
 	}
 	if err := setJSON(txn, kHead, &vault.Head{Seq: info.Seq, Digest: info.Digest, Block: info.Block}); err != nil {

@@ -82,7 +82,7 @@ func (s *Store) scanHoles() ([]HistoryHole, error) {
 
 // getEpochRecord reads the epoch record of seq, which must exist.
 func getEpochRecord(txn *badger.Txn, seq uint64, info *vault.EpochInfo) error {
-	found, err := getJSON(txn, pEpoch+string(be64(seq)), info)
+	found, err := getJSON(txn, epochKey(seq), info)
 	if err == nil && !found {
 		err = fmt.Errorf("epoch record %d is missing", seq)
 	}
@@ -107,7 +107,7 @@ func (s *Store) historyFrom(holes []HistoryHole) (vault.Head, error) {
 	}
 	var first vault.EpochInfo
 	err := s.db.View(func(txn *badger.Txn) error {
-		_, err := getJSON(txn, pEpoch+string(be64(1)), &first)
+		_, err := getJSON(txn, epochKey(1), &first)
 		return err
 	})
 	return vault.Head{Seq: first.Seq, Digest: first.Digest, Block: first.Block}, err
@@ -345,7 +345,7 @@ func (s *Store) RecordHistory(info *vault.EpochInfo, p *seal.Plaintext) error {
 			return err
 		}
 		s.untimed.noteEpochRecord(info)
-		return setJSON(txn, pEpoch+string(be64(info.Seq)), info)
+		return setJSON(txn, epochKey(info.Seq), info)
 	})
 }
 
@@ -387,7 +387,7 @@ func (s *Store) EpochsWithoutTime() ([]vault.EpochInfo, error) {
 	err := s.db.View(func(txn *badger.Txn) error {
 		for seq := range s.untimed.seqs {
 			var info vault.EpochInfo
-			found, err := getJSON(txn, pEpoch+string(be64(seq)), &info)
+			found, err := getJSON(txn, epochKey(seq), &info)
 			if err != nil {
 				return err
 			}
@@ -461,7 +461,7 @@ func (s *Store) SetEpochTimes(list []vault.EpochInfo) error {
 		if err != nil {
 			return err
 		}
-		if err := wb.Set([]byte(pEpoch+string(be64(list[i].Seq))), b); err != nil {
+		if err := wb.Set([]byte(epochKey(list[i].Seq)), b); err != nil {
 			return err
 		}
 	}

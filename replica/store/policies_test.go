@@ -216,7 +216,7 @@ func putEpochRecords(t testing.TB, s *Store, infos ...vault.EpochInfo) {
 		infos = infos[len(batch):]
 		err := s.db.Update(func(txn *badger.Txn) error {
 			for _, in := range batch {
-				if err := setJSON(txn, pEpoch+string(be64(in.Seq)), &in); err != nil {
+				if err := setJSON(txn, epochKey(in.Seq), &in); err != nil {
 					return err
 				}
 			}

@@ -45,7 +45,7 @@ func (s *Store) Prove(k vault.Key) (*vault.Proof, error) {
 	found := false
 	err = s.db.View(func(txn *badger.Txn) error {
 		var err error
-		found, err = getJSON(txn, pEpoch+string(be64(head.Seq)), &info)
+		found, err = getJSON(txn, epochKey(head.Seq), &info)
 		return err
 	})
 	if err != nil {

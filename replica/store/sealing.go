@@ -238,6 +238,7 @@ func ChunkChanges(seq uint64, chunk seal.Chunk) SealedChanges {
 }
 
 func pendingKey(seq uint64) string   { return pPending + string(be64(seq)) }
+func epochKey(seq uint64) string     { return pEpoch + string(be64(seq)) }
 func journalAtKey(seq uint64) string { return pJournalAt + string(be64(seq)) }
 
 // journalAt is how far the push of a journal entry got, kept apart from the entry (the

@@ -114,7 +114,7 @@ func (s *Store) SetCacheCheckedTo(seq uint64) error { return s.setState(kCacheCh
 func (s *Store) EpochRecord(seq uint64) (info vault.EpochInfo, found bool, err error) {
 	err = s.db.View(func(txn *badger.Txn) error {
 		var err error
-		found, err = getJSON(txn, pEpoch+string(be64(seq)), &info)
+		found, err = getJSON(txn, epochKey(seq), &info)
 		return err
 	})
 	return info, found, err
