@@ -1,10 +1,15 @@
 package store
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
+	"time"
+
+	"kintfs/replica/vault"
 )
 
 // A sync lists badger's directory only when the watch says a file came or went since the last
@@ -80,5 +85,61 @@ func TestDirWatch(t *testing.T) {
 	}
 	if !w.changed() {
 		t.Fatal("a removed directory did not leave the watch saying changed when asked again")
+	}
+}
+
+// Every durable change is covered by a sync of the memtable log that holds it, across the
+// rotations badger makes as it writes: a sync that took its listing from before a rotation
+// would sync the log badger left, and the change would not be durable.
+func TestSyncCoversRotatedLogs(t *testing.T) {
+	r := newTestStore(t)
+	var mu sync.Mutex
+	synced := map[string]bool{}
+	r.db.fsync = func(path string) error { // the names only: the disk's part is not what is tested
+		mu.Lock()
+		defer mu.Unlock()
+		synced[filepath.Base(path)] = true
+		return nil
+	}
+	newestMem := func() string {
+		t.Helper()
+		names, err := listLogs(r.dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		newest := ""
+		for _, name := range names {
+			if filepath.Ext(name) == ".mem" && newestOf(name, newest) {
+				newest = name
+			}
+		}
+		return newest
+	}
+	body := bytes.Repeat([]byte("m"), valueThreshold-100) // kept in the memtable, not the value log
+	last, rotations, listings := newestMem(), 0, r.db.listings
+	for i := 0; rotations < 2; i++ {
+		if i == 100000 {
+			t.Fatalf("badger rotated its memtable log %d times in %d writes", rotations, i)
+		}
+		mu.Lock()
+		clear(synced)
+		mu.Unlock()
+		if _, err := r.Write(vault.Key{Tier: "state", Key: fmt.Sprintf("k%06d", i)}, body, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		// the log that holds the write: a rotation comes before a write, never after it
+		now := newestMem()
+		mu.Lock()
+		covered := synced[now]
+		mu.Unlock()
+		if !covered {
+			t.Fatalf("write %d returned before a sync of %s, the log that holds it (rotations so far: %d)", i, now, rotations)
+		}
+		if now != last {
+			rotations, last = rotations+1, now
+		}
+	}
+	if r.db.listings-listings > 20 {
+		t.Errorf("%d listings of the directory for 2 rotations", r.db.listings-listings)
 	}
 }
