@@ -34,6 +34,8 @@ type db struct {
 	logNames []string
 	watch    *dirWatch
 	listings int // how many times a sync listed dir (tests read it)
+	// busy runs at each read and commit: it tells the releaser the store is in use.
+	busy func()
 	// syncHook, when set (by tests), runs in each sync before it touches the disk.
 	syncHook func()
 	// fsync syncs one file or directory (logs.sync; tests watch it).
@@ -42,7 +44,7 @@ type db struct {
 }
 
 func newDB(b *badger.DB, dir string) *db {
-	d := &db{DB: b, dir: dir, done: map[string]bool{}, known: map[string]bool{}, watch: newDirWatch(dir)}
+	d := &db{DB: b, dir: dir, done: map[string]bool{}, known: map[string]bool{}, watch: newDirWatch(dir), busy: func() {}}
 	d.fsync = d.logs.sync
 	d.cond = sync.NewCond(&d.mu)
 	return d
@@ -65,9 +67,28 @@ func (d *db) Update(fn func(txn *badger.Txn) error) error {
 	return d.waitSynced(n)
 }
 
+// View is badger's View, as busy.
+func (d *db) View(fn func(txn *badger.Txn) error) error {
+	d.busy()
+	return d.DB.View(fn)
+}
+
+// NewTransaction is badger's NewTransaction, as busy.
+func (d *db) NewTransaction(update bool) *badger.Txn {
+	d.busy()
+	return d.DB.NewTransaction(update)
+}
+
+// NewWriteBatch is badger's NewWriteBatch, as busy.
+func (d *db) NewWriteBatch() *badger.WriteBatch {
+	d.busy()
+	return d.DB.NewWriteBatch()
+}
+
 // commit runs fn in one transaction, committed but not yet synced; n is the commit to pass to
 // waitSynced.
 func (d *db) commit(fn func(txn *badger.Txn) error) (n uint64, err error) {
+	d.busy()
 	if err := d.DB.Update(fn); err != nil {
 		return 0, err
 	}

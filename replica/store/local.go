@@ -88,6 +88,7 @@ func OpenStore(dir string) (*Store, error) {
 		return nil, err
 	}
 	db := newDB(bdb, dir)
+	db.busy = release.active
 	err = migrate(bdb)
 	if err == nil {
 		err = db.Sync()

@@ -103,3 +103,46 @@ func TestStatmHeldOpenSeesGrowth(t *testing.T) {
 		t.Fatalf("resident mapped bytes %d before and %d after touching %d bytes of a shared mapping, read through the same descriptor", before, after, size)
 	}
 }
+
+// A store nobody uses is looked at once a second, not every releaseCheck; a call of the store
+// makes the releaser look every releaseCheck again at once, and pages mapped meanwhile are
+// released.
+func TestReleaserIdlesAndWakes(t *testing.T) {
+	dir := t.TempDir()
+	r := startReleaser(dir)
+	defer r.Stop()
+	time.Sleep(releaseIdleAfter + 500*time.Millisecond)
+	before := r.checks.Load()
+	time.Sleep(time.Second)
+	if idle := r.checks.Load() - before; idle > 3 {
+		t.Fatalf("%d looks in a second with nothing happening: the releaser did not slow down", idle)
+	}
+	before = r.checks.Load()
+	for i := 0; i < 30; i++ { // the store in use for 300 ms
+		r.active()
+		time.Sleep(releaseCheck)
+	}
+	if busy := r.checks.Load() - before; busy < 10 {
+		t.Fatalf("%d looks in 300 ms of the store in use, want one every %v", busy, releaseCheck)
+	}
+	// pages mapped while busy leave within a moment
+	const size = 16 << 20
+	m := mapFile(t, dir, "000001.vlog", size, syscall.MAP_SHARED, false)
+	sum := 0
+	for i := 0; i < size; i += os.Getpagesize() {
+		sum += int(m[i])
+	}
+	before = residentMapped()
+	r.active()
+	deadline := time.Now().Add(3 * time.Second)
+	for residentMapped() > before-size/2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("resident mapped bytes still %d, %d before a release, 3 s after the store was used", residentMapped(), before)
+		}
+		time.Sleep(20 * time.Millisecond)
+		r.active()
+	}
+	if sum != 0 {
+		t.Fatal("the mapping read back changed")
+	}
+}
