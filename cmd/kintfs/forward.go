@@ -124,19 +124,46 @@ func (e mountedError) Error() string {
 	return fmt.Sprintf("the vault is mounted at %s: unmount it first (kintfs unmount %s)", e.dir, e.dir)
 }
 
-// mountedAt asks the mount of this KINT_HOME, when one answers, where it is mounted.
+// mountedAt asks the mount of this KINT_HOME, when one answers, where it is mounted. A socket
+// that takes the connection and closes it without an answer is a mount dying (killed, its
+// files being closed: a restart at once after a crash meets it): it is asked again until it
+// answers or refuses, for up to dyingWait. One that takes the question and does not answer
+// within the deadline is a running mount, busy.
 func mountedAt(home homedir.Home) (string, bool) {
-	conn, err := net.DialTimeout("unix", home.Path(mountSocket), 2*time.Second)
-	if err != nil {
-		return "", false
+	deadline := time.Now().Add(dyingWait)
+	for {
+		conn, err := net.DialTimeout("unix", home.Path(mountSocket), 2*time.Second)
+		if err != nil {
+			return "", false
+		}
+		dir, err := askMountpoint(conn)
+		conn.Close()
+		if err == nil {
+			return dir, true
+		}
+		if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() || time.Now().After(deadline) {
+			return "a running kintfs mount", true
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(5 * time.Second))
+}
+
+// dyingWait bounds how long mountedAt waits for a mount that closes connections unanswered;
+// askWait, for the answer of one that keeps them (tests shorten it).
+const dyingWait = 5 * time.Second
+
+var askWait = 5 * time.Second
+
+func askMountpoint(conn net.Conn) (string, error) {
+	conn.SetDeadline(time.Now().Add(askWait))
 	var reply forwardReply
-	if json.NewEncoder(conn).Encode(forwardRequest{Query: "mountpoint"}) != nil || json.NewDecoder(conn).Decode(&reply) != nil {
-		return "a running kintfs mount", true
+	if err := json.NewEncoder(conn).Encode(forwardRequest{Query: "mountpoint"}); err != nil {
+		return "", err
 	}
-	return reply.Out, true
+	if err := json.NewDecoder(conn).Decode(&reply); err != nil {
+		return "", err
+	}
+	return reply.Out, nil
 }
 
 // refuseIfMounted is a mountedError when a mount of home answers.
