@@ -59,9 +59,9 @@ func TestMountedAt(t *testing.T) {
 	}
 
 	// dying: connections closed unanswered for 300 ms, then nothing listens
-	ln = listen()
-	serve(ln, func(c net.Conn) { c.Close() })
-	time.AfterFunc(300*time.Millisecond, func() { ln.Close() })
+	dying := listen()
+	serve(dying, func(c net.Conn) { c.Close() })
+	time.AfterFunc(300*time.Millisecond, func() { dying.Close() })
 	start := time.Now()
 	if dir, ok := mountedAt(home); ok {
 		t.Fatalf("a dying mount: mounted at %q after %v", dir, time.Since(start))
@@ -70,8 +70,8 @@ func TestMountedAt(t *testing.T) {
 	// busy: the question kept, never answered
 	defer func(w time.Duration) { askWait = w }(askWait)
 	askWait = 200 * time.Millisecond
-	ln = listen()
-	defer ln.Close()
+	busy := listen()
+	defer busy.Close()
 	var mu sync.Mutex
 	var held []net.Conn
 	defer func() {
@@ -81,7 +81,7 @@ func TestMountedAt(t *testing.T) {
 			c.Close()
 		}
 	}()
-	serve(ln, func(c net.Conn) {
+	serve(busy, func(c net.Conn) {
 		mu.Lock()
 		defer mu.Unlock()
 		held = append(held, c)
