@@ -117,10 +117,7 @@ func (st *stagedRec) appendBinary(b []byte) []byte {
 }
 
 func (st *stagedRec) decodeBinary(r *recReader) {
-	flags := r.uvarint()
-	if flags&^stagedFlags != 0 {
-		r.fail(errUnknownFlags)
-	}
+	flags := r.flags(stagedFlags)
 	st.Del, st.RawBody = flags&stagedDel != 0, flags&stagedRawBody != 0
 	r.row(&st.Row)
 	st.Mtime, st.Held, st.Base = r.varint(), r.string(), r.hash()
@@ -168,10 +165,7 @@ func (a *attrRec) appendBinary(b []byte) []byte {
 }
 
 func (a *attrRec) decodeBinary(r *recReader) {
-	flags := r.uvarint()
-	if flags&^attrFlags != 0 {
-		r.fail(errUnknownFlags)
-	}
+	flags := r.flags(attrFlags)
 	a.HasPerm, a.Chmod, a.HasTimes = flags&attrHasPerm != 0, flags&attrChmod != 0, flags&attrHasTimes != 0
 	perm := r.uvarint()
 	if perm > 1<<32-1 {
@@ -315,6 +309,16 @@ func (r *recReader) fail(err error) {
 
 func (r *recReader) uvarint() uint64 { return readVarint(r, binary.Uvarint) }
 
+// flags reads a record's flags, failing (and giving none) when one is set that known lacks.
+func (r *recReader) flags(known uint64) uint64 {
+	flags := r.uvarint()
+	if flags&^known != 0 {
+		r.fail(errUnknownFlags)
+		return 0
+	}
+	return flags
+}
+
 func (r *recReader) varint() int64 { return readVarint(r, binary.Varint) }
 
 // readVarint reads the next varint of r with read (binary.Uvarint or binary.Varint).
@@ -377,11 +381,7 @@ func (r *recReader) bool() bool {
 func (r *recReader) row(row *seal.Row) {
 	row.Tier = tierString(r.bytes())
 	row.Key = r.string()
-	present := r.uvarint()
-	if present&^(bodyPresent<<1-1) != 0 {
-		r.fail(errUnknownFlags)
-		return
-	}
+	present := r.flags(bodyPresent<<1 - 1)
 	for i, p := range rowStrings(row) {
 		if present&(1<<i) != 0 {
 			s := r.string()
