@@ -349,6 +349,7 @@ func TestSyncLogs(t *testing.T) {
 		return d.logs.sync(path)
 	}
 	t.Cleanup(d.logs.close)
+	t.Cleanup(d.watch.close)
 	sorted := func(names ...string) string {
 		sort.Strings(names)
 		return strings.Join(names, " ")
@@ -406,10 +407,10 @@ func TestSyncLogs(t *testing.T) {
 	if err := d.logs.sync(dir); err != nil {
 		t.Fatal(err)
 	}
-	if _, isDir, _ := d.logs.open(dir); !isDir {
+	if f, _ := d.logs.open(dir); !f.dir {
 		t.Fatal("the directory is held as a log: it would be synced with fdatasync")
 	}
-	if _, isDir, _ := d.logs.open(filepath.Join(dir, newestVlog)); isDir {
+	if f, _ := d.logs.open(filepath.Join(dir, newestVlog)); f.dir {
 		t.Fatal("a log is held as a directory: it would be synced with fsync")
 	}
 	if err := d.logs.sync(filepath.Join(dir, "000009.vlog")); !os.IsNotExist(err) {
@@ -429,7 +430,7 @@ func heldNames(l *logFiles) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var names []string
-	for path := range l.fds {
+	for path := range l.held {
 		names = append(names, filepath.Base(path))
 	}
 	sort.Strings(names)

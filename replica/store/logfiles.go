@@ -21,22 +21,26 @@ import (
 // 302-362 µs). A directory, whose entries are what a new log needs, is synced with fsync.
 type logFiles struct {
 	mu   sync.Mutex
-	fds  map[string]int
-	dirs map[string]bool // the paths held that are directories
+	held map[string]heldFile
+}
+
+type heldFile struct {
+	fd  int
+	dir bool // a directory: synced with fsync
 }
 
 // sync makes the file or directory at path durable, opening it the first time.
 func (l *logFiles) sync(path string) error {
-	fd, dir, err := l.open(path)
+	f, err := l.open(path)
 	if err != nil {
 		return &os.PathError{Op: "open", Path: path, Err: err}
 	}
 	op, syncFn := "fdatasync", fdatasync
-	if dir {
+	if f.dir {
 		op, syncFn = "fsync", syscall.Fsync
 	}
 	for {
-		err = syncFn(fd)
+		err = syncFn(f.fd)
 		if !errors.Is(err, syscall.EINTR) {
 			break
 		}
@@ -47,40 +51,37 @@ func (l *logFiles) sync(path string) error {
 	return nil
 }
 
-func (l *logFiles) open(path string) (fd int, dir bool, err error) {
+func (l *logFiles) open(path string) (heldFile, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if fd, ok := l.fds[path]; ok {
-		return fd, l.dirs[path], nil
+	if f, ok := l.held[path]; ok {
+		return f, nil
 	}
-	fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
-		return -1, false, err
+		return heldFile{}, err
 	}
 	var st syscall.Stat_t
 	if err := syscall.Fstat(fd, &st); err != nil {
 		syscall.Close(fd)
-		return -1, false, err
+		return heldFile{}, err
 	}
-	if l.fds == nil {
-		l.fds, l.dirs = map[string]int{}, map[string]bool{}
+	if l.held == nil {
+		l.held = map[string]heldFile{}
 	}
-	l.fds[path] = fd
-	if dir = st.Mode&syscall.S_IFMT == syscall.S_IFDIR; dir {
-		l.dirs[path] = true
-	}
-	return fd, dir, nil
+	f := heldFile{fd: fd, dir: st.Mode&syscall.S_IFMT == syscall.S_IFDIR}
+	l.held[path] = f
+	return f, nil
 }
 
 // keepOnly closes every file held but those named in keep (base names in dir).
 func (l *logFiles) keepOnly(dir string, keep map[string]bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for path, fd := range l.fds {
+	for path, f := range l.held {
 		if filepath.Dir(path) != dir || !keep[filepath.Base(path)] {
-			syscall.Close(fd)
-			delete(l.fds, path)
-			delete(l.dirs, path)
+			syscall.Close(f.fd)
+			delete(l.held, path)
 		}
 	}
 }
