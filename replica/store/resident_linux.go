@@ -68,10 +68,10 @@ func startReleaser(dir string) *releaser {
 		defer t.Stop()
 		floor := int64(0) // mapped bytes resident after the last release
 		last, lastBusy := int64(-1), time.Now()
+		next := releaseCheck
 		for {
-			idle := time.Since(lastBusy) > releaseIdleAfter
 			wake := r.busy
-			if !idle {
+			if next == releaseCheck {
 				wake = nil // checking every releaseCheck already
 			}
 			select {
@@ -97,7 +97,7 @@ func startReleaser(dir string) *releaser {
 				floor = st.mapped()
 				last = floor
 			}
-			next := releaseCheck
+			next = releaseCheck
 			if time.Since(lastBusy) > releaseIdleAfter {
 				next = releaseIdleCheck
 			}
