@@ -141,7 +141,7 @@ func mountedAt(home homedir.Home) (string, bool) {
 		if err == nil {
 			return dir, true
 		}
-		if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() || time.Now().After(deadline) {
+		if errors.Is(err, os.ErrDeadlineExceeded) || time.Now().After(deadline) {
 			return "a running kintfs mount", true
 		}
 		time.Sleep(50 * time.Millisecond)
