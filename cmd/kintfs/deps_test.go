@@ -12,6 +12,7 @@ import (
 var testOnly = []string{
 	"testing",
 	"kintfs/chain/rpcproxy",
+	"kintfs/integration/powercut",
 	"kintfs/replica/chaintest",
 	"kintfs/replica/memchain",
 	"kintfs/replica/replicatest",

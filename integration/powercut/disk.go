@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -32,8 +33,12 @@ type Disk struct {
 	synced []byte             // what survives a cut
 	dirty  map[int64]struct{} // pages written since the last fsync
 	syncs  int
-	server *fuse.Server
-	dir    string
+	// a cut asked for at the next sync: taken when the sync arrives, before it makes anything
+	// durable, and sent back
+	cutAtSync chan cutResult
+	keep      func(int64) bool
+	server    *fuse.Server
+	dir       string
 }
 
 // Serve mounts dir with the image file in it, starting from image (all of it synced). Its size
@@ -71,6 +76,10 @@ func (d *Disk) Syncs() int {
 func (d *Disk) Cut(keep func(page int64) bool) (image []byte, kept, lost int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	return d.cutLocked(keep)
+}
+
+func (d *Disk) cutLocked(keep func(page int64) bool) (image []byte, kept, lost int) {
 	image = append([]byte(nil), d.synced...)
 	for page := range d.dirty {
 		if !keep(page) {
@@ -81,6 +90,38 @@ func (d *Disk) Cut(keep func(page int64) bool) (image []byte, kept, lost int) {
 		copy(image[page:page+PageSize], d.cur[page:page+PageSize])
 	}
 	return image, kept, lost
+}
+
+type cutResult struct {
+	image      []byte
+	kept, lost int
+}
+
+// CutInSync is a power cut while the disk flushes its cache: at the next fsync that finds
+// writes in the cache, after every write it covers has reached the cache and before any is
+// durable. That is when a cut
+// hurts most: the file system has written what its sync needed and is waiting. It waits up to
+// timeout for the sync.
+func (d *Disk) CutInSync(keep func(page int64) bool, timeout time.Duration) (image []byte, kept, lost int, err error) {
+	c := make(chan cutResult, 1)
+	d.mu.Lock()
+	d.cutAtSync, d.keep = c, keep
+	d.mu.Unlock()
+	select {
+	case r := <-c:
+		return r.image, r.kept, r.lost, nil
+	case <-time.After(timeout):
+		d.mu.Lock()
+		d.cutAtSync = nil
+		d.mu.Unlock()
+		// a sync that came in between still answered
+		select {
+		case r := <-c:
+			return r.image, r.kept, r.lost, nil
+		default:
+		}
+		return nil, 0, 0, fmt.Errorf("no sync came within %s", timeout)
+	}
 }
 
 // Close unmounts the disk. Detach the loop device first.
@@ -114,6 +155,11 @@ func (d *Disk) read(dest []byte, off int64) []byte {
 func (d *Disk) sync() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.cutAtSync != nil && len(d.dirty) > 0 {
+		image, kept, lost := d.cutLocked(d.keep)
+		d.cutAtSync <- cutResult{image, kept, lost}
+		d.cutAtSync = nil
+	}
 	for page := range d.dirty {
 		copy(d.synced[page:page+PageSize], d.cur[page:page+PageSize])
 	}

@@ -21,48 +21,15 @@ func require(t *testing.T) {
 	}
 }
 
-// setUp serves image in a directory of its own, attaches a loop device to it (with mkfs, an
-// ext4 file system made on it) and mounts that at a directory it returns; after a cut the
-// mount replays the journal. The cleanups undo each step that was done, in reverse order.
-func setUp(t *testing.T, image []byte, mkfs bool) (d *Disk, dev, mnt string) {
+// open opens a volume on image in directories of the test's, closed when the test ends.
+func open(t *testing.T, image []byte, mkfs bool) *Volume {
 	t.Helper()
-	diskDir, mnt := t.TempDir(), t.TempDir()
-	d, err := Serve(diskDir, image)
+	v, err := OpenVolume(image, t.TempDir(), t.TempDir(), mkfs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { d.Close() })
-	if dev, err = d.Attach(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { Detach(dev) })
-	if mkfs {
-		if err := Mkfs(dev); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := Mount(dev, mnt); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { Unmount(mnt) })
-	return d, dev, mnt
-}
-
-// tearDown unmounts, checks the file system with e2fsck, detaches and unmounts the disk.
-func tearDown(t *testing.T, d *Disk, dev, mnt string) {
-	t.Helper()
-	if err := Unmount(mnt); err != nil {
-		t.Fatal(err)
-	}
-	if err := Check(dev); err != nil {
-		t.Fatalf("the file system: %v", err)
-	}
-	if err := Detach(dev); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Close(); err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { v.Close() })
+	return v
 }
 
 // TestCutKeepsSyncedLosesCached: data the file system wrote to the disk but did not flush is
@@ -71,7 +38,8 @@ func tearDown(t *testing.T, d *Disk, dev, mnt string) {
 // change to the file system's metadata, and no journal commit flushes it.
 func TestCutKeepsSyncedLosesCached(t *testing.T) {
 	require(t)
-	d, dev, mnt := setUp(t, Empty(64<<20), true)
+	v := open(t, Empty(64<<20), true)
+	d, mnt := v.Disk, v.Dir
 	path := filepath.Join(mnt, "f")
 	before, after := bytes.Repeat([]byte("A"), 3*PageSize), bytes.Repeat([]byte("B"), 3*PageSize)
 	f, err := os.Create(path)
@@ -105,19 +73,23 @@ func TestCutKeepsSyncedLosesCached(t *testing.T) {
 		t.Fatalf("kept %d pages when losing all, %d when keeping all: want 0 and at least the file's 3", lostN, keptN)
 	}
 	f.Close()
-	tearDown(t, d, dev, mnt)
+	if err := v.Check(); err != nil {
+		t.Fatal(err)
+	}
 
 	for _, c := range []struct {
 		name  string
 		image []byte
 		want  []byte
 	}{{"cache lost", lost, before}, {"cache kept", kept, after}} {
-		d, dev, mnt := setUp(t, c.image, false)
-		got, err := os.ReadFile(filepath.Join(mnt, "f"))
+		v := open(t, c.image, false)
+		got, err := os.ReadFile(filepath.Join(v.Dir, "f"))
 		if err != nil || !bytes.Equal(got, c.want) {
 			t.Errorf("%s: the file reads %.8q... (%d bytes), %v: want %.8q...", c.name, got, len(got), err, c.want)
 		}
-		tearDown(t, d, dev, mnt)
+		if err := v.Check(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
