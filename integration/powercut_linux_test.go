@@ -47,32 +47,15 @@ func TestPowerCutDuringWrites(t *testing.T) {
 
 	dc := startDevchain(t)
 	m := newMachine(t, dc, "powercut")
-	// the disk is mounted at the same place every trial: KINT_HOME's path does not change
-	vol := filepath.Join(t.TempDir(), "vol")
-	dir, work := filepath.Join(t.TempDir(), "mnt"), t.TempDir()
-	for _, d := range []string{vol, dir} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	m.home = filepath.Join(vol, "home")
-	open := func(image []byte, mkfs bool) *powercut.Volume {
-		v, err := powercut.OpenVolume(image, t.TempDir(), vol, mkfs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { v.Close() })
-		return v
-	}
-
-	v := open(powercut.Empty(256<<20), true)
+	home := newPowerCutHome(t, m, rng)
 	m.connect("power cut passphrase")
-	if out, err := exec.Command("sync", "-f", m.home).CombinedOutput(); err != nil {
-		t.Fatalf("sync %s: %v: %s", m.home, err, out)
+	home.settle(m)
+	dir, work := filepath.Join(t.TempDir(), "mnt"), t.TempDir()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
 	}
 
-	acked, cachedInSync, kept := 0, 0, 0
-	var image []byte
+	acked, kept := 0, 0
 	for trial := 1; ; trial++ {
 		mt := m.mountAt(dir)
 		if trial > 1 {
@@ -131,37 +114,17 @@ func TestPowerCutDuringWrites(t *testing.T) {
 		}
 		// odd trials cut while the disk flushes its cache (a sync of the mount's, or of the
 		// file system's journal), even ones at once
-		var keptN, lostN int
-		when := "at once"
-		if trial%2 == 1 {
-			when = "in a sync"
-			if image, keptN, lostN, err = v.Disk.CutInSync(powercut.AtRandom(rng), time.Minute); err != nil {
-				t.Fatal(err)
-			}
-			cachedInSync += keptN + lostN
-		} else {
-			image, keptN, lostN = v.Disk.Cut(powercut.AtRandom(rng))
-		}
-		t.Logf("trial %d: cut %s, keeping %d and losing %d pages written to the disk since its last flush (%d flushes)",
-			trial, when, keptN, lostN, v.Disk.Syncs())
-
-		mt.kill() // the machine is off: the mount goes with it
+		t.Logf("trial %d: %s", trial, home.cut(mt, trial%2 == 1))
 		unclosed.Close()
 		for _, s := range scripts {
 			if err := s.Wait(); err != nil {
 				t.Fatalf("writer script: %v", err)
 			}
 		}
-		if err := v.Close(); err != nil {
-			t.Fatal(err)
-		}
-		v = open(image, false) // the machine back on, from what the disk kept
 	}
-	if cachedInSync == 0 {
-		t.Fatalf("no cut in a sync found a write in the disk's cache: the cuts tested nothing a kill does not")
-	}
+	home.requireCachedInSync()
 	t.Logf("%d trials: %d writes acknowledged, none lost; %d unacknowledged kept whole; the cuts in a sync found %d pages in the disk's cache",
-		trials, acked, kept, cachedInSync)
+		trials, acked, kept, home.cachedInSync)
 	recordFigure(t, "power cuts x writers x files", "%d x %d x %d", trials, writers, files)
 	recordFigure(t, "writes acknowledged before a power cut / lost", "%d / 0", acked)
 }
@@ -183,6 +146,80 @@ while [ $i -lt $N ]; do
   fi
 done
 `
+
+// powerCutHome is a machine's KINT_HOME on ext4 on a powercut disk, mounted at the same path
+// whatever image the machine runs from.
+type powerCutHome struct {
+	t   *testing.T
+	rng *rand.Rand
+	vol string // where the volume is mounted
+	v   *powercut.Volume
+	// pages that the cuts made in a sync found in the disk's cache: none means those cuts
+	// tested nothing a kill does not
+	cachedInSync int
+}
+
+// newPowerCutHome makes a new file system on a new disk of 256 MB and puts m's KINT_HOME on it.
+func newPowerCutHome(t *testing.T, m *machine, rng *rand.Rand) *powerCutHome {
+	h := &powerCutHome{t: t, rng: rng, vol: filepath.Join(t.TempDir(), "vol")}
+	if err := os.Mkdir(h.vol, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h.open(powercut.Empty(256<<20), true)
+	m.home = filepath.Join(h.vol, "home")
+	return h
+}
+
+func (h *powerCutHome) open(image []byte, mkfs bool) {
+	v, err := powercut.OpenVolume(image, h.t.TempDir(), h.vol, mkfs)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { v.Close() })
+	h.v = v
+}
+
+// settle makes what the machine wrote so far durable (syncfs), as a machine that was running
+// for a while has it: the cuts then take only what the test does next.
+func (h *powerCutHome) settle(m *machine) {
+	if out, err := exec.Command("sync", "-f", m.home).CombinedOutput(); err != nil {
+		h.t.Fatalf("sync %s: %v: %s", m.home, err, out)
+	}
+}
+
+// cut cuts the power, while the disk flushes its cache (inSync: at the next sync that finds
+// writes there, or at once if none comes within 10 s) or at once; the mount goes with it. The
+// machine is then back on, from the image the cut left. It says what the cut did.
+func (h *powerCutHome) cut(mt *mounted, inSync bool) string {
+	var image []byte
+	var kept, lost int
+	when := "at once"
+	if inSync {
+		var err error
+		when = "in a sync"
+		if image, kept, lost, err = h.v.Disk.CutInSync(powercut.AtRandom(h.rng), 10*time.Second); err != nil {
+			when = "at once (" + err.Error() + ")"
+			image, kept, lost = h.v.Disk.Cut(powercut.AtRandom(h.rng))
+		} else {
+			h.cachedInSync += kept + lost
+		}
+	} else {
+		image, kept, lost = h.v.Disk.Cut(powercut.AtRandom(h.rng))
+	}
+	syncs := h.v.Disk.Syncs()
+	mt.kill()
+	if err := h.v.Close(); err != nil {
+		h.t.Fatal(err)
+	}
+	h.open(image, false)
+	return fmt.Sprintf("power cut %s, keeping %d and losing %d pages written to the disk since its last flush (%d flushes)", when, kept, lost, syncs)
+}
+
+func (h *powerCutHome) requireCachedInSync() {
+	if h.cachedInSync == 0 {
+		h.t.Fatalf("no cut in a sync found a write in the disk's cache: the cuts tested nothing a kill does not")
+	}
+}
 
 func ackPath(work string, trial, writer int) string {
 	return filepath.Join(work, fmt.Sprintf("ack-%d-%d", trial, writer))
