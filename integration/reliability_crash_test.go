@@ -154,10 +154,23 @@ type pushStage struct {
 func TestCrashDuringPush(t *testing.T) {
 	requireFUSE(t)
 	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	crashDuringPush(t, rng, "crash-push", "kills", nil, func(mt *mounted, _ pushStage) string {
+		mt.kill()
+		return "killed"
+	})
+}
+
+// crashDuringPush is TestCrashDuringPush with the crash made by die (the machine is up again
+// once it returns, saying what it did), and named crashes in the figures. setUp, when given,
+// runs on the machine before its vault is made.
+func crashDuringPush(t *testing.T, rng *rand.Rand, tenant, crashes string, setUp func(m *machine), die func(mt *mounted, stage pushStage) string) {
 	dc := startDevchain(t)
 	c := dc.client(t)
 	proxy := startRPCProxy(t, dc.info.RPC)
-	m := newMachine(t, dc, "crash-push")
+	m := newMachine(t, dc, tenant)
+	if setUp != nil {
+		setUp(m)
+	}
 	m.connect("crash push passphrase")
 	m.useRPC(proxy.URL)
 	dir := filepath.Join(t.TempDir(), "mnt")
@@ -202,7 +215,7 @@ func TestCrashDuringPush(t *testing.T) {
 		} else {
 			time.Sleep(time.Duration(rng.Int63n(int64(flushTime))))
 		}
-		mt.kill()
+		t.Logf("stage %q: %s", stage.name, die(mt, stage))
 		completed := false
 		select {
 		case err := <-flushed:
@@ -310,7 +323,7 @@ func TestCrashDuringPush(t *testing.T) {
 		t.Fatalf(".kint/blocks holds %d epochs, the chain %d", len(lines), prevHead)
 	}
 	mt.unmount()
-	recordFigure(t, "kills during a flush", "%d (epochs on chain %d, duplicated 0, rows lost 0, forks 0)", len(stages), len(lines))
+	recordFigure(t, crashes+" during a flush", "%d (epochs on chain %d, duplicated 0, rows lost 0, forks 0)", len(stages), len(lines))
 	for _, o := range outcomes {
 		recordFigure(t, "stage", "%s", o)
 	}

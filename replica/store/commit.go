@@ -157,12 +157,16 @@ func (d *db) waitSynced(n uint64) error {
 	return nil
 }
 
-// syncNow makes every commit made before it durable. It fsyncs, all at once, each of
-// badger's value logs and memtable logs that may hold a write no sync has covered: the newest
-// of each kind, and those badger rotated away from since the last sync (without synced writes
-// it syncs none when it starts a new one). Then it syncs the directory when it holds a log it
-// did not before. Badger's own Sync flushes its two newest logs one after the other; two
-// fsyncs at once cost the disk about one flush, and a durable close one flush less.
+// syncNow makes every commit made before it durable. It syncs each of badger's value logs
+// and memtable logs that may hold a write no sync has covered: the newest of each kind, and
+// those badger rotated away from since the last sync (without synced writes it syncs none when
+// it starts a new one). Then it syncs the directory when it holds a log it did not before.
+//
+// The value logs go first, and the memtable logs only once they are done: a memtable log
+// holds a pointer into a value log for every value of valueThreshold bytes or more, and a
+// pointer made durable before its value would, after a power cut, point at bytes that never
+// reached the disk (a row or a push journal entry read back empty). Logs of one kind are
+// synced at once.
 func (d *db) syncNow() error {
 	if d.syncHook != nil {
 		d.syncHook()
@@ -198,22 +202,28 @@ func (d *db) syncNow() error {
 		}
 	}
 	errs := make([]error, len(todo))
-	var wg sync.WaitGroup
-	for i := 1; i < len(todo); i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = d.fsync(filepath.Join(d.dir, todo[i]))
-		}()
-	}
-	if len(todo) > 0 {
-		errs[0] = d.fsync(filepath.Join(d.dir, todo[0]))
-	}
-	wg.Wait()
-	for i, name := range todo {
-		if errs[i] != nil && !os.IsNotExist(errs[i]) { // a log badger removed holds nothing unsynced
-			return errs[i]
+	for _, kind := range []string{".vlog", ".mem"} {
+		var wg sync.WaitGroup
+		for i, name := range todo {
+			if filepath.Ext(name) != kind {
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = d.fsync(filepath.Join(d.dir, name))
+			}()
 		}
+		wg.Wait()
+		for _, err := range errs {
+			// a log badger removed holds nothing unsynced; after any other failure no
+			// memtable log is synced
+			if err != nil && !os.IsNotExist(err) {
+				return err
+			}
+		}
+	}
+	for _, name := range todo {
 		if name != newest[filepath.Ext(name)] {
 			d.done[name] = true // rotated away from: it takes no more writes
 		}
