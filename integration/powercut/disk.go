@@ -37,6 +37,7 @@ type Disk struct {
 	// durable, and sent back
 	cutAtSync chan cutResult
 	keep      func(int64) bool
+	cutSkip   int // syncs with writes in the cache to let pass before the cut
 	server    *fuse.Server
 	dir       string
 }
@@ -97,15 +98,14 @@ type cutResult struct {
 	kept, lost int
 }
 
-// CutInSync is a power cut while the disk flushes its cache: at the next fsync that finds
-// writes in the cache, after every write it covers has reached the cache and before any is
-// durable. That is when a cut
-// hurts most: the file system has written what its sync needed and is waiting. It waits up to
-// timeout for the sync.
-func (d *Disk) CutInSync(keep func(page int64) bool, timeout time.Duration) (image []byte, kept, lost int, err error) {
+// CutInSync is a power cut while the disk flushes its cache: at the fsync that finds writes in
+// the cache after skip others that did, after every write it covers has reached the cache and
+// before any is durable. That is when a cut hurts most: the file system has written what its
+// sync needed and is waiting. It waits up to timeout for the sync.
+func (d *Disk) CutInSync(keep func(page int64) bool, skip int, timeout time.Duration) (image []byte, kept, lost int, err error) {
 	c := make(chan cutResult, 1)
 	d.mu.Lock()
-	d.cutAtSync, d.keep = c, keep
+	d.cutAtSync, d.keep, d.cutSkip = c, keep, skip
 	d.mu.Unlock()
 	select {
 	case r := <-c:
@@ -155,7 +155,9 @@ func (d *Disk) read(dest []byte, off int64) []byte {
 func (d *Disk) sync() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.cutAtSync != nil && len(d.dirty) > 0 {
+	if d.cutAtSync != nil && len(d.dirty) > 0 && d.cutSkip > 0 {
+		d.cutSkip--
+	} else if d.cutAtSync != nil && len(d.dirty) > 0 {
 		image, kept, lost := d.cutLocked(d.keep)
 		d.cutAtSync <- cutResult{image, kept, lost}
 		d.cutAtSync = nil

@@ -51,13 +51,13 @@ type ApplyOptions struct {
 // changed.
 //
 // An epoch small enough for one badger transaction is applied in one. A larger one is written
-// in batches under a durable marker (see applyMarker): the marker goes first, then the
-// batches, then one small transaction moves the head and deletes the marker. The tree's write
-// lock is held throughout and the in-memory tree changes only after that last commit, so a
-// reader sees the epoch whole or not at all; a crash in between is finished by OpenStore.
-// The commits reach badger's logs in that order and are synced together once the lock is
-// released (readers do not wait on the disk); ApplyEpoch returns after that sync, or at once
-// with opt.NoSync.
+// in batches under a durable marker (see applyMarker): the marker goes first and is synced,
+// then the batches, then one small transaction moves the head and deletes the marker. The
+// in-memory tree changes only after that last commit, so a reader sees the epoch whole or not
+// at all; a crash in between is finished by OpenStore. The tree's write lock is held
+// throughout but for the marker's sync, and the other commits are synced together once the
+// lock is released (readers do not wait on the disk); ApplyEpoch returns after that sync, or
+// at once with opt.NoSync.
 func (s *Store) ApplyEpoch(info vault.EpochInfo, p *seal.Plaintext, opt ApplyOptions) ([]vault.Key, []vault.Conflict, error) {
 	s.t.mu.Lock()
 	changed, conflicts, err := s.applyLocked(info, p, opt, false)
@@ -162,6 +162,17 @@ func (s *Store) applyMarked(e *epochApply, batches [][]leafChange, redo bool) ([
 	if !redo {
 		if err := s.writeMarker(e, len(batches)); err != nil {
 			return nil, nil, fmt.Errorf("epoch %d: %w", info.Seq, err)
+		}
+		// The marker is made durable before the first batch, with the lock let go for
+		// readers meanwhile (nothing of the epoch is in the tree or the mirror yet). A batch
+		// can reach the disk before the sync that follows the apply (badger writes a full
+		// memtable to a table of its own accord), and one there without its marker, or with
+		// a marker whose value never got to the disk, would be half an epoch nothing finishes.
+		s.t.mu.Unlock()
+		err := s.db.durable()
+		s.t.mu.Lock()
+		if err != nil {
+			return nil, nil, s.applyFailed(info, redo, fmt.Errorf("sync the apply marker: %w", err))
 		}
 	}
 	var apply []func()

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,9 +51,13 @@ func newDB(b *badger.DB, dir string) *db {
 	return d
 }
 
-// Close closes badger, then the logs kept open for its syncs.
+// Close closes badger, then the logs kept open for its syncs. Everything committed is synced
+// first, values before pointers: badger's close writes its memtable into a table and syncs
+// that before its value log, and a table on the disk whose values are not would read them
+// back empty after a power cut.
 func (d *db) Close() error {
-	err := d.DB.Close()
+	err := d.Sync()
+	err = errors.Join(err, d.DB.Close())
 	d.logs.close()
 	d.watch.close()
 	return err

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -283,37 +284,66 @@ func wholeOrAbsent(t *testing.T, s *Store, k vault.Key, want string) int {
 	return 1
 }
 
-// TestReadsDoNotWaitOnApplySync: an epoch's apply commits under the tree's lock but syncs after
-// releasing it: reads are served while that sync is held, and the apply returns only after it.
+// TestReadsDoNotWaitOnApplySync: an epoch's apply commits under the tree's lock but syncs
+// after releasing it, the marker of a batched epoch first (readers see none of the epoch) and
+// then the rest (readers see all of it): reads are served while each sync is held, and the
+// apply returns only after the last.
 func TestReadsDoNotWaitOnApplySync(t *testing.T) {
 	r := newTestStore(t)
 	k := vault.Key{Tier: "state", Key: "mine"}
 	mustWrite(t, r.Store, k, "local row")
-	entered, release := pauseSyncs(r.Store)
-	defer release()
+	gates := []chan struct{}{make(chan struct{}), make(chan struct{})}
+	entered := make(chan int, 10)
+	var syncs atomic.Int32
+	r.db.syncHook = func() {
+		n := int(syncs.Add(1))
+		entered <- n
+		if n <= len(gates) {
+			<-gates[n-1]
+		}
+	}
+	defer func() {
+		for _, g := range gates {
+			select {
+			case <-g:
+			default:
+				close(g)
+			}
+		}
+	}()
 	p := plaintextFor(map[string]seal.Row{}, 1, TinyRows(50, "x"), nil)
+	if n := len(r.applyBatches(r.prepareApply(vault.EpochInfo{Seq: 1}, p, ApplyOptions{}))); n < 2 {
+		t.Fatalf("the epoch is applied in %d batch, want a batched apply", n)
+	}
 	applied := make(chan error, 1)
 	go func() {
 		_, _, err := r.ApplyEpoch(vault.EpochInfo{Seq: 1, Block: 10, Digest: common.Hash{1}}, p, ApplyOptions{})
 		applied <- err
 	}()
-	waitFor(t, entered, "the apply's sync")
-	read := make(chan string, 1)
-	go func() {
-		b, err := r.Content(k)
-		ls, _ := r.List("state", nil)
-		read <- fmt.Sprintf("%s %v %d", b, err, len(ls))
-	}()
-	if got := waitFor(t, read, "reads while the apply's sync is held (they waited on it)"); got != "local row <nil> 51" {
-		t.Fatalf("reads during the apply's sync: %s", got)
+	read := func() string {
+		out := make(chan string, 1)
+		go func() {
+			b, err := r.Content(k)
+			ls, _ := r.List("state", nil)
+			out <- fmt.Sprintf("%s %v %d", b, err, len(ls))
+		}()
+		return waitFor(t, out, "reads while a sync of the apply is held (they waited on it)")
 	}
-	select {
-	case err := <-applied:
-		t.Fatalf("the apply returned (%v) before its sync was done", err)
-	default:
+	for i, want := range []string{"local row <nil> 1", "local row <nil> 51"} {
+		if n := waitFor(t, entered, "a sync of the apply"); n != i+1 {
+			t.Fatalf("sync %d entered, want %d", n, i+1)
+		}
+		if got := read(); got != want {
+			t.Fatalf("reads during sync %d of the apply: %s, want %s", i+1, got, want)
+		}
+		select {
+		case err := <-applied:
+			t.Fatalf("the apply returned (%v) before its sync %d was done", err, i+1)
+		default:
+		}
+		close(gates[i])
 	}
-	release()
-	if err := waitFor(t, applied, "the apply after its sync"); err != nil {
+	if err := waitFor(t, applied, "the apply after its syncs"); err != nil {
 		t.Fatal(err)
 	}
 }
