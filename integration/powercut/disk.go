@@ -52,6 +52,7 @@ func Serve(dir string, image []byte) (*Disk, error) {
 	root := &rootNode{d: d}
 	server, err := fs.Mount(dir, root, &fs.Options{MountOptions: fuse.MountOptions{
 		FsName: "powercut", Name: "powercut", MaxWrite: 1 << 20,
+		DisableSplice: true, // its reads are bytes in memory: nothing to splice from
 	}})
 	if err != nil {
 		return nil, fmt.Errorf("mount the disk at %s: %w", dir, err)
