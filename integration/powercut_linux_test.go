@@ -74,8 +74,8 @@ func TestPowerCutDuringWrites(t *testing.T) {
 
 		var scripts []*exec.Cmd
 		for w := 1; w <= writers; w++ {
-			script := exec.Command("sh", "-c", powerCutWriter)
-			script.Env = append(os.Environ(), "N="+strconv.Itoa(files), "T="+strconv.Itoa(trial*10+w), "MNT="+dir,
+			script := exec.Command("sh", "-c", crashWriter)
+			script.Env = append(os.Environ(), "PAD="+strconv.Itoa(powerCutPad), "N="+strconv.Itoa(files), "T="+strconv.Itoa(trial*10+w), "MNT="+dir,
 				"ACK="+ackPath(work, trial, w))
 			if err := script.Start(); err != nil {
 				t.Fatal(err)
@@ -129,23 +129,12 @@ func TestPowerCutDuringWrites(t *testing.T) {
 	recordFigure(t, "writes acknowledged before a power cut / lost", "%d / 0", acked)
 }
 
-// powerCutContent is what powerCutWriter puts in file i of a writer: like crashContent, but
-// over a kilobyte, as most rows are, so that its body is kept in badger's value log and a
-// durable close must sync that log as well as the memtable's.
-func powerCutContent(writer, i int) string {
-	return fmt.Sprintf(`{"writer":%d,"i":%d,"pad":"%s"}`, writer, i, strings.Repeat(strconv.Itoa(i%10), 1200))
-}
+// powerCutPad is the pad of the power-cut tests' files: over a kilobyte, as most rows are, so
+// that a body is kept in badger's value log and a durable close must sync that log as well as
+// the memtable's.
+const powerCutPad = 1200
 
-// powerCutWriter is crashWriter writing powerCutContent.
-const powerCutWriter = `
-i=0
-while [ $i -lt $N ]; do
-  i=$((i+1))
-  if printf '{"writer":%d,"i":%d,"pad":"%s"}' $T $i "$(printf "%01200d" 0 | tr 0 $((i%10)))" | dd of="$MNT/state/crash-$T-$i" status=none 2>/dev/null; then
-    echo $i >> "$ACK"
-  fi
-done
-`
+func powerCutContent(writer, i int) string { return crashContentPadded(writer, i, powerCutPad) }
 
 // powerCutHome is a machine's KINT_HOME on ext4 on a powercut disk, mounted at the same path
 // whatever image the machine runs from.

@@ -19,17 +19,21 @@ import (
 
 // crashContent is what the writer script puts in file i of a trial: JSON, so it would anchor
 // in any tier, and long enough that a torn write would show.
-func crashContent(trial, i int) string {
-	return fmt.Sprintf(`{"trial":%d,"i":%d,"pad":"%s"}`, trial, i, strings.Repeat(strconv.Itoa(i%10), 64))
+func crashContent(trial, i int) string { return crashContentPadded(trial, i, 64) }
+
+// crashContentPadded is crashContent with a pad of pad digits (the script's PAD).
+func crashContentPadded(trial, i, pad int) string {
+	return fmt.Sprintf(`{"trial":%d,"i":%d,"pad":"%s"}`, trial, i, strings.Repeat(strconv.Itoa(i%10), pad))
 }
 
 // crashWriter is the script: it writes files one by one with dd, which fails when write or
-// close fails, and logs each file whose close returned to ack, after the close.
+// close fails, and logs each file whose close returned to ack, after the close. PAD (64 when
+// unset) is the length of the content's pad.
 const crashWriter = `
 i=0
 while [ $i -lt $N ]; do
   i=$((i+1))
-  if printf '{"trial":%d,"i":%d,"pad":"%s"}' $T $i "$(printf "%064d" 0 | tr 0 $((i%10)))" | dd of="$MNT/state/crash-$T-$i" status=none 2>/dev/null; then
+  if printf '{"trial":%d,"i":%d,"pad":"%s"}' $T $i "$(printf "%0${PAD:-64}d" 0 | tr 0 $((i%10)))" | dd of="$MNT/state/crash-$T-$i" status=none 2>/dev/null; then
     echo $i >> "$ACK"
   fi
 done
