@@ -300,6 +300,86 @@ func TestPowerCutDuringPull(t *testing.T) {
 	t.Logf("%d epochs, %d rows pulled whole after 3 power cuts during the pull", head.Seq, rows)
 }
 
+// saveWriter is an editor's atomic save, over and over: version i written to doc.new, then
+// renamed over doc; i is logged to ACK once the rename returned.
+const saveWriter = `
+i=0
+while [ $i -lt $N ]; do
+  i=$((i+1))
+  printf '{"version":%d,"pad":"%s"}' $i "$(printf "%0${PAD}d" 0 | tr 0 $((i%10)))" > "$MNT/state/doc.new" || exit 1
+  mv "$MNT/state/doc.new" "$MNT/state/doc" || exit 1
+  echo $i >> "$ACK"
+done
+`
+
+func savedVersion(i int) string {
+	return fmt.Sprintf(`{"version":%d,"pad":"%s"}`, i, strings.Repeat(strconv.Itoa(i%10), powerCutPad))
+}
+
+// TestPowerCutDuringSaves cuts the power under KINT_HOME while a script saves one file the way
+// editors do (write a new file, rename it over the old), three times, in a sync and at once.
+// After each cut the file holds, whole, the version the last acknowledged rename put there or a
+// later one, never an older one, a mix or nothing.
+func TestPowerCutDuringSaves(t *testing.T) {
+	requirePowerCut(t)
+	seed := int64(envCount("KINTFS_POWERCUT_SEED", int(time.Now().UnixNano()%1e9)))
+	t.Logf("seed %d (KINTFS_POWERCUT_SEED)", seed)
+	rng := rand.New(rand.NewSource(seed))
+	const saves = 400
+	dc := startDevchain(t)
+	m := newMachine(t, dc, "powercut-saves")
+	home := newPowerCutHome(t, m, rng)
+	m.connect("power cut saves passphrase")
+	home.settle(m)
+	dir, work := filepath.Join(t.TempDir(), "mnt"), t.TempDir()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for trial := 1; trial <= 3; trial++ {
+		mt := m.mountAt(dir)
+		ack := filepath.Join(work, fmt.Sprintf("ack-%d", trial))
+		script := exec.Command("sh", "-c", saveWriter)
+		script.Env = append(os.Environ(), "PAD="+strconv.Itoa(powerCutPad), "N="+strconv.Itoa(saves), "MNT="+dir, "ACK="+ack)
+		if err := script.Start(); err != nil {
+			t.Fatal(err)
+		}
+		target := saves/10 + rng.Intn(saves/2)
+		deadline := time.Now().Add(2 * time.Minute)
+		for countLines(ack) < target && time.Now().Before(deadline) {
+			time.Sleep(2 * time.Millisecond)
+		}
+		acked := countLines(ack) // renames that returned before the cut
+		t.Logf("trial %d, %d saves acknowledged: %s", trial, acked, home.cut(mt, trial%2 == 1))
+		script.Wait() // it fails once the mount is gone
+		if acked == 0 {
+			t.Fatalf("trial %d: no save was acknowledged before the cut", trial)
+		}
+
+		mt = m.mountAt(dir)
+		got, err := readFileErr(mt.path("state/doc"))
+		var v int
+		if err == nil {
+			_, err = fmt.Sscanf(got, `{"version":%d,`, &v)
+		}
+		switch {
+		case err != nil:
+			t.Fatalf("trial %d: after the cut the saved file reads %.60q: %v (version %d was acknowledged)", trial, got, err, acked)
+		case v < acked:
+			t.Fatalf("trial %d: after the cut the saved file holds version %d, older than version %d acknowledged", trial, v, acked)
+		case got != savedVersion(v):
+			t.Fatalf("trial %d: after the cut version %d of the saved file is not whole: %.80q (%d bytes)", trial, v, got, len(got))
+		}
+		t.Logf("trial %d: the file holds version %d (%d acknowledged)", trial, v, acked)
+		mt.checkNoPanic()
+		if err := os.Remove(mt.path("state/doc")); err != nil {
+			t.Fatal(err)
+		}
+		os.Remove(mt.path("state/doc.new"))
+		mt.unmount()
+	}
+	home.requireCachedInSync()
+}
+
 func ackPath(work string, trial, writer int) string {
 	return filepath.Join(work, fmt.Sprintf("ack-%d-%d", trial, writer))
 }
