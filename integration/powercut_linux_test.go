@@ -28,15 +28,17 @@ func requirePowerCut(t *testing.T) {
 	}
 }
 
-// TestPowerCutDuringWrites cuts the power under KINT_HOME while four scripts write files through
-// the mount at once (their closes share syncs) and a fifth file is held open, created and
-// written but never closed. KINT_HOME is on an ext4 file system on a disk whose writes since
-// its last cache flush are lost or kept page by page at random (powercut): unlike a SIGKILL,
-// which the kernel's page cache survives, this loses whatever the mount did not sync. The next
-// trial starts the machine from the image the cut left: every file whose close had returned
-// is there with its content, the others are whole, empty or absent, and the unclosed file is
-// absent or empty, never half there. What survived anchors at the end. KINTFS_POWERCUT_TRIALS
-// (3) and KINTFS_POWERCUT_SEED change the trials and the seed of the cut and its moment.
+// TestPowerCutDuringWrites cuts the power under KINT_HOME while four scripts write files
+// through the mount at once (their closes share syncs), a fifth file is held open, created and
+// written but never closed, and a sixth is written, fsynced and written on, never closed.
+// KINT_HOME is on an ext4 file system on a disk whose writes since its last cache flush are
+// lost or kept page by page at random (powercut): unlike a SIGKILL, which the kernel's page
+// cache survives, this loses whatever the mount did not sync. The next trial starts the
+// machine from the image the cut left: every file whose close had returned is there with its
+// content, the others are whole, empty or absent, the unclosed file is absent or empty, never
+// half there, and the fsynced one holds what its fsync covered. What survived anchors at the
+// end. KINTFS_POWERCUT_TRIALS (3) and KINTFS_POWERCUT_SEED change the trials and the seed of
+// the cut and its moment.
 func TestPowerCutDuringWrites(t *testing.T) {
 	requirePowerCut(t)
 	const writers, files = 4, 120
@@ -91,6 +93,20 @@ func TestPowerCutDuringWrites(t *testing.T) {
 		if _, err := unclosed.WriteString("half of a file"); err != nil {
 			t.Fatal(err)
 		}
+		// and one made durable by fsync, then written on without one, never closed
+		synced, err := os.OpenFile(mt.path(fmt.Sprintf("state/fsynced-%d", trial)), os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := synced.WriteString(fsyncedContent); err != nil {
+			t.Fatal(err)
+		}
+		if err := synced.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := synced.WriteString(" and more, never synced"); err != nil {
+			t.Fatal(err)
+		}
 
 		// cut once a random share of the files is written, a few milliseconds into the next
 		target := files/10 + rng.Intn(files*6/10)
@@ -116,6 +132,7 @@ func TestPowerCutDuringWrites(t *testing.T) {
 		// file system's journal), even ones at once
 		t.Logf("trial %d: %s", trial, home.cut(mt, trial%2 == 1))
 		unclosed.Close()
+		synced.Close()
 		for _, s := range scripts {
 			if err := s.Wait(); err != nil {
 				t.Fatalf("writer script: %v", err)
@@ -434,10 +451,18 @@ func checkAfterCut(t *testing.T, mt *mounted, trial, writers, files int, work st
 	default:
 		t.Fatalf("trial %d: the unclosed file half exists after the power cut: listed %v, content %q, %v", trial, listed, b, err)
 	}
+	// what the fsync returned for is there, and what followed it is there whole or not at all
+	if got := readFile(t, mt.path(fmt.Sprintf("state/fsynced-%d", trial))); got != fsyncedContent && got != fsyncedContent+" and more, never synced" {
+		t.Fatalf("trial %d: the file fsynced and left open reads %q after the power cut, want %q", trial, got, fsyncedContent)
+	}
 	t.Logf("trial %d: %d writes acknowledged before the cut, none lost; %d unacknowledged kept whole", trial, acked, kept)
 	mt.checkNoPanic()
 	return acked, kept
 }
+
+// fsyncedContent is what TestPowerCutDuringWrites makes durable with fsync in a file it never
+// closes.
+const fsyncedContent = `{"durable":"by fsync, the file still open"}`
 
 func copyFile(from, to string) error {
 	b, err := os.ReadFile(from)
