@@ -209,15 +209,22 @@ func (d *db) syncNow() error {
 	errs := make([]error, len(todo))
 	for _, kind := range []string{".vlog", ".mem"} {
 		var wg sync.WaitGroup
+		last := -1 // synced here, the others of its kind in goroutines meanwhile
 		for i, name := range todo {
 			if filepath.Ext(name) != kind {
 				continue
 			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				errs[i] = d.fsync(filepath.Join(d.dir, name))
-			}()
+			if j := last; j >= 0 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					errs[j] = d.fsync(filepath.Join(d.dir, todo[j]))
+				}()
+			}
+			last = i
+		}
+		if last >= 0 {
+			errs[last] = d.fsync(filepath.Join(d.dir, todo[last]))
 		}
 		wg.Wait()
 		for _, err := range errs {
