@@ -206,33 +206,16 @@ func (d *db) syncNow() error {
 			todo = append(todo, name)
 		}
 	}
-	errs := make([]error, len(todo))
 	for _, kind := range []string{".vlog", ".mem"} {
-		var wg sync.WaitGroup
-		last := -1 // synced here, the others of its kind in goroutines meanwhile
-		for i, name := range todo {
-			if filepath.Ext(name) != kind {
-				continue
+		var names []string
+		for _, name := range todo {
+			if filepath.Ext(name) == kind {
+				names = append(names, name)
 			}
-			if j := last; j >= 0 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					errs[j] = d.fsync(filepath.Join(d.dir, todo[j]))
-				}()
-			}
-			last = i
 		}
-		if last >= 0 {
-			errs[last] = d.fsync(filepath.Join(d.dir, todo[last]))
-		}
-		wg.Wait()
-		for _, err := range errs {
-			// a log badger removed holds nothing unsynced; after any other failure no
-			// memtable log is synced
-			if err != nil && !os.IsNotExist(err) {
-				return err
-			}
+		// after a failure no memtable log is synced
+		if err := d.syncLogs(names); err != nil {
+			return err
 		}
 	}
 	for _, name := range todo {
@@ -248,6 +231,31 @@ func (d *db) syncNow() error {
 	d.known = seen
 	if newLog {
 		return d.fsync(d.dir)
+	}
+	return nil
+}
+
+// syncLogs fsyncs the logs named in dir, all at once: the first in this goroutine, the others
+// in goroutines meanwhile (with one log, none is started). A log badger removed holds nothing
+// unsynced.
+func (d *db) syncLogs(names []string) error {
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i := 1; i < len(names); i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = d.fsync(filepath.Join(d.dir, names[i]))
+		}()
+	}
+	if len(names) > 0 {
+		errs[0] = d.fsync(filepath.Join(d.dir, names[0]))
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil && !os.IsNotExist(err) {
+			return err
+		}
 	}
 	return nil
 }
