@@ -71,52 +71,81 @@ func TestCrashDuringParallelWrites(t *testing.T) {
 	mt = m.mountAt(dir)
 	acked, kept := 0, 0
 	for w := 1; w <= writers; w++ {
-		got := map[int]bool{}
-		for _, line := range strings.Fields(readFile(t, filepath.Join(work, fmt.Sprintf("ack-%d", w)))) {
-			n, err := strconv.Atoi(line)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got[n] = true
-		}
+		got := ackedSet(t, filepath.Join(work, fmt.Sprintf("ack-%d", w)))
 		acked += len(got)
-		for i := 1; i <= files; i++ {
-			b, err := os.ReadFile(mt.path(fmt.Sprintf("state/crash-%d-%d", w, i)))
-			switch {
-			case got[i] && err != nil:
-				t.Errorf("writer %d: file %d was acknowledged but is gone after the crash: %v", w, i, err)
-			case err == nil && string(b) == crashContent(w, i):
-				if !got[i] {
-					kept++
-				}
-			case err == nil && len(b) == 0 && !got[i]:
-			case err == nil:
-				t.Errorf("writer %d: file %d (acknowledged: %v) reads %q after the crash", w, i, got[i], b)
-			case !os.IsNotExist(err):
-				t.Errorf("writer %d: file %d: %v", w, i, err)
-			}
-		}
+		kept += checkWriterFiles(t, mt, w, files, got, func(i int) string { return crashContent(w, i) }, "crash")
 	}
 	if acked < writers*files/3 {
 		t.Fatalf("only %d writes were acknowledged before the kill", acked)
 	}
-	b, err := os.ReadFile(mt.path("state/unclosed"))
-	entries, lerr := os.ReadDir(mt.path("state"))
+	if checkUnclosed(t, mt, "state", "unclosed", "crash") {
+		t.Logf("the unclosed file survived, empty")
+	} else {
+		t.Logf("the unclosed file is gone")
+	}
+	t.Logf("%d writers: %d writes acknowledged, none lost; %d unacknowledged kept whole", writers, acked, kept)
+	mt.checkNoPanic()
+}
+
+// ackedSet reads an ack file a writer script wrote: the numbers of the files whose close
+// returned.
+func ackedSet(t *testing.T, path string) map[int]bool {
+	t.Helper()
+	got := map[int]bool{}
+	for _, line := range strings.Fields(readFile(t, path)) {
+		n, err := strconv.Atoi(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[n] = true
+	}
+	return got
+}
+
+// checkWriterFiles checks the files 1..files a writer script wrote, on the mount after a crash
+// (named in the messages): each acknowledged one is there with want(i), the others whole,
+// empty or absent. It returns how many not acknowledged were kept whole.
+func checkWriterFiles(t *testing.T, mt *mounted, writer, files int, acked map[int]bool, want func(i int) string, crash string) (kept int) {
+	t.Helper()
+	for i := 1; i <= files; i++ {
+		b, err := os.ReadFile(mt.path(fmt.Sprintf("state/crash-%d-%d", writer, i)))
+		switch {
+		case acked[i] && err != nil:
+			t.Errorf("writer %d: file %d was acknowledged before the %s but is gone: %v", writer, i, crash, err)
+		case err == nil && string(b) == want(i):
+			if !acked[i] {
+				kept++
+			}
+		case err == nil && len(b) == 0 && !acked[i]:
+		case err == nil:
+			t.Errorf("writer %d: file %d (acknowledged: %v) reads %.80q (%d bytes) after the %s", writer, i, acked[i], b, len(b), crash)
+		case !os.IsNotExist(err):
+			t.Errorf("writer %d: file %d: %v", writer, i, err)
+		}
+	}
+	return kept
+}
+
+// checkUnclosed checks that a file created and written but never closed is, after a crash
+// (named in the message), either gone and not listed, or there, listed and empty: never half
+// there. It reports whether it survived.
+func checkUnclosed(t *testing.T, mt *mounted, dir, name, crash string) bool {
+	t.Helper()
+	b, err := os.ReadFile(mt.path(dir + "/" + name))
+	entries, lerr := os.ReadDir(mt.path(dir))
 	if lerr != nil {
 		t.Fatal(lerr)
 	}
 	listed := false
 	for _, e := range entries {
-		listed = listed || e.Name() == "unclosed"
+		listed = listed || e.Name() == name
 	}
 	switch {
 	case err == nil && len(b) == 0 && listed:
-		t.Logf("the unclosed file survived, empty")
+		return true
 	case os.IsNotExist(err) && !listed:
-		t.Logf("the unclosed file is gone")
-	default:
-		t.Fatalf("the unclosed file half exists after the crash: listed %v, content %q, %v", listed, b, err)
+		return false
 	}
-	t.Logf("%d writers: %d writes acknowledged, none lost; %d unacknowledged kept whole", writers, acked, kept)
-	mt.checkNoPanic()
+	t.Fatalf("%s: the unclosed file half exists after the %s: listed %v, content %q, %v", name, crash, listed, b, err)
+	return false
 }

@@ -43,19 +43,10 @@ func TestPowerCutDuringWrites(t *testing.T) {
 	requirePowerCut(t)
 	const writers, files = 4, 120
 	trials := envCount("KINTFS_POWERCUT_TRIALS", 3)
-	seed := int64(envCount("KINTFS_POWERCUT_SEED", int(time.Now().UnixNano()%1e9)))
-	t.Logf("seed %d (KINTFS_POWERCUT_SEED)", seed)
-	rng := rand.New(rand.NewSource(seed))
+	rng := powerCutRNG(t)
 
-	dc := startDevchain(t)
-	m := newMachine(t, dc, "powercut")
-	home := newPowerCutHome(t, m, rng)
-	m.connect("power cut passphrase")
-	home.settle(m)
-	dir, work := filepath.Join(t.TempDir(), "mnt"), t.TempDir()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	m, home, dir := powerCutMachine(t, "powercut", rng)
+	work := t.TempDir()
 
 	acked, kept := 0, 0
 	for trial := 1; ; trial++ {
@@ -153,6 +144,28 @@ const powerCutPad = 1200
 
 func powerCutContent(writer, i int) string { return crashContentPadded(writer, i, powerCutPad) }
 
+// powerCutRNG is the random source of a power-cut test: seeded from KINTFS_POWERCUT_SEED,
+// or from the clock, and the seed logged to run it again.
+func powerCutRNG(t *testing.T) *rand.Rand {
+	seed := int64(envCount("KINTFS_POWERCUT_SEED", int(time.Now().UnixNano()%1e9)))
+	t.Logf("seed %d (KINTFS_POWERCUT_SEED)", seed)
+	return rand.New(rand.NewSource(seed))
+}
+
+// powerCutMachine is a machine on a new dev chain with its vault made and its KINT_HOME on a
+// powercut disk, everything so far synced, and a directory to mount it at.
+func powerCutMachine(t *testing.T, tenant string, rng *rand.Rand) (*machine, *powerCutHome, string) {
+	m := newMachine(t, startDevchain(t), tenant)
+	home := newPowerCutHome(t, m, rng)
+	m.connect(tenant + " passphrase")
+	home.settle(m)
+	dir := filepath.Join(t.TempDir(), "mnt")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return m, home, dir
+}
+
 // powerCutHome is a machine's KINT_HOME on ext4 on a powercut disk, mounted at the same path
 // whatever image the machine runs from.
 type powerCutHome struct {
@@ -246,9 +259,7 @@ func (h *powerCutHome) requireCachedInSync() {
 // lost or a fork.
 func TestPowerCutDuringPush(t *testing.T) {
 	requirePowerCut(t)
-	seed := int64(envCount("KINTFS_POWERCUT_SEED", int(time.Now().UnixNano()%1e9)))
-	t.Logf("seed %d (KINTFS_POWERCUT_SEED)", seed)
-	rng := rand.New(rand.NewSource(seed))
+	rng := powerCutRNG(t)
 	var home *powerCutHome
 	crashDuringPush(t, rng, "powercut-push", "power cuts", func(m *machine) {
 		home = newPowerCutHome(t, m, rng)
@@ -265,9 +276,7 @@ func TestPowerCutDuringPush(t *testing.T) {
 // pulled again, never a row whose body is empty or another's.
 func TestPowerCutDuringPull(t *testing.T) {
 	requirePowerCut(t)
-	seed := int64(envCount("KINTFS_POWERCUT_SEED", int(time.Now().UnixNano()%1e9)))
-	t.Logf("seed %d (KINTFS_POWERCUT_SEED)", seed)
-	rng := rand.New(rand.NewSource(seed))
+	rng := powerCutRNG(t)
 	const rows = 400
 	dc := startDevchain(t)
 	writer := newMachine(t, dc, "powercut-pull")
@@ -339,19 +348,10 @@ func savedVersion(i int) string {
 // later one, never an older one, a mix or nothing.
 func TestPowerCutDuringSaves(t *testing.T) {
 	requirePowerCut(t)
-	seed := int64(envCount("KINTFS_POWERCUT_SEED", int(time.Now().UnixNano()%1e9)))
-	t.Logf("seed %d (KINTFS_POWERCUT_SEED)", seed)
-	rng := rand.New(rand.NewSource(seed))
+	rng := powerCutRNG(t)
 	const saves = 400
-	dc := startDevchain(t)
-	m := newMachine(t, dc, "powercut-saves")
-	home := newPowerCutHome(t, m, rng)
-	m.connect("power cut saves passphrase")
-	home.settle(m)
-	dir, work := filepath.Join(t.TempDir(), "mnt"), t.TempDir()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	m, home, dir := powerCutMachine(t, "powercut-saves", rng)
+	work := t.TempDir()
 	for trial := 1; trial <= 3; trial++ {
 		mt := m.mountAt(dir)
 		ack := filepath.Join(work, fmt.Sprintf("ack-%d", trial))
@@ -408,49 +408,12 @@ func ackPath(work string, trial, writer int) string {
 func checkAfterCut(t *testing.T, mt *mounted, trial, writers, files int, work string) (acked, kept int) {
 	t.Helper()
 	for w := 1; w <= writers; w++ {
-		got := map[int]bool{}
-		for _, line := range strings.Fields(readFile(t, ackPath(work, trial, w)+".before-cut")) {
-			n, err := strconv.Atoi(line)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got[n] = true
-		}
+		got := ackedSet(t, ackPath(work, trial, w)+".before-cut")
 		acked += len(got)
 		writer := trial*10 + w
-		for i := 1; i <= files; i++ {
-			b, err := os.ReadFile(mt.path(fmt.Sprintf("state/crash-%d-%d", writer, i)))
-			switch {
-			case got[i] && err != nil:
-				t.Errorf("trial %d, writer %d: file %d was acknowledged before the power cut but is gone: %v", trial, w, i, err)
-			case err == nil && string(b) == powerCutContent(writer, i):
-				if !got[i] {
-					kept++
-				}
-			case err == nil && len(b) == 0 && !got[i]:
-			case err == nil:
-				t.Errorf("trial %d, writer %d: file %d (acknowledged: %v) reads %.80q (%d bytes) after the power cut", trial, w, i, got[i], b, len(b))
-			case !os.IsNotExist(err):
-				t.Errorf("trial %d, writer %d: file %d: %v", trial, w, i, err)
-			}
-		}
+		kept += checkWriterFiles(t, mt, writer, files, got, func(i int) string { return powerCutContent(writer, i) }, "power cut")
 	}
-	name := fmt.Sprintf("unclosed-%d", trial)
-	b, err := os.ReadFile(mt.path("state/" + name))
-	entries, lerr := os.ReadDir(mt.path("state"))
-	if lerr != nil {
-		t.Fatal(lerr)
-	}
-	listed := false
-	for _, e := range entries {
-		listed = listed || e.Name() == name
-	}
-	switch {
-	case err == nil && len(b) == 0 && listed:
-	case os.IsNotExist(err) && !listed:
-	default:
-		t.Fatalf("trial %d: the unclosed file half exists after the power cut: listed %v, content %q, %v", trial, listed, b, err)
-	}
+	checkUnclosed(t, mt, "state", fmt.Sprintf("unclosed-%d", trial), "power cut")
 	// what the fsync returned for is there, and what followed it is there whole or not at all
 	if got := readFile(t, mt.path(fmt.Sprintf("state/fsynced-%d", trial))); got != fsyncedContent && got != fsyncedContent+" and more, never synced" {
 		t.Fatalf("trial %d: the file fsynced and left open reads %q after the power cut, want %q", trial, got, fsyncedContent)

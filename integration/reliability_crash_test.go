@@ -92,14 +92,7 @@ func TestCrashDuringWrites(t *testing.T) {
 			t.Fatalf("writer script: %v", err)
 		}
 
-		got := map[int]bool{}
-		for _, line := range strings.Fields(readFile(t, ack)) {
-			n, err := strconv.Atoi(line)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got[n] = true
-		}
+		got := ackedSet(t, ack)
 		mt = m.mountAt(dir)
 		tl, tt, tk, te := 0, 0, 0, 0
 		for i := 1; i <= files; i++ {
