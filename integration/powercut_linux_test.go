@@ -68,7 +68,7 @@ func TestPowerCutDuringWrites(t *testing.T) {
 		var scripts []*exec.Cmd
 		for w := 1; w <= writers; w++ {
 			script := exec.Command("sh", "-c", crashWriter)
-			script.Env = append(os.Environ(), "PAD="+strconv.Itoa(powerCutPad), "N="+strconv.Itoa(files), "T="+strconv.Itoa(trial*10+w), "MNT="+dir,
+			script.Env = append(os.Environ(), "PAD="+strconv.Itoa(powerCutPadOf(trial*10+w)), "N="+strconv.Itoa(files), "T="+strconv.Itoa(trial*10+w), "MNT="+dir,
 				"ACK="+ackPath(work, trial, w))
 			if err := script.Start(); err != nil {
 				t.Fatal(err)
@@ -137,12 +137,27 @@ func TestPowerCutDuringWrites(t *testing.T) {
 	recordFigure(t, "writes acknowledged before a power cut / lost", "%d / 0", acked)
 }
 
-// powerCutPad is the pad of the power-cut tests' files: over a kilobyte, as most rows are, so
-// that a body is kept in badger's value log and a durable close must sync that log as well as
-// the memtable's.
-const powerCutPad = 1200
+// powerCutPad is the pad of the power-cut tests' files: over a kilobyte, as most rows are. The
+// store keeps such a body in pieces in badger's memtable log (replica/store/pieces.go), and in
+// its value log the bodies of the files of powerCutLargePad, which half the writers write: a
+// durable close of those must sync the value log before the memtable's, and a pull the same
+// for every row.
+const (
+	powerCutPad      = 1200
+	powerCutLargePad = 6000
+)
 
-func powerCutContent(writer, i int) string { return crashContentPadded(writer, i, powerCutPad) }
+// powerCutPadOf is the pad of writer's files.
+func powerCutPadOf(writer int) int {
+	if writer%2 == 0 {
+		return powerCutLargePad
+	}
+	return powerCutPad
+}
+
+func powerCutContent(writer, i int) string {
+	return crashContentPadded(writer, i, powerCutPadOf(writer))
+}
 
 // powerCutRNG is the random source of a power-cut test: seeded from KINTFS_POWERCUT_SEED,
 // or from the clock, and the seed logged to run it again.
@@ -283,7 +298,7 @@ func TestPowerCutDuringPull(t *testing.T) {
 	writer.connect("power cut pull passphrase")
 	mw := writer.mount()
 	for i := 0; i < rows; i++ {
-		writeFile(t, mw.path(fmt.Sprintf("state/r%03d", i)), powerCutContent(0, i))
+		writeFile(t, mw.path(fmt.Sprintf("state/r%03d", i)), crashContentPadded(0, i, powerCutPad))
 	}
 	mw.mustCtl("flush")
 	head := chainHead(t, dc.client(t), writer)
@@ -317,7 +332,7 @@ func TestPowerCutDuringPull(t *testing.T) {
 	}
 	mr := reader.mount()
 	for i := 0; i < rows; i++ {
-		if got, want := readFile(t, mr.path(fmt.Sprintf("state/r%03d", i))), powerCutContent(0, i); got != want {
+		if got, want := readFile(t, mr.path(fmt.Sprintf("state/r%03d", i))), crashContentPadded(0, i, powerCutPad); got != want {
 			t.Fatalf("row %d after the cuts reads %.60q (%d bytes), want %.60q", i, got, len(got), want)
 		}
 	}

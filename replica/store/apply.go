@@ -447,7 +447,7 @@ func (s *Store) reconcile(txn *badger.Txn, apply *[]func(), id string, k vault.K
 	same := (st.Del && m == nil) || (!st.Del && m != nil && st.rowLeaf() == m.Leaf)
 	switch {
 	case same:
-		return false, nil, nil, delStaged(txn, id)
+		return false, nil, nil, delStaged(txn, id, st)
 	case opt.Own || st.Base == chainLeaf:
 		// changed again after sealing, or the chain did not touch what it was based on:
 		// the staged change rebases on the new mirror
@@ -459,7 +459,7 @@ func (s *Store) reconcile(txn *badger.Txn, apply *[]func(), id string, k vault.K
 	if !st.Del {
 		local := vault.Key{Tier: k.Tier, Local: true,
 			Key: "." + conflictName(st.Row.Key) + fmt.Sprintf(".conflict-%d", info.Seq)}.InCategory(rowKey(&st.Row).CategoryPtr())
-		if err := stagedBody(txn, id, st); err != nil {
+		if err := stagedBody(txn, nil, id, st); err != nil {
 			return false, nil, nil, err
 		}
 		body := RenderContent(&st.Row)
@@ -469,7 +469,7 @@ func (s *Store) reconcile(txn *badger.Txn, apply *[]func(), id string, k vault.K
 		c.Copy = local.Key
 		copyKey = &local
 	}
-	if err := delStaged(txn, id); err != nil {
+	if err := delStaged(txn, id, st); err != nil {
 		return false, nil, nil, err
 	}
 	return false, c, copyKey, nil

@@ -137,9 +137,13 @@ func (s *Store) applyBatches(e *epochApply) [][]leafChange {
 // log, two bytes of meta and ten of version.
 func entryCost(n int) int64 { return int64(n + valueThreshold + 12) }
 
+// tombstoneCost is what badger counts for the deletion of a key of n bytes.
+func tombstoneCost(n int) int64 { return int64(n + 12) }
+
 // changeCost is the most one id's changes can write in a batch and how many entries: the
-// mirror record, the body, the history entry, the staged record and its body, the inode name
-// and counter, and a conflict copy (record and content) with its inode name and counter.
+// mirror record, the body, the history entry, the staged record and its body (whole, or the
+// deletion of its pieces), the inode name and counter, and a conflict copy (record and
+// content) with its inode name and counter.
 func changeCost(tier string, category *string, key string) (size, count int64) {
 	id := len(tier) + 2 + len(key)
 	if category != nil {
@@ -151,6 +155,8 @@ func changeCost(tier string, category *string, key string) (size, count int64) {
 		size += entryCost(k)
 		count++
 	}
+	size += maxPieces * tombstoneCost(len(pBodyPiece)+len(pStagedBody)+id+3)
+	count += maxPieces
 	return size, count
 }
 

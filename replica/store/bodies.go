@@ -51,18 +51,22 @@ func getValue(txn *badger.Txn, key string) (val []byte, found bool, err error) {
 }
 
 // putStaged stores the staged record of id: the record without its body under pStaged (as
-// putStagedHead does), the body raw under pStagedBody. rec's Size and RawBody are set, and
-// its leaf unless a deletion.
+// putStagedHead does), the body raw under pStagedBody, whole or in pieces (pieces.go). rec's
+// Size, RawBody and Pieces are set, and its leaf unless a deletion.
 func putStaged(txn *badger.Txn, id string, rec *stagedRec) error {
 	rec.Size = contentSize(&rec.Row)
 	rec.RawBody = !rec.Row.Body.IsNull()
+	rec.Pieces = 0
+	if rec.RawBody {
+		rec.Pieces = piecesFor(rec.Row.Body.Len())
+	}
 	if err := putStagedHead(txn, id, rec); err != nil {
 		return storeError("staged row "+keyString(rowKey(&rec.Row)), int(rec.Size), err)
 	}
 	if !rec.RawBody {
-		return txn.Delete([]byte(pStagedBody + id))
+		return deleteBody(txn, pStagedBody+id)
 	}
-	return setValue(txn, []byte(pStagedBody+id), rec.Row.Body.Bytes(), "staged row "+keyString(rowKey(&rec.Row)))
+	return putBody(txn, pStagedBody+id, rec.Row.Body.Bytes(), "staged row "+keyString(rowKey(&rec.Row)))
 }
 
 // getStaged reads the staged record of id with its body.
@@ -71,7 +75,7 @@ func getStaged(txn *badger.Txn, id string) (rec stagedRec, found bool, err error
 	if err != nil || !found {
 		return rec, found, err
 	}
-	return rec, true, stagedBody(txn, id, &rec)
+	return rec, true, stagedBody(txn, nil, id, &rec)
 }
 
 // getStagedHead reads the staged record of id, its body only when the record has no leaf
@@ -90,7 +94,7 @@ func headComplete(txn *badger.Txn, id string, rec *stagedRec) error {
 	if rec.Del || rec.leaf != nil {
 		return nil
 	}
-	if err := stagedBody(txn, id, rec); err != nil {
+	if err := stagedBody(txn, nil, id, rec); err != nil {
 		return err
 	}
 	rec.Size = contentSize(&rec.Row)
@@ -108,12 +112,20 @@ func putStagedHead(txn *badger.Txn, id string, rec *stagedRec) error {
 	return putRecord(txn, pStaged+id, &st)
 }
 
-// stagedBody attaches the body of the staged record id, when it has one apart.
-func stagedBody(txn *badger.Txn, id string, rec *stagedRec) error {
+// stagedBody attaches the body of the staged record id, when it has one apart. A body in
+// pieces is read by pieces, which may be nil (see pieceReader).
+func stagedBody(txn *badger.Txn, pieces *pieceReader, id string, rec *stagedRec) error {
 	if !rec.RawBody {
 		return nil
 	}
-	body, found, err := getValue(txn, pStagedBody+id)
+	var body []byte
+	var found bool
+	var err error
+	if rec.Pieces > 0 {
+		body, found, err = pieces.read(txn, pStagedBody+id, rec.Pieces)
+	} else {
+		body, found, err = getValue(txn, pStagedBody+id)
+	}
 	if err != nil {
 		return err
 	}
@@ -124,28 +136,49 @@ func stagedBody(txn *badger.Txn, id string, rec *stagedRec) error {
 	return nil
 }
 
-// delStaged deletes the staged record of id and its body.
-func delStaged(txn *badger.Txn, id string) error {
+// bodyPlace is where a staged record's body is stored: apart from the record (else inside it,
+// as layout 2 stored it), and in how many pieces (0: whole).
+type bodyPlace struct {
+	apart  bool
+	pieces int
+}
+
+// delStaged deletes the staged record of id and its body: as st, the record, says the body is
+// stored, or, with st nil, wherever it is.
+func delStaged(txn *badger.Txn, id string, st *stagedRec) error {
 	if err := txn.Delete([]byte(pStaged + id)); err != nil {
 		return err
 	}
-	return txn.Delete([]byte(pStagedBody + id))
+	if st == nil {
+		return deleteBody(txn, pStagedBody+id)
+	}
+	if !st.RawBody {
+		return nil
+	}
+	return deleteBodyIn(txn, pStagedBody+id, st.Pieces)
 }
 
 // scanStaged calls fn for every staged record in id order, with its body when withBody, else
 // as getStagedHead reads it.
 func scanStaged(txn *badger.Txn, withBody bool, fn func(id string, rec *stagedRec) error) error {
+	var pieces *pieceReader
+	if withBody {
+		pieces = newPieceReader(txn)
+		defer pieces.close()
+	}
 	return scanPrefix(txn, pStaged, func(k, v []byte) error {
 		id := string(k[len(pStaged):])
 		var rec stagedRec
 		if err := decodeRecord(v, &rec); err != nil {
 			return fmt.Errorf("staged record %q: %w", id, errUndecodable)
 		}
-		read := headComplete
+		var err error
 		if withBody {
-			read = stagedBody
+			err = stagedBody(txn, pieces, id, &rec)
+		} else {
+			err = headComplete(txn, id, &rec)
 		}
-		if err := read(txn, id, &rec); err != nil {
+		if err != nil {
 			return err
 		}
 		return fn(id, &rec)
@@ -202,7 +235,7 @@ func splitStagedBodies(db *badger.DB) error {
 		if err := decodeRecord(val, &rec); err != nil {
 			return fmt.Errorf("staged record %q: %w", id, errUndecodable)
 		}
-		if err := stagedBody(txn, id, &rec); err != nil {
+		if err := stagedBody(txn, nil, id, &rec); err != nil {
 			return err
 		}
 		return putStaged(txn, id, &rec)

@@ -404,7 +404,7 @@ func (s *Store) stagePut(txn *badger.Txn, apply *[]func(), row seal.Row, mtime t
 	leaf := common.Hash(seal.Leaf(&row))
 	var n *node
 	if inMirror && leaf == m.Leaf && eqStrp(m.Row.Category, row.Category) && !s.sealing[id] {
-		if err := delStaged(txn, id); err != nil {
+		if err := delStaged(txn, id, nil); err != nil {
 			return nil, err
 		}
 		n = s.nodeFromMirror(&m)
@@ -456,7 +456,7 @@ func (s *Store) stageDelete(txn *badger.Txn, apply *[]func(), k vault.Key) error
 		if err := putStaged(txn, id, &rec); err != nil {
 			return err
 		}
-	} else if err := delStaged(txn, id); err != nil {
+	} else if err := delStaged(txn, id, nil); err != nil {
 		return err
 	}
 	*apply = append(*apply, func() {

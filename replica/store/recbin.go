@@ -29,7 +29,8 @@ const (
 	stagedDel     = 1 << 0
 	stagedRawBody = 1 << 1
 	stagedLeaf    = 1 << 2 // the row's leaf follows the record's last field
-	stagedFlags   = stagedDel | stagedRawBody | stagedLeaf
+	stagedPieces  = 1 << 3 // the body's number of pieces follows its size (layout 6)
+	stagedFlags   = stagedDel | stagedRawBody | stagedLeaf | stagedPieces
 )
 
 // binaryRecord is a record with a binary layout.
@@ -103,6 +104,9 @@ func (st *stagedRec) appendBinary(b []byte) []byte {
 	if st.leaf != nil {
 		flags |= stagedLeaf
 	}
+	if st.Pieces > 0 {
+		flags |= stagedPieces
+	}
 	b = binary.AppendUvarint(b, flags)
 	b = appendRow(b, &st.Row)
 	b = binary.AppendVarint(b, st.Mtime)
@@ -110,6 +114,9 @@ func (st *stagedRec) appendBinary(b []byte) []byte {
 	b = append(b, st.Base[:]...)
 	b = binary.AppendVarint(b, st.At)
 	b = binary.AppendVarint(b, st.Size)
+	if st.Pieces > 0 {
+		b = binary.AppendUvarint(b, uint64(st.Pieces))
+	}
 	if st.leaf != nil {
 		b = append(b, st.leaf[:]...)
 	}
@@ -122,6 +129,14 @@ func (st *stagedRec) decodeBinary(r *recReader) {
 	r.row(&st.Row)
 	st.Mtime, st.Held, st.Base = r.varint(), r.string(), r.hash()
 	st.At, st.Size = r.varint(), r.varint()
+	if flags&stagedPieces != 0 {
+		// a piece's number is two bytes of its key
+		if n := r.uvarint(); n == 0 || n > 1<<16 {
+			r.fail(errOutOfRange)
+		} else {
+			st.Pieces = int(n)
+		}
+	}
 	if flags&stagedLeaf != 0 {
 		leaf := r.hash()
 		st.leaf = &leaf

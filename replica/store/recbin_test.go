@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -73,6 +74,9 @@ func randomStagedRec(rng *rand.Rand) stagedRec {
 	if rng.IntN(2) == 0 {
 		leaf := randomHash(rng)
 		st.leaf = &leaf
+	}
+	if st.RawBody && rng.IntN(2) == 0 {
+		st.Pieces = 1 + rng.IntN(1<<16)
 	}
 	return st
 }
@@ -190,9 +194,22 @@ func TestRecordsRefuseBadBytes(t *testing.T) {
 		t.Fatalf("a byte after the end: %v", err)
 	}
 	flags := bytes.Clone(b)
-	flags[1] |= 1 << 3
+	flags[1] |= 1 << 4
 	if err := decodeRecord(flags, &got); !errors.Is(err, errUnknownFlags) {
 		t.Fatalf("an unknown staged flag: %v", err)
+	}
+	// a body in no pieces, or in more than a piece's two-byte number can count
+	for _, pieces := range []uint64{0, 1<<16 + 1} {
+		bad := stagedRec{RawBody: true, Pieces: 1}
+		enc := encodeRecord(&bad)
+		at := bytes.LastIndexByte(enc, 1) // the count, the record's last byte
+		if at != len(enc)-1 {
+			t.Fatalf("the piece count is not the last byte of %x", enc)
+		}
+		enc = binary.AppendUvarint(enc[:at], pieces)
+		if err := decodeRecord(enc, &got); !errors.Is(err, errOutOfRange) {
+			t.Fatalf("a body in %d pieces: %v", pieces, err)
+		}
 	}
 	// a row whose presence bits (two bytes: 512) name a field after the body
 	unknown := append([]byte{recBinary, 0, 5, 's', 't', 'a', 't', 'e', 1, 'k', 0x80, 0x04, 0, 0}, make([]byte, 32+2)...)

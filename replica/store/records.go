@@ -41,6 +41,8 @@ type stagedRec struct {
 	// under pStagedBody (the stored record's Row.Body is then null).
 	Size    int64 `json:"size,omitempty"`
 	RawBody bool  `json:"raw_body,omitempty"`
+	// Pieces is how many pieces the body apart is stored in (see pieces.go); 0: whole.
+	Pieces int `json:"pieces,omitempty"`
 	// leaf is Row's leaf: stored with the record (binary layout), so an epoch's apply and a
 	// vault's load compare and show it without reading the body; else hashed once by rowLeaf
 	leaf *common.Hash

@@ -75,18 +75,18 @@ func (s *Store) collectStaged(mark, settled bool) (rows []seal.Row, dels []seal.
 	s.t.mu.Lock()
 	defer s.t.mu.Unlock()
 	err = s.db.View(func(txn *badger.Txn) error {
-		return s.scanCollect(txn, mark, settled, &dels, &held, func(row *seal.Row, _ bool) error {
-			rows = append(rows, *row)
+		return s.scanCollect(txn, mark, settled, &dels, &held, func(st *stagedRec) error {
+			rows = append(rows, st.Row)
 			return nil
 		})
 	})
 	return
 }
 
-// scanCollect reads what a push anchors (see collectStaged) in txn, handing each row to add
-// with its body and whether the body is stored apart, and appending the deletions and the
+// scanCollect reads what a push anchors (see collectStaged) in txn, handing each row's staged
+// record to add with its body, and appending the deletions and the
 // rows held to dels and held. The caller holds t.mu.
-func (s *Store) scanCollect(txn *badger.Txn, mark, settled bool, dels *[]seal.Deleted, held *[]vault.HeldRow, add func(row *seal.Row, apart bool) error) error {
+func (s *Store) scanCollect(txn *badger.Txn, mark, settled bool, dels *[]seal.Deleted, held *[]vault.HeldRow, add func(st *stagedRec) error) error {
 	now := s.now()
 	return scanStaged(txn, true, func(id string, st *stagedRec) error {
 		if settled && !st.Del && st.Held == "" {
@@ -110,7 +110,7 @@ func (s *Store) scanCollect(txn *badger.Txn, mark, settled bool, dels *[]seal.De
 		case st.Held != "":
 			*held = append(*held, vault.HeldRow{Tier: st.Row.Tier, Category: st.Row.Category, Key: st.Row.Key, Reason: st.Held})
 		default:
-			return add(&st.Row, st.RawBody)
+			return add(st)
 		}
 		return nil
 	})
@@ -124,11 +124,12 @@ type PushRows struct {
 	Rows []seal.Row // in canonical id order; a body stored apart is left out (see Row)
 	Dels []seal.Deleted
 	Held []vault.HeldRow // held before, and held by the collect's check
-	// apart marks the rows whose body Row reads from the snapshot
-	apart []bool
-	txn   *badger.Txn
-	s     *Store
-	once  sync.Once
+	// places says where the body of each row is, for Row to read it from the snapshot
+	places []bodyPlace
+	pieces *pieceReader // reads the bodies in pieces, in the rows' order
+	txn    *badger.Txn
+	s      *Store
+	once   sync.Once
 }
 
 // CollectForPush is CollectSettled, marking, for a push that seals the rows one epoch at a
@@ -148,16 +149,16 @@ func (s *Store) CollectForPush(check func(row *seal.Row) string) (*PushRows, err
 		// the snapshot is taken under the lock a write holds while it commits: the rows it
 		// holds are exactly those marked sealing below, and a write after it sees the marks
 		p.txn = s.db.NewTransaction(false)
-		return s.scanCollect(p.txn, true, true, &p.Dels, &p.Held, func(row *seal.Row, apart bool) error {
-			if why := check(row); why != "" {
-				refused = append(refused, refusal{*row, why})
+		return s.scanCollect(p.txn, true, true, &p.Dels, &p.Held, func(st *stagedRec) error {
+			if why := check(&st.Row); why != "" {
+				refused = append(refused, refusal{st.Row, why})
 				return nil
 			}
-			r := *row
-			if apart {
+			r := st.Row
+			if st.RawBody {
 				r.Body = seal.Body{}
 			}
-			p.Rows, p.apart = append(p.Rows, r), append(p.apart, apart)
+			p.Rows, p.places = append(p.Rows, r), append(p.places, bodyPlace{apart: st.RawBody, pieces: st.Pieces})
 			return nil
 		})
 	}()
@@ -179,17 +180,21 @@ func (s *Store) CollectForPush(check func(row *seal.Row) string) (*PushRows, err
 func (p *PushRows) Row(i int) (seal.Row, error) {
 	row := p.Rows[i]
 	p.Rows[i] = seal.Row{}
-	if !p.apart[i] {
+	if !p.places[i].apart {
 		return row, nil
 	}
-	rec := stagedRec{Row: row, RawBody: true}
-	err := stagedBody(p.txn, row.ID(), &rec)
+	rec := stagedRec{Row: row, RawBody: true, Pieces: p.places[i].pieces}
+	if rec.Pieces > 0 && p.pieces == nil {
+		p.pieces = newPieceReader(p.txn)
+	}
+	err := stagedBody(p.txn, p.pieces, row.ID(), &rec)
 	return rec.Row, err
 }
 
 // Close ends the snapshot; it may be called more than once.
 func (p *PushRows) Close() {
 	p.once.Do(func() {
+		p.pieces.close()
 		p.txn.Discard()
 		p.s.gcHeld.RUnlock()
 	})
@@ -391,11 +396,11 @@ func (s *Store) unstageIfAnchored(txn *badger.Txn, apply *[]func(), id string) e
 	k := rowKey(&st.Row)
 	switch {
 	case st.Del && !inMirror:
-		if err := delStaged(txn, id); err != nil {
+		if err := delStaged(txn, id, &st); err != nil {
 			return err
 		}
 	case !st.Del && inMirror && seal.Leaf(&st.Row) == m.Leaf && eqStrp(m.Row.Category, st.Row.Category):
-		if err := delStaged(txn, id); err != nil {
+		if err := delStaged(txn, id, &st); err != nil {
 			return err
 		}
 		n := s.nodeFromMirror(&m)

@@ -23,7 +23,7 @@ const (
 	pMirror     = "m/" // canonical id -> mirrorRec: the row after the newest applied epoch, without its body
 	pBody       = "b/" // canonical id -> the body of the mirror row, raw bytes
 	pStaged     = "s/" // canonical id -> stagedRec: a local change not yet anchored, without its body
-	pStagedBody = "t/" // canonical id -> the body of the staged row, raw bytes
+	pStagedBody = "t/" // canonical id -> the body of the staged row, raw bytes (or in pieces under pBodyPiece)
 	pLocal      = "l/" // local id -> localRec: dotfiles and conflict copies, never anchored, without content
 	pLocalBody  = "u/" // local id -> the content of the local file, raw bytes
 	pCategory   = "c/" // category -> "": an entity category made by mkdir
@@ -62,8 +62,9 @@ const valueLogGCEvery = 10 * time.Minute
 // inside its record; 2 keeps it under pBody; 3 also keeps staged bodies under pStagedBody and
 // local files' content under pLocalBody; 4 writes mirror, staged and history records in a
 // binary layout (recbin.go), and reads those 3 left as JSON as they are; 5 writes the
-// attribute records in a binary layout too, and rewrites those 4 left as JSON.
-const storeFormat = 5
+// attribute records in a binary layout too, and rewrites those 4 left as JSON; 6 may keep a
+// staged body in pieces (pieces.go), and reads the bodies 5 kept whole as they are.
+const storeFormat = 6
 
 // openBadger opens (or creates) the badger database in dir with settings sized for a mount:
 // commits are not synced by badger but in groups (see db), and a large vault stays within its
