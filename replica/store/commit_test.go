@@ -348,10 +348,10 @@ func TestReadsDoNotWaitOnApplySync(t *testing.T) {
 	}
 }
 
-// TestSyncLogs: a sync fsyncs the newest value log and memtable log every time, each log
-// rotated away from once (forgotten once badger removes it), the value logs at once and then
-// the memtable logs at once, never one of those while a value log is synced, and the directory
-// when a log appeared in it.
+// TestSyncLogs: a sync fsyncs the newest memtable log every time and the newest value log
+// when a value was written since the last sync, each log rotated away from once (forgotten
+// once badger removes it), the value logs at once and then the memtable logs at once, never
+// one of those while a value log is synced, and the directory when a log appeared in it.
 func TestSyncLogs(t *testing.T) {
 	dir := t.TempDir()
 	put := func(names ...string) {
@@ -364,6 +364,8 @@ func TestSyncLogs(t *testing.T) {
 	put("000009.vlog", "000010.vlog", "00001.mem", "00002.mem", "MANIFEST")
 	newestVlog, newestMem := "000010.vlog", "00002.mem"
 	d := newDB(nil, dir)
+	var values int64 // values written to value logs
+	d.written = func() int64 { return values }
 	var mu sync.Mutex
 	var synced []string
 	inFlight, most := 0, 0
@@ -418,8 +420,12 @@ func TestSyncLogs(t *testing.T) {
 		t.Errorf("%d memtable logs were synced while a value log was: a pointer could be durable before its value", pointersEarly)
 	}
 	listed := d.listings
+	values++
 	if got := round(); got != sorted("000010.vlog", "00002.mem") {
 		t.Fatalf("second sync: %s, want the newest logs only", got)
+	}
+	if got := round(); got != "00002.mem" {
+		t.Fatalf("a sync with no value written since the last: %s, want the newest memtable log only", got)
 	}
 	if runtime.GOOS == "linux" && d.listings != listed {
 		t.Fatal("a sync listed the directory again with no file come or gone since the last")
@@ -429,6 +435,7 @@ func TestSyncLogs(t *testing.T) {
 	}
 	put("00003.mem")
 	newestMem = "00003.mem"
+	values++
 	if got, want := round(), sorted("000010.vlog", "00002.mem", "00003.mem", filepath.Base(dir)); got != want {
 		t.Fatalf("after a rotation: %s, want %s", got, want)
 	}

@@ -140,3 +140,36 @@ func TestSmallBodyInMemtableLog(t *testing.T) {
 		t.Errorf("the large body: %d markers in the value log, want %d", v, maxPiecedBody/18+1)
 	}
 }
+
+// TestSmallWriteSyncsOneLog: the sync that makes a write of a small file durable fsyncs the
+// memtable log alone; one of a large file fsyncs the value log, and the memtable log after it.
+func TestSmallWriteSyncsOneLog(t *testing.T) {
+	if valuesWritten() < 0 {
+		t.Fatalf("badger has no metric %s: every sync fsyncs the value logs", badgerValuesWritten)
+	}
+	r := newTestStore(t)
+	var synced []string
+	fsync := r.db.fsync
+	r.db.fsync = func(path string) error {
+		synced = append(synced, filepath.Ext(path))
+		return fsync(path)
+	}
+	write := func(key string, n int) string {
+		t.Helper()
+		synced = nil
+		if _, err := r.Write(vault.Key{Tier: "state", Key: key}, bytes.Repeat([]byte{'x'}, n), time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(synced, " ")
+	}
+	write("first", 10) // the first sync covers whatever the store's opening wrote
+	if got := write("small", 1024); got != ".mem" {
+		t.Errorf("a 1 KB file's write synced %q, want the memtable log alone", got)
+	}
+	if got := write("large", maxPiecedBody+1); !strings.HasPrefix(got, ".vlog") || !strings.HasSuffix(got, ".mem") {
+		t.Errorf("a large file's write synced %q, want the value log, then the memtable log", got)
+	}
+	if got := write("small again", 1024); got != ".mem" {
+		t.Errorf("a 1 KB file's write after a large one synced %q, want the memtable log alone", got)
+	}
+}
