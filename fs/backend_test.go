@@ -69,7 +69,7 @@ var (
 			return err
 		},
 	}
-	backendReads = []string{"Get", "Content", "List", "HasCategory", "CategoryCount", "DirIno", "DirAttrs",
+	backendReads = []string{"Get", "Content", "Read", "List", "HasCategory", "CategoryCount", "DirIno", "DirAttrs",
 		"HasTrashDir", "TrashList", "LocalRule", "OpenedForWrite", "ClosedForWrite", "HistoryView", "Sync",
 		"MirrorHead", "BlockAt", "StatusJSON", "BlocksText", "Subscribe"}
 )

@@ -39,6 +39,7 @@ const (
 type bufferIO interface {
 	Get(k vault.Key) (*vault.Version, error)
 	Content(k vault.Key) ([]byte, error)
+	Read(k vault.Key) (*vault.Version, []byte, error) // Get and Content in one lookup
 	Write(k vault.Key, content []byte, mtime time.Time) (*vault.Version, error)
 }
 
@@ -306,18 +307,19 @@ func (b *fileBuffer) fresh(io bufferIO) error {
 // load reads the row into the buffer. A stale buffer whose row has gone keeps its content:
 // an open file reads on after the row disappears, as on any file system.
 func (b *fileBuffer) load(io bufferIO, v *vault.Version) error {
-	content, err := io.Content(b.key)
+	var content []byte
+	var err error
+	if v == nil {
+		v, content, err = io.Read(b.key)
+	} else {
+		content, err = io.Content(b.key)
+	}
 	if err != nil {
 		if b.phase == bufStale {
 			b.phase = bufClean
 			return nil
 		}
 		return err
-	}
-	if v == nil {
-		if v, err = io.Get(b.key); err != nil {
-			return err
-		}
 	}
 	b.hold()
 	b.buf, b.phase, b.mtime = content, bufClean, v.Mtime

@@ -62,6 +62,15 @@ func (f *fakeRows) Content(k vault.Key) ([]byte, error) {
 	return bytes.Clone(r.content), nil
 }
 
+func (f *fakeRows) Read(k vault.Key) (*vault.Version, []byte, error) {
+	v, err := f.Get(k)
+	if err != nil {
+		return nil, nil, err
+	}
+	content, err := f.Content(k)
+	return v, content, err
+}
+
 // Write stores content; a journal event is stored under a key made of its content, as the
 // replica's content key is.
 func (f *fakeRows) Write(k vault.Key, content []byte, mtime time.Time) (*vault.Version, error) {

@@ -54,6 +54,9 @@ type nodeIO fileNode
 
 func (n *nodeIO) Get(k vault.Key) (*vault.Version, error) { return n.v.tree.Get(k) }
 func (n *nodeIO) Content(k vault.Key) ([]byte, error)     { return n.v.tree.Content(k) }
+func (n *nodeIO) Read(k vault.Key) (*vault.Version, []byte, error) {
+	return n.v.tree.Read(k)
+}
 func (n *nodeIO) Write(k vault.Key, content []byte, mtime time.Time) (*vault.Version, error) {
 	return n.fs.b.Write(k, content, mtime)
 }

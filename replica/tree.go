@@ -20,6 +20,9 @@ func (r *Replica) Get(k vault.Key) (*vault.Version, error) { return r.store.Get(
 // Content returns the live file content of k.
 func (r *Replica) Content(k vault.Key) ([]byte, error) { return r.store.Content(k) }
 
+// Read returns the live version of k and its content, read at one instant.
+func (r *Replica) Read(k vault.Key) (*vault.Version, []byte, error) { return r.store.Read(k) }
+
 // List lists one live directory, sorted by name.
 func (r *Replica) List(tier string, category *string) ([]vault.Dirent, error) {
 	return r.store.List(tier, category)

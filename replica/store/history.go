@@ -125,6 +125,15 @@ func (h *History) Content(k vault.Key) ([]byte, error) {
 	return RenderContent(rec.Row), nil
 }
 
+// Read returns the version of k at the block and its content, found once.
+func (h *History) Read(k vault.Key) (*vault.Version, []byte, error) {
+	rec, err := h.find(k)
+	if err != nil {
+		return nil, nil, err
+	}
+	return h.version(rec), RenderContent(rec.Row), nil
+}
+
 // histEntry is the newest version of one row at a view's block, read only when asked.
 type histEntry struct {
 	id   string

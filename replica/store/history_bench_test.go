@@ -59,6 +59,13 @@ func BenchmarkHistoryRead(b *testing.B) {
 			}
 		}
 	})
+	b.Run("Read", func(b *testing.B) {
+		for b.Loop() {
+			if _, _, err := at().Read(k); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("Content", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := at().Content(k); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -151,6 +152,12 @@ func TestHistoryMatchesModel(t *testing.T) {
 			body, err := h.Content(rowKey(&row))
 			if err != nil || string(body) != string(row.Body.Bytes()) {
 				t.Fatalf("block %d, %q: %q, %v; want %q", b, id, body, err, row.Body.Bytes())
+			}
+			// Read is Get and Content in one find
+			v, err := h.Get(rowKey(&row))
+			rv, rbody, rerr := h.Read(rowKey(&row))
+			if err != nil || rerr != nil || string(rbody) != string(body) || !reflect.DeepEqual(rv, v) {
+				t.Fatalf("block %d, %q: Read gives %+v %q %v; Get and Content %+v %q %v", b, id, rv, rbody, rerr, v, body, err)
 			}
 		}
 	}

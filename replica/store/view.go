@@ -52,6 +52,26 @@ func (s *Store) Content(k vault.Key) ([]byte, error) {
 	return out, err
 }
 
+// Read returns the live version of k and its content, read at one instant.
+func (s *Store) Read(k vault.Key) (*vault.Version, []byte, error) {
+	s.t.mu.RLock()
+	defer s.t.mu.RUnlock()
+	n, err := s.liveNode(k)
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []byte
+	err = s.db.View(func(txn *badger.Txn) error {
+		var err error
+		out, err = s.readContent(txn, n)
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.dress(n.version()), out, nil
+}
+
 // List lists one live directory, sorted by name.
 func (s *Store) List(tier string, category *string) ([]vault.Dirent, error) {
 	if !validTier(tier) {

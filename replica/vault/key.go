@@ -101,6 +101,9 @@ type TreeReader interface {
 	// Content returns the file content of a version: the body, or for a journal event the
 	// JSON object of its five fields.
 	Content(k Key) ([]byte, error)
+	// Read is Get and Content at once: one lookup where the tree can make one (a history
+	// view finds the version once, not twice).
+	Read(k Key) (*Version, []byte, error)
 	// List lists a tier directory (category nil) or an entity category, sorted by name.
 	// Listing the entity tier itself returns its categories (Dir) and its null-category rows.
 	List(tier string, category *string) ([]Dirent, error)
