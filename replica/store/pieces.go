@@ -64,7 +64,8 @@ func putBody(txn *badger.Txn, key string, val []byte, what string) error {
 	if err := deletePiecesFrom(txn, key, n); err != nil {
 		return err
 	}
-	return deleteIfPresent(txn, []byte(key))
+	_, err := deleteIfPresent(txn, []byte(key))
+	return err
 }
 
 // deleteBodyIn deletes the body stored under key in n pieces (0: whole), as its record says.
@@ -82,7 +83,7 @@ func deleteBodyIn(txn *badger.Txn, key string, n int) error {
 
 // deleteBody deletes the body stored under key, whole or in pieces, when no record says how.
 func deleteBody(txn *badger.Txn, key string) error {
-	if err := deleteIfPresent(txn, []byte(key)); err != nil {
+	if _, err := deleteIfPresent(txn, []byte(key)); err != nil {
 		return err
 	}
 	return deletePiecesFrom(txn, key, 0)
@@ -92,21 +93,16 @@ func deleteBody(txn *badger.Txn, key string) error {
 // from 0 without a gap, so the first one absent is the end.
 func deletePiecesFrom(txn *badger.Txn, key string, i int) error {
 	for ; ; i++ {
-		present, err := deleteIfPresentOnce(txn, pieceKey(key, i))
+		present, err := deleteIfPresent(txn, pieceKey(key, i))
 		if err != nil || !present {
 			return err
 		}
 	}
 }
 
-// deleteIfPresent deletes key when it is there: a deletion of a key never written would
-// still add a tombstone to the tables.
-func deleteIfPresent(txn *badger.Txn, key []byte) error {
-	_, err := deleteIfPresentOnce(txn, key)
-	return err
-}
-
-func deleteIfPresentOnce(txn *badger.Txn, key []byte) (present bool, err error) {
+// deleteIfPresent deletes key when it is there, and says whether it was: a deletion of a key
+// never written would still add a tombstone to the tables.
+func deleteIfPresent(txn *badger.Txn, key []byte) (present bool, err error) {
 	if _, err := txn.Get(key); errors.Is(err, badger.ErrKeyNotFound) {
 		return false, nil
 	} else if err != nil {
@@ -121,8 +117,7 @@ func deleteIfPresentOnce(txn *badger.Txn, key []byte) (present bool, err error) 
 // not next: on a vault whose tables are many, a get of each piece made a flush of 10,000
 // rows take 0.8 s more.
 type pieceReader struct {
-	txn *badger.Txn
-	it  *badger.Iterator
+	it *badger.Iterator
 }
 
 // newPieceReader is a pieceReader for reads in key order; close it when done.
@@ -130,11 +125,11 @@ func newPieceReader(txn *badger.Txn) *pieceReader {
 	opts := badger.DefaultIteratorOptions
 	opts.PrefetchValues = false
 	opts.Prefix = []byte(pBodyPiece)
-	return &pieceReader{txn: txn, it: txn.NewIterator(opts)}
+	return &pieceReader{it: txn.NewIterator(opts)}
 }
 
 func (p *pieceReader) close() {
-	if p != nil && p.it != nil {
+	if p != nil {
 		p.it.Close()
 	}
 }

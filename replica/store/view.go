@@ -37,23 +37,15 @@ func (s *Store) Get(k vault.Key) (*vault.Version, error) {
 
 // Content returns the live file content of k.
 func (s *Store) Content(k vault.Key) ([]byte, error) {
-	s.t.mu.RLock()
-	defer s.t.mu.RUnlock()
-	n, err := s.liveNode(k)
-	if err != nil {
-		return nil, err
-	}
-	var out []byte
-	err = s.db.View(func(txn *badger.Txn) error {
-		var err error
-		out, err = s.readContent(txn, n)
-		return err
-	})
+	_, out, err := s.read(k, false)
 	return out, err
 }
 
 // Read returns the live version of k and its content, read at one instant.
-func (s *Store) Read(k vault.Key) (*vault.Version, []byte, error) {
+func (s *Store) Read(k vault.Key) (*vault.Version, []byte, error) { return s.read(k, true) }
+
+// read is Content, and with version Read.
+func (s *Store) read(k vault.Key, version bool) (*vault.Version, []byte, error) {
 	s.t.mu.RLock()
 	defer s.t.mu.RUnlock()
 	n, err := s.liveNode(k)
@@ -66,8 +58,8 @@ func (s *Store) Read(k vault.Key) (*vault.Version, []byte, error) {
 		out, err = s.readContent(txn, n)
 		return err
 	})
-	if err != nil {
-		return nil, nil, err
+	if err != nil || !version {
+		return nil, out, err
 	}
 	return s.dress(n.version()), out, nil
 }
