@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"expvar"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,6 +28,12 @@ type db struct {
 	committed uint64 // commits made so far
 	synced    uint64 // commits a finished sync covered
 	syncing   bool
+	// queued are the commits handed to badger without waiting for it (commitQueued) that have
+	// not landed in its logs yet: a sync covers a commit only once it has landed.
+	queued map[uint64]bool
+	// queuedErr is the first error of a queued commit: the change it made to the tree is not in
+	// the logs, so every sync after it fails with it until the store is reopened.
+	queuedErr error
 	// done are the logs badger rotated away from and a sync has covered: they take no more
 	// writes, so they are synced once. Guarded by the sync in progress.
 	done map[string]bool
@@ -51,7 +58,7 @@ type db struct {
 }
 
 func newDB(b *badger.DB, dir string) *db {
-	d := &db{DB: b, dir: dir, done: map[string]bool{}, known: map[string]bool{}, watch: newDirWatch(dir), busy: func() {}, valuesSynced: -1, written: valuesWritten}
+	d := &db{DB: b, dir: dir, done: map[string]bool{}, known: map[string]bool{}, watch: newDirWatch(dir), busy: func() {}, valuesSynced: -1, written: valuesWritten, queued: map[uint64]bool{}}
 	d.fsync = d.logs.sync
 	d.cond = sync.NewCond(&d.mu)
 	return d
@@ -114,6 +121,55 @@ func (d *db) commitOnly(fn func(txn *badger.Txn) error) error {
 	return err
 }
 
+// commitQueued is commitOnly without waiting for badger to write the transaction: it returns
+// once the transaction is queued, ahead of every commit made after it (badger writes them in
+// the order they were handed over, and a read waits for those before it). A create answers at
+// once this way, and the synced commit of the close that follows covers it. A queued commit
+// that fails makes every sync after it fail (see queuedErr).
+func (d *db) commitQueued(fn func(txn *badger.Txn) error) error {
+	d.busy()
+	txn := d.DB.NewTransaction(true)
+	defer txn.Discard()
+	if err := fn(txn); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	d.committed++
+	n := d.committed
+	d.queued[n] = true // with the count, so that no sync counts n as landed
+	d.mu.Unlock()
+	txn.CommitWith(func(err error) { d.landed(n, err) })
+	return nil
+}
+
+// landed notes that queued commit n is in badger's logs, or failed with err.
+func (d *db) landed(n uint64, err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.queued, n)
+	if err != nil && d.queuedErr == nil {
+		d.queuedErr = fmt.Errorf("a change was not written to the state database: %w; remount to go on", err)
+	}
+	d.cond.Broadcast()
+}
+
+// failed is the error of a queued commit that failed, if any.
+func (d *db) failed() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.queuedErr
+}
+
+// coverable is the newest commit a sync started now could cover: every commit up to it has
+// landed in badger's logs. Guarded by mu.
+func (d *db) coverable() uint64 {
+	upTo := d.committed
+	for n := range d.queued {
+		upTo = min(upTo, n-1)
+	}
+	return upTo
+}
+
 func (d *db) noteCommit() uint64 {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -147,12 +203,16 @@ func (d *db) waitSynced(n uint64) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for d.synced < n {
-		if d.syncing {
+		if d.queuedErr != nil {
+			return d.queuedErr
+		}
+		// a sync started before commit n has landed would not cover it
+		upTo := d.coverable()
+		if d.syncing || upTo < n {
 			d.cond.Wait()
 			continue
 		}
 		d.syncing = true
-		upTo := d.committed
 		d.mu.Unlock()
 		err := d.syncNow()
 		d.mu.Lock()

@@ -487,3 +487,50 @@ func heldNames(l *logFiles) string {
 	sort.Strings(names)
 	return strings.Join(names, " ")
 }
+
+// TestSyncWaitsForQueuedCommits: a sync covers a queued commit (a create's) only once badger
+// has written it: a Sync made while one is in flight starts no sync until it lands, a commit
+// queued after the Sync's does not hold it, and a queued commit that failed fails every sync
+// and every change after it, naming the way out.
+func TestSyncWaitsForQueuedCommits(t *testing.T) {
+	r := newTestStore(t)
+	d := r.db
+	var syncs atomic.Int32
+	d.syncHook = func() { syncs.Add(1) }
+	queue := func() uint64 { // a commit handed to badger and not written yet
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		d.committed++
+		d.queued[d.committed] = true
+		return d.committed
+	}
+	first := queue()
+	done := make(chan error, 1)
+	go func() { done <- r.Sync() }()
+	select {
+	case err := <-done:
+		t.Fatalf("Sync returned (%v) while a commit before it was not written", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	if n := syncs.Load(); n != 0 {
+		t.Fatalf("%d syncs started while a commit before them was not written", n)
+	}
+	later := queue()
+	d.landed(first, nil)
+	if err := waitFor(t, done, "the Sync after the queued commit landed"); err != nil {
+		t.Fatal(err)
+	}
+	if n := syncs.Load(); n != 1 {
+		t.Fatalf("%d syncs, want 1", n)
+	}
+
+	go func() { done <- r.Sync() }()
+	d.landed(later, errors.New("no space left on device"))
+	err := waitFor(t, done, "the Sync after a queued commit failed")
+	if err == nil || !strings.Contains(err.Error(), "no space left on device") || !strings.Contains(err.Error(), "remount") {
+		t.Fatalf("Sync after a failed queued commit: %v", err)
+	}
+	if _, werr := r.Write(vault.Key{Tier: "state", Key: "after"}, []byte("x"), time.Now()); werr == nil || werr.Error() != err.Error() {
+		t.Fatalf("a write after a failed queued commit: %v", werr)
+	}
+}

@@ -10,7 +10,7 @@ import (
 )
 
 // BenchmarkDurableCreate is the store's part of a new file made durable at close, as cp -r
-// makes one: a create (committed, not synced), then its content (committed and synced). It
+// makes one: a create (queued, not waited for), then its content (committed and synced). It
 // reports the time of each part per file.
 func BenchmarkDurableCreate(b *testing.B) {
 	r := newTestStore(b)

@@ -337,15 +337,34 @@ func (s *Store) update(fn func(txn *badger.Txn, apply *[]func()) error) error {
 // badger's logs (it survives the process being killed), and is durable once any later sync
 // is done. n is the commit to pass to waitSynced.
 func (s *Store) updateNoSync(fn func(txn *badger.Txn, apply *[]func()) error) (n uint64, err error) {
+	return s.updateWith(fn, s.db.commit)
+}
+
+// updateQueued is updateNoSync without waiting for badger to write the change (see
+// commitQueued): the change is in the tree at once, in the logs a moment later, and durable
+// once a later sync is done.
+func (s *Store) updateQueued(fn func(txn *badger.Txn, apply *[]func()) error) error {
+	_, err := s.updateWith(fn, func(fn func(txn *badger.Txn) error) (uint64, error) {
+		return 0, s.db.commitQueued(fn)
+	})
+	return err
+}
+
+// updateWith runs fn in one transaction committed by commit, under the tree's write lock, and
+// then the memory changes fn queued.
+func (s *Store) updateWith(fn func(txn *badger.Txn, apply *[]func()) error, commit func(func(txn *badger.Txn) error) (uint64, error)) (n uint64, err error) {
 	s.t.mu.Lock()
 	defer s.t.mu.Unlock()
 	if s.applyErr != nil {
 		return 0, s.applyErr
 	}
+	if err := s.db.failed(); err != nil {
+		return 0, err
+	}
 	saved := s.t.inoNext
 	var apply []func()
 	s.t.inoUndo, s.attrTx = nil, nil
-	n, err = s.db.commit(func(txn *badger.Txn) error { return fn(txn, &apply) })
+	n, err = commit(func(txn *badger.Txn) error { return fn(txn, &apply) })
 	if err != nil {
 		s.t.rollbackInos()
 		s.forgetInos(saved)

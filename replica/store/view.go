@@ -160,10 +160,7 @@ func (s *Store) write(k vault.Key, content []byte, mtime time.Time, perm *uint32
 	var v *vault.Version
 	commit := s.update
 	if perm != nil {
-		commit = func(fn func(txn *badger.Txn, apply *[]func()) error) error {
-			_, err := s.updateNoSync(fn)
-			return err
-		}
+		commit = s.updateQueued // a create: durable with the close, fsync or rename after it
 	}
 	err := commit(func(txn *badger.Txn, apply *[]func()) error {
 		old := s.t.get(k)
