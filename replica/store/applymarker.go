@@ -109,7 +109,7 @@ func (s *Store) readMarker() (m applyMarker, p *seal.Plaintext, found bool, err 
 			if err != nil {
 				return fmt.Errorf("piece %d of the plaintext: %w", i, err)
 			}
-			v, err := item.ValueCopy(nil)
+			v, err := itemValueCopy(item)
 			if err != nil {
 				return err
 			}

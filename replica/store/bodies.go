@@ -46,7 +46,7 @@ func getValue(txn *badger.Txn, key string) (val []byte, found bool, err error) {
 	if err != nil {
 		return nil, false, err
 	}
-	val, err = item.ValueCopy(nil)
+	val, err = itemValueCopy(item)
 	return val, err == nil, err
 }
 
@@ -179,10 +179,19 @@ func scanStaged(txn *badger.Txn, withBody bool, fn func(id string, rec *stagedRe
 			err = headComplete(txn, id, &rec)
 		}
 		if err != nil {
-			return err
+			return stagedRowError(&rec.Row, err)
 		}
 		return fn(id, &rec)
 	})
+}
+
+// stagedRowError names the staged row whose body could not be read in err, so that the way
+// out errValueLost gives can be taken.
+func stagedRowError(row *seal.Row, err error) error {
+	if errors.Is(err, errValueLost) {
+		return fmt.Errorf("the staged row %s: %w", seal.RowName(row), err)
+	}
+	return err
 }
 
 // errUndecodable is a record that does not decode. The decoder's message is left out: it may
@@ -274,7 +283,7 @@ func rewriteRecords(db *badger.DB, prefix string, fn func(txn *badger.Txn, key, 
 				if len(keys) == batchKeys || size >= batchBytes {
 					break
 				}
-				v, err := it.Item().ValueCopy(nil)
+				v, err := itemValueCopy(it.Item())
 				if err != nil {
 					return err
 				}

@@ -68,7 +68,7 @@ func (h *History) latest(txn *badger.Txn, id string) (*histRec, error) {
 		return nil, nil
 	}
 	var rec histRec
-	if err := it.Item().Value(func(b []byte) error { return decodeRecord(b, &rec) }); err != nil {
+	if err := itemValue(it.Item(), func(b []byte) error { return decodeRecord(b, &rec) }); err != nil {
 		return nil, err
 	}
 	if rec.Row == nil {
@@ -147,7 +147,7 @@ var jsonDeletedPrefix = []byte(`{"row":null`)
 
 func (e histEntry) deleted() (bool, error) {
 	var del bool
-	err := e.item.Value(func(b []byte) error {
+	err := itemValue(e.item, func(b []byte) error {
 		del = bytes.HasPrefix(b, histDeletedPrefix) || bytes.HasPrefix(b, jsonDeletedPrefix)
 		return nil
 	})
@@ -156,7 +156,7 @@ func (e histEntry) deleted() (bool, error) {
 
 func (e histEntry) decode() (*histRec, error) {
 	var rec histRec
-	err := e.item.Value(func(b []byte) error { return decodeRecord(b, &rec) })
+	err := itemValue(e.item, func(b []byte) error { return decodeRecord(b, &rec) })
 	return &rec, err
 }
 
@@ -337,7 +337,7 @@ func categoryCountAtOrBefore(txn *badger.Txn, block, seq uint64) (atBlock, atSeq
 	if len(key) != len(pCategoryCount)+16 {
 		return 0, 0, 0, false, nil
 	}
-	err = it.Item().Value(func(b []byte) error {
+	err = itemValue(it.Item(), func(b []byte) error {
 		var err error
 		n, err = strconv.Atoi(string(b))
 		return err

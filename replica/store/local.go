@@ -197,7 +197,7 @@ func (s *Store) loadInos(txn *badger.Txn) error {
 	t := s.t
 	var next [8]byte
 	if item, err := txn.Get([]byte(kInoNext)); err == nil {
-		if err := item.Value(func(b []byte) error { copy(next[:], b); return nil }); err != nil {
+		if err := itemValue(item, func(b []byte) error { copy(next[:], b); return nil }); err != nil {
 			return err
 		}
 		t.inoNext = binary.BigEndian.Uint64(next[:])

@@ -46,7 +46,7 @@ func mirrorBody(txn *badger.Txn, id string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return item.ValueCopy(nil)
+	return itemValueCopy(item)
 }
 
 // delMirror deletes the mirror row id.
@@ -135,7 +135,7 @@ func splitMirrorBodies(db *badger.DB) error {
 				}
 				last = key
 				var m mirrorRec
-				if err := it.Item().Value(func(b []byte) error { return decodeRecord(b, &m) }); err != nil {
+				if err := itemValue(it.Item(), func(b []byte) error { return decodeRecord(b, &m) }); err != nil {
 					return fmt.Errorf("mirror row %q: %w", key, err)
 				}
 				if !m.HasBody {

@@ -159,7 +159,7 @@ func (p *pieceReader) read(txn *badger.Txn, key string, n int) (val []byte, foun
 		if size := item.ValueSize(); (i < n-1 && size != pieceSize) || (i == n-1 && size >= pieceSize) {
 			return nil, false, nil
 		}
-		if err := item.Value(func(piece []byte) error { val = append(val, piece...); return nil }); err != nil {
+		if err := itemValue(item, func(piece []byte) error { val = append(val, piece...); return nil }); err != nil {
 			return nil, false, err
 		}
 		if p != nil {

@@ -102,7 +102,7 @@ func versionBefore(txn *badger.Txn, id string, snap vault.Anchor) (*histRec, err
 			continue // a longer id sharing the prefix, or the snapshot's own record
 		}
 		var rec histRec
-		if err := it.Item().Value(func(b []byte) error { return decodeRecord(b, &rec) }); err != nil {
+		if err := itemValue(it.Item(), func(b []byte) error { return decodeRecord(b, &rec) }); err != nil {
 			return nil, err
 		}
 		return &rec, nil

@@ -188,7 +188,7 @@ func (p *PushRows) Row(i int) (seal.Row, error) {
 		p.pieces = newPieceReader(p.txn)
 	}
 	err := stagedBody(p.txn, p.pieces, row.ID(), &rec)
-	return rec.Row, err
+	return rec.Row, stagedRowError(&row, err)
 }
 
 // Close ends the snapshot; it may be called more than once.

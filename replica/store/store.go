@@ -83,6 +83,10 @@ const storeFormat = 6
 // of keys and small values, and about 6,500 entries. An epoch larger than that is applied in
 // batches (see applyMarker); every other transaction that loops over rows takes a few
 // hundred at a time.
+//
+// A value read from a value log is checked against its checksum: badger checks only the newest
+// log when it opens, and a page of an older one lost in a power cut would otherwise read back
+// as zeros (see itemValue).
 func openBadger(dir string) (*badger.DB, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create %s: %w", dir, err)
@@ -99,7 +103,8 @@ func openBadger(dir string) (*badger.DB, error) {
 		WithIndexCacheSize(0).
 		WithValueLogFileSize(valueLogFileSize).
 		WithNumCompactors(2).
-		WithDetectConflicts(false)
+		WithDetectConflicts(false).
+		WithVerifyValueChecksum(true)
 	// Every level's tables are 1 MB, not twice the level above's: a compaction builds each table
 	// whole in memory, in buffers twice its size, several at once, so 8 MB tables of the deeper
 	// levels made the mount's memory jump by tens of MB during a flush.
@@ -156,6 +161,33 @@ func getJSON(txn *badger.Txn, key string, v any) (found bool, err error) {
 	})
 }
 
+// errValueLost is a value badger cannot read back: its bytes in the value log never reached
+// the disk (a power cut after badger wrote a table pointing at them) or fail their checksum.
+var errValueLost = errors.New("its bytes in the state database were lost in a power cut or are damaged: " +
+	"if the file holds changes not flushed yet, write it again; an anchored version comes back when the state " +
+	"database is rebuilt from the epoch cache (move KINT_HOME/db aside while kintfs is stopped; changes not flushed stay in the moved copy)")
+
+// itemValue is item.Value, refusing a value badger could not read. Badger logs such a read
+// and hands the value over empty (a value in the value log is never empty), so every read of a
+// value goes through here or itemValueCopy.
+func itemValue(item *badger.Item, fn func([]byte) error) error {
+	return item.Value(func(b []byte) error {
+		if len(b) == 0 && item.ValueSize() > 0 {
+			return errValueLost
+		}
+		return fn(b)
+	})
+}
+
+// itemValueCopy is item.ValueCopy, refusing a value badger could not read (see itemValue).
+func itemValueCopy(item *badger.Item) ([]byte, error) {
+	v, err := item.ValueCopy(nil)
+	if err == nil && len(v) == 0 && item.ValueSize() > 0 {
+		return nil, errValueLost
+	}
+	return v, err
+}
+
 // getDecoded reads key and hands its value to decode; found is false when the key is absent.
 func getDecoded(txn *badger.Txn, key string, decode func([]byte) error) (found bool, err error) {
 	item, err := txn.Get([]byte(key))
@@ -165,7 +197,7 @@ func getDecoded(txn *badger.Txn, key string, decode func([]byte) error) (found b
 	if err != nil {
 		return false, err
 	}
-	if err := item.Value(decode); err != nil {
+	if err := itemValue(item, decode); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -193,7 +225,7 @@ func scanPrefix(txn *badger.Txn, prefix string, fn func(key, val []byte) error) 
 	defer it.Close()
 	for it.Seek(opts.Prefix); it.ValidForPrefix(opts.Prefix); it.Next() {
 		item := it.Item()
-		val, err := item.ValueCopy(nil)
+		val, err := itemValueCopy(item)
 		if err != nil {
 			return err
 		}
@@ -208,7 +240,7 @@ func scanPrefix(txn *badger.Txn, prefix string, fn func(key, val []byte) error) 
 // scan of many small records that fn decodes on the spot.
 func scanValues(txn *badger.Txn, prefix string, fn func(key, val []byte) error) error {
 	return eachItem(txn, prefix, func(item *badger.Item) error {
-		return item.Value(func(val []byte) error { return fn(item.Key(), val) })
+		return itemValue(item, func(val []byte) error { return fn(item.Key(), val) })
 	})
 }
 

@@ -1,0 +1,147 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"kintfs/replica/vault"
+	"kintfs/seal"
+)
+
+// TestLostValueReadsAsError: a body whose bytes in the value log never reached the disk (a
+// power cut after badger wrote a table pointing at them, its pages read back as zeros) reads as
+// an error naming the cause and the way out, never as empty or other content, and a push
+// reading it for an epoch fails instead of anchoring what it read.
+func TestLostValueReadsAsError(t *testing.T) {
+	r := newTestStore(t)
+	k := vault.Key{Tier: "state", Key: "large"}
+	body := []byte(strings.Repeat("lost-body-marker ", maxPiecedBody/17+1)) // in the value log
+	if _, err := r.Write(k, body, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	loseValuePages(t, r.dir, []byte("lost-body-marker"), false)
+	r.open(t)
+	got, err := r.Content(k)
+	if err == nil {
+		t.Fatalf("a body whose bytes were lost reads %d bytes (%.20q) and no error", len(got), got)
+	}
+	if !errors.Is(err, errValueLost) || !strings.Contains(err.Error(), "power cut") || !strings.Contains(err.Error(), "write it again") {
+		t.Errorf("the error does not name the cause and the way out: %v", err)
+	}
+	r.now = func() time.Time { return time.Now().Add(time.Hour) } // settled: a push takes it
+	p, err := r.CollectForPush(func(*seal.Row) string { return "" })
+	if err == nil {
+		defer p.Close()
+		var row seal.Row
+		for i := range p.Rows {
+			if row, err = p.Row(i); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			t.Fatalf("a push collects %d rows and reads them all (the last %d bytes); want the lost body refused", len(p.Rows), row.Body.Len())
+		}
+	}
+	if !errors.Is(err, errValueLost) || !strings.Contains(err.Error(), "staged row state large") {
+		t.Fatalf("a push reading the lost body: %v, want it refused naming the row", err)
+	}
+}
+
+// loseValuePages zeroes every page of the value logs in dir that holds part of marker, as a
+// power cut loses pages that were never synced; with middle, only those between the first and
+// the last (the entry's header and checksum are kept).
+func loseValuePages(t *testing.T, dir string, marker []byte, middle bool) {
+	t.Helper()
+	logs, err := filepath.Glob(filepath.Join(dir, "*.vlog"))
+	if err != nil || len(logs) == 0 {
+		t.Fatalf("no value log under %s (%v)", dir, err)
+	}
+	lost := 0
+	for _, name := range logs {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const page = 4096
+		var pages []int
+		for off := 0; off < len(b); off += page {
+			if bytes.Contains(b[off:min(off+page, len(b))], marker[:6]) {
+				pages = append(pages, off)
+			}
+		}
+		if middle && len(pages) > 2 {
+			pages = pages[1 : len(pages)-1]
+		} else if middle {
+			pages = nil
+		}
+		for _, off := range pages {
+			clear(b[off:min(off+page, len(b))])
+			lost++
+		}
+		if err := os.WriteFile(name, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if lost == 0 {
+		t.Fatalf("%q is in no value log", marker)
+	}
+}
+
+// TestLostMirrorValueReadsAsError: the same for an anchored row's body in the mirror.
+func TestLostMirrorValueReadsAsError(t *testing.T) {
+	r := newTestStore(t)
+	body := strings.Repeat("gone-mirror-marker ", 300)
+	anchorRows(t, r, seal.Row{Tier: "reference", Key: "anchored", Body: seal.BodyString(body)})
+	k := vault.Key{Tier: "reference", Key: "anchored"}
+	if got, err := r.Content(k); err != nil || string(got) != body {
+		t.Fatalf("before the cut: %d bytes, %v", len(got), err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	loseValuePages(t, r.dir, []byte("gone-mirror-marker"), false)
+	r.open(t)
+	if got, err := r.Content(k); !errors.Is(err, errValueLost) {
+		t.Fatalf("an anchored body whose bytes were lost reads %d bytes, %v; want errValueLost", len(got), err)
+	}
+}
+
+// TestDamagedValueReadsAsError: a body of which only pages in the middle were lost (its entry's
+// header and checksum kept), in a value log badger has moved on from (it checks only the newest
+// one when it opens), fails its checksum and reads as an error, not as the body with a hole of
+// zeros.
+func TestDamagedValueReadsAsError(t *testing.T) {
+	r := newTestStore(t)
+	k := vault.Key{Tier: "state", Key: "long"}
+	body := []byte(strings.Repeat("damaged-body-marker ", 1000)) // 20 KB: five pages
+	if _, err := r.Write(k, body, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	filler := bytes.Repeat([]byte("f"), 1<<20)
+	for i := 0; i*len(filler) <= valueLogFileSize; i++ { // the next value log
+		filler[0] = byte('a' + i%26)
+		if _, err := r.Write(vault.Key{Tier: "state", Key: fmt.Sprint("filler", i)}, filler, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if logs, _ := filepath.Glob(filepath.Join(r.dir, "*.vlog")); len(logs) < 2 {
+		t.Fatalf("value logs %v: the writes did not fill the first", logs)
+	}
+	loseValuePages(t, r.dir, []byte("damaged-body-marker"), true)
+	r.open(t)
+	if got, err := r.Content(k); !errors.Is(err, errValueLost) {
+		t.Fatalf("a body with a lost page in its middle reads %d bytes (%d zeros), %v; want errValueLost", len(got), bytes.Count(got, []byte{0}), err)
+	}
+}
