@@ -169,6 +169,9 @@ func Open(opt Options) (*Replica, error) {
 		st.Close()
 		return nil, err
 	}
+	if st.UncleanStart() {
+		r.repairBodies()
+	}
 	r.setClient(opt.Client)
 	if opt.DEK != ([32]byte{}) {
 		if _, err := r.RebuildFromCache(); err != nil {
@@ -306,3 +309,30 @@ func (r *Replica) HistoryView(block uint64) (vault.TreeReader, error) {
 // RenderContent is the file content of a row: its body, or for a journal event the JSON
 // object of its five fields.
 func RenderContent(r *seal.Row) []byte { return store.RenderContent(r) }
+
+// repairBodies puts back, from the epoch cache, the mirror bodies whose bytes a power cut
+// lost after the last run ended without closing the store, and says what it did.
+func (r *Replica) repairBodies() {
+	n, unrepaired, err := r.store.RepairBodies(r.cachedRows)
+	switch {
+	case err != nil:
+		r.warnf("the last run ended without closing the state database, and checking its bodies failed: %v", err)
+	case len(unrepaired) > 0:
+		r.warnf("the last run ended without closing the state database: %d anchored rows lost their bodies, %d put back from the epoch cache; %d are not there and read as errors until the state database is rebuilt (move KINT_HOME/db aside while kintfs is stopped)", n+len(unrepaired), n, len(unrepaired))
+	case n > 0:
+		r.logf("the last run ended without closing the state database: %d anchored rows lost their bodies and were put back from the epoch cache", n)
+	}
+}
+
+// cachedRows is the rows of epoch seq, from the plaintext in the epoch cache.
+func (r *Replica) cachedRows(seq uint64) ([]seal.Row, error) {
+	b, err := r.cache.Opened(seq)
+	if err != nil {
+		return nil, err
+	}
+	p, err := seal.DecodePlaintext(b)
+	if err != nil {
+		return nil, err
+	}
+	return p.Rows, nil
+}

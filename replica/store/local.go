@@ -3,7 +3,10 @@ package store
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -55,6 +58,8 @@ type Store struct {
 	// trashDirs are the directories of the trash (see trash.go); guarded by t.mu.
 	trashDirs map[string]bool
 	dirTime   time.Time // the time of a directory never given one (kDirTime); guarded by t.mu
+	// unclean says the run before this one ended without Close (see runningMarker)
+	unclean bool
 	// applyErr is set when an apply stopped part way and could not be finished: reads and
 	// writes fail with it until the store is reopened, which finishes the apply. Guarded by t.mu.
 	applyErr error
@@ -110,6 +115,11 @@ func OpenStore(dir string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("load state: %w", err)
 	}
+	if s.unclean, err = markRunning(dir); err != nil {
+		release.Stop()
+		db.Close()
+		return nil, fmt.Errorf("open state database: %w", err)
+	}
 	s.gcStop, s.gcDone = make(chan struct{}), make(chan struct{})
 	go s.collectValueLogEvery(valueLogGCEvery)
 	return s, nil
@@ -140,7 +150,14 @@ func (s *Store) Close() error {
 		<-s.gcDone
 		s.release.Stop()
 	})
-	return s.db.Close()
+	if err := s.db.Close(); err != nil {
+		return err
+	}
+	// closed with everything synced: the next open need not look for lost bodies
+	if err := os.Remove(filepath.Join(s.db.dir, runningMarker)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 func (s *Store) nodeFromMirror(m *mirrorRec) *node {

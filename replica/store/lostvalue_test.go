@@ -145,3 +145,50 @@ func TestDamagedValueReadsAsError(t *testing.T) {
 		t.Fatalf("a body with a lost page in its middle reads %d bytes (%d zeros), %v; want errValueLost", len(got), bytes.Count(got, []byte{0}), err)
 	}
 }
+
+// TestRepairBodiesOnlyAsAnchored: RepairBodies puts a lost mirror body back only from a row
+// whose leaf is the anchored one: a copy with other content is refused and the row stays an
+// error; the anchored copy is put back, and a second pass finds nothing to do.
+func TestRepairBodiesOnlyAsAnchored(t *testing.T) {
+	r := newTestStore(t)
+	body := strings.Repeat("repair-marker ", 400)
+	row := seal.Row{Tier: "reference", Key: "doc", Body: seal.BodyString(body)}
+	anchorRows(t, r, row)
+	k := vault.Key{Tier: "reference", Key: "doc"}
+	v, err := r.Get(k)
+	if err != nil || v.Anchor == nil {
+		t.Fatalf("the anchored row: %+v, %v", v, err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	loseValuePages(t, r.dir, []byte("repair-marker"), false)
+	r.open(t)
+	asked := 0
+	other := row
+	other.Body = seal.BodyString(strings.Repeat("something else ", 400))
+	n, unrepaired, err := r.RepairBodies(func(seq uint64) ([]seal.Row, error) {
+		asked++
+		if seq != v.Anchor.Seq {
+			t.Errorf("asked for epoch %d, the row was anchored in %d", seq, v.Anchor.Seq)
+		}
+		return []seal.Row{other}, nil
+	})
+	if err != nil || n != 0 || len(unrepaired) != 1 || unrepaired[0] != "reference doc" || asked != 1 {
+		t.Fatalf("a copy with other content: put back %d, not %v, %v (asked %d times)", n, unrepaired, err, asked)
+	}
+	if _, err := r.Content(k); !errors.Is(err, errValueLost) {
+		t.Fatalf("after refusing the other copy: %v, want errValueLost", err)
+	}
+	n, unrepaired, err = r.RepairBodies(func(uint64) ([]seal.Row, error) { return []seal.Row{row}, nil })
+	if err != nil || n != 1 || len(unrepaired) != 0 {
+		t.Fatalf("the anchored copy: put back %d, not %v, %v", n, unrepaired, err)
+	}
+	if got, err := r.Content(k); err != nil || string(got) != body {
+		t.Fatalf("after the anchored copy was put back: %d bytes, %v", len(got), err)
+	}
+	n, unrepaired, err = r.RepairBodies(func(uint64) ([]seal.Row, error) { t.Fatal("asked for a row with nothing lost"); return nil, nil })
+	if err != nil || n != 0 || len(unrepaired) != 0 {
+		t.Fatalf("a second pass: put back %d, not %v, %v", n, unrepaired, err)
+	}
+}

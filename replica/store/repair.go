@@ -1,0 +1,120 @@
+package store
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/ethereum/go-ethereum/common"
+
+	"kintfs/seal"
+)
+
+// runningMarker is a file the store keeps in its directory while it is open. Found when the
+// store opens, it says the last run ended without closing it (a crash or a power cut): a
+// mirror body may then have lost its bytes (see errValueLost), and RepairBodies looks.
+const runningMarker = "kintfs-running"
+
+// markRunning makes the marker durable in dir; unclean says it was there already.
+func markRunning(dir string) (unclean bool, err error) {
+	path := filepath.Join(dir, runningMarker)
+	if _, err := os.Stat(path); err == nil {
+		return true, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return false, err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return false, err
+	}
+	err = errors.Join(f.Sync(), f.Close())
+	if err == nil {
+		err = syncDir(dir)
+	}
+	return false, err
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	return errors.Join(d.Sync(), d.Close())
+}
+
+// UncleanStart reports whether the run before this one ended without closing the store.
+func (s *Store) UncleanStart() bool { return s.unclean }
+
+// EpochRows gives the rows epoch seq carries, from a copy kept outside the state database
+// (the epoch cache).
+type EpochRows func(seq uint64) ([]seal.Row, error)
+
+// lostBody is a mirror row whose body badger cannot read back.
+type lostBody struct {
+	id   string
+	seq  uint64 // the epoch that anchored the row's version
+	leaf common.Hash
+	name string
+}
+
+// RepairBodies reads the body of every mirror row, and puts back each one whose bytes were
+// lost from the epoch that anchored it, as rows gives it, when its leaf is the row's: a body
+// is never put back other than as anchored. It returns how many it put back, and the names of
+// the rows it could not (they read as errValueLost until the state database is rebuilt).
+func (s *Store) RepairBodies(rows EpochRows) (repaired int, unrepaired []string, err error) {
+	var lost []lostBody
+	err = s.db.View(func(txn *badger.Txn) error {
+		return scanValues(txn, pMirror, func(k, v []byte) error {
+			var m mirrorRec
+			if err := decodeRecord(v, &m); err != nil || !m.HasBody {
+				return err
+			}
+			id := string(k[len(pMirror):])
+			if _, err := mirrorBody(txn, id); errors.Is(err, errValueLost) {
+				lost = append(lost, lostBody{id: id, seq: m.Anchor.Seq, leaf: m.Leaf, name: seal.RowName(&m.Row)})
+			} else if err != nil {
+				return err
+			}
+			return nil
+		})
+	})
+	if err != nil || len(lost) == 0 {
+		return 0, nil, err
+	}
+	slices.SortFunc(lost, func(a, b lostBody) int { return cmp.Compare(a.seq, b.seq) })
+	var (
+		seq    uint64
+		anchor map[string]seal.Row
+	)
+	for _, l := range lost {
+		if anchor == nil || l.seq != seq {
+			seq, anchor = l.seq, map[string]seal.Row{}
+			if got, err := rows(l.seq); err == nil {
+				for _, r := range got {
+					anchor[r.ID()] = r
+				}
+			}
+		}
+		row, ok := anchor[l.id]
+		if !ok || row.Body.IsNull() || seal.Leaf(&row) != l.leaf {
+			unrepaired = append(unrepaired, l.name)
+			continue
+		}
+		err := s.update(func(txn *badger.Txn, _ *[]func()) error {
+			m, found, err := getMirror(txn, l.id, false)
+			if err != nil || !found || m.Leaf != l.leaf {
+				return err // changed since: its new body is its own
+			}
+			return setValue(txn, []byte(pBody+l.id), row.Body.Bytes(), "mirror row "+l.name)
+		})
+		if err != nil {
+			return repaired, unrepaired, fmt.Errorf("put back the body of %s: %w", l.name, err)
+		}
+		repaired++
+	}
+	return repaired, unrepaired, nil
+}
