@@ -104,7 +104,7 @@ func TestPowerCutLostBodiesPutBack(t *testing.T) {
 			t.Fatalf("doc%d after a clean restart without the cache: %d bytes, %v", i, len(got), err)
 		}
 	}
-	if c.store.UncleanStart() {
+	if unclean, _ := c.store.UncleanStart(); unclean {
 		t.Error("a store closed cleanly says the run before ended without closing it")
 	}
 }

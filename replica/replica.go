@@ -169,7 +169,10 @@ func Open(opt Options) (*Replica, error) {
 		st.Close()
 		return nil, err
 	}
-	if st.UncleanStart() {
+	if unclean, lost := st.UncleanStart(); unclean {
+		if lost > 0 {
+			r.warnf("the last run ended without closing the state database: %d changes not yet durable lost their content in a power cut and were dropped (those files show their anchored version, or are gone if they were new)", lost)
+		}
 		r.repairBodies()
 	}
 	r.setClient(opt.Client)

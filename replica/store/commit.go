@@ -28,9 +28,13 @@ type db struct {
 	committed uint64 // commits made so far
 	synced    uint64 // commits a finished sync covered
 	syncing   bool
-	// queued are the commits handed to badger without waiting for it (commitQueued) that have
-	// not landed in its logs yet: a sync covers a commit only once it has landed.
-	queued map[uint64]bool
+	// gate keeps writes out of badger's logs while a sync runs. Every commit holds it for
+	// reading until badger has written it (a queued one until it landed), and a sync holds it
+	// for writing: a write landing between the value logs' fsync and the memtable logs' would
+	// be made durable by the second while its value, in a value log, was not, and after a power
+	// cut its entry would point at bytes that never got to the disk. It also makes a sync wait
+	// for the queued commits counted before it.
+	gate sync.RWMutex
 	// queuedErr is the first error of a queued commit: the change it made to the tree is not in
 	// the logs, so every sync after it fails with it until the store is reopened.
 	queuedErr error
@@ -58,7 +62,7 @@ type db struct {
 }
 
 func newDB(b *badger.DB, dir string) *db {
-	d := &db{DB: b, dir: dir, done: map[string]bool{}, known: map[string]bool{}, watch: newDirWatch(dir), busy: func() {}, valuesSynced: -1, written: valuesWritten, queued: map[uint64]bool{}}
+	d := &db{DB: b, dir: dir, done: map[string]bool{}, known: map[string]bool{}, watch: newDirWatch(dir), busy: func() {}, valuesSynced: -1, written: valuesWritten}
 	d.fsync = d.logs.sync
 	d.cond = sync.NewCond(&d.mu)
 	return d
@@ -97,16 +101,30 @@ func (d *db) NewTransaction(update bool) *badger.Txn {
 	return d.DB.NewTransaction(update)
 }
 
-// NewWriteBatch is badger's NewWriteBatch, as busy.
-func (d *db) NewWriteBatch() *badger.WriteBatch {
+// writeBatch runs fn on one of badger's write batches and flushes it, committed but not yet
+// synced.
+func (d *db) writeBatch(fn func(wb *badger.WriteBatch) error) error {
 	d.busy()
-	return d.DB.NewWriteBatch()
+	d.gate.RLock()
+	defer d.gate.RUnlock()
+	wb := d.DB.NewWriteBatch()
+	defer wb.Cancel()
+	if err := fn(wb); err != nil {
+		return err
+	}
+	if err := wb.Flush(); err != nil {
+		return err
+	}
+	d.noteCommit()
+	return nil
 }
 
 // commit runs fn in one transaction, committed but not yet synced; n is the commit to pass to
 // waitSynced.
 func (d *db) commit(fn func(txn *badger.Txn) error) (n uint64, err error) {
 	d.busy()
+	d.gate.RLock()
+	defer d.gate.RUnlock()
 	if err := d.DB.Update(fn); err != nil {
 		return 0, err
 	}
@@ -133,24 +151,22 @@ func (d *db) commitQueued(fn func(txn *badger.Txn) error) error {
 	if err := fn(txn); err != nil {
 		return err
 	}
-	d.mu.Lock()
-	d.committed++
-	n := d.committed
-	d.queued[n] = true // with the count, so that no sync counts n as landed
-	d.mu.Unlock()
-	txn.CommitWith(func(err error) { d.landed(n, err) })
+	d.gate.RLock() // before the count: a sync that counts this commit waits for it to land
+	d.noteCommit()
+	txn.CommitWith(d.landed)
 	return nil
 }
 
-// landed notes that queued commit n is in badger's logs, or failed with err.
-func (d *db) landed(n uint64, err error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	delete(d.queued, n)
-	if err != nil && d.queuedErr == nil {
-		d.queuedErr = fmt.Errorf("a change was not written to the state database: %w; remount to go on", err)
+// landed notes that a queued commit is in badger's logs, or failed with err.
+func (d *db) landed(err error) {
+	if err != nil {
+		d.mu.Lock()
+		if d.queuedErr == nil {
+			d.queuedErr = fmt.Errorf("a change was not written to the state database: %w; remount to go on", err)
+		}
+		d.mu.Unlock()
 	}
-	d.cond.Broadcast()
+	d.gate.RUnlock()
 }
 
 // failed is the error of a queued commit that failed, if any.
@@ -158,16 +174,6 @@ func (d *db) failed() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.queuedErr
-}
-
-// coverable is the newest commit a sync started now could cover: every commit up to it has
-// landed in badger's logs. Guarded by mu.
-func (d *db) coverable() uint64 {
-	upTo := d.committed
-	for n := range d.queued {
-		upTo = min(upTo, n-1)
-	}
-	return upTo
 }
 
 func (d *db) noteCommit() uint64 {
@@ -206,13 +212,12 @@ func (d *db) waitSynced(n uint64) error {
 		if d.queuedErr != nil {
 			return d.queuedErr
 		}
-		// a sync started before commit n has landed would not cover it
-		upTo := d.coverable()
-		if d.syncing || upTo < n {
+		if d.syncing {
 			d.cond.Wait()
 			continue
 		}
 		d.syncing = true
+		upTo := d.committed
 		d.mu.Unlock()
 		err := d.syncNow()
 		d.mu.Lock()
@@ -246,6 +251,8 @@ func (d *db) syncNow() error {
 	if d.syncHook != nil {
 		d.syncHook()
 	}
+	d.gate.Lock()
+	defer d.gate.Unlock()
 	written := d.written()
 	values := written < 0 || written != d.valuesSynced
 	// drained before the listing: a change made while it runs is listed by the next sync

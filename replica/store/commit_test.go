@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"kintfs/replica/vault"
@@ -489,22 +490,19 @@ func heldNames(l *logFiles) string {
 }
 
 // TestSyncWaitsForQueuedCommits: a sync covers a queued commit (a create's) only once badger
-// has written it: a Sync made while one is in flight starts no sync until it lands, a commit
-// queued after the Sync's does not hold it, and a queued commit that failed fails every sync
-// and every change after it, naming the way out.
+// has written it: a Sync made while one is in flight touches no log until it lands, and a
+// queued commit that failed fails every sync and every change after it, naming the way out.
 func TestSyncWaitsForQueuedCommits(t *testing.T) {
 	r := newTestStore(t)
 	d := r.db
-	var syncs atomic.Int32
-	d.syncHook = func() { syncs.Add(1) }
-	queue := func() uint64 { // a commit handed to badger and not written yet
-		d.mu.Lock()
-		defer d.mu.Unlock()
-		d.committed++
-		d.queued[d.committed] = true
-		return d.committed
+	var fsyncs atomic.Int32
+	fsync := d.fsync
+	d.fsync = func(path string) error { fsyncs.Add(1); return fsync(path) }
+	inFlight := func() { // a commit handed to badger and not written yet, as commitQueued leaves it
+		d.gate.RLock()
+		d.noteCommit()
 	}
-	first := queue()
+	inFlight()
 	done := make(chan error, 1)
 	go func() { done <- r.Sync() }()
 	select {
@@ -512,25 +510,65 @@ func TestSyncWaitsForQueuedCommits(t *testing.T) {
 		t.Fatalf("Sync returned (%v) while a commit before it was not written", err)
 	case <-time.After(100 * time.Millisecond):
 	}
-	if n := syncs.Load(); n != 0 {
-		t.Fatalf("%d syncs started while a commit before them was not written", n)
+	if n := fsyncs.Load(); n != 0 {
+		t.Fatalf("%d logs synced while a commit before the sync was not written", n)
 	}
-	later := queue()
-	d.landed(first, nil)
+	d.landed(nil)
 	if err := waitFor(t, done, "the Sync after the queued commit landed"); err != nil {
 		t.Fatal(err)
 	}
-	if n := syncs.Load(); n != 1 {
-		t.Fatalf("%d syncs, want 1", n)
+	if fsyncs.Load() == 0 {
+		t.Fatal("the Sync synced no log")
 	}
 
-	go func() { done <- r.Sync() }()
-	d.landed(later, errors.New("no space left on device"))
-	err := waitFor(t, done, "the Sync after a queued commit failed")
+	inFlight()
+	d.landed(errors.New("no space left on device"))
+	err := r.Sync()
 	if err == nil || !strings.Contains(err.Error(), "no space left on device") || !strings.Contains(err.Error(), "remount") {
 		t.Fatalf("Sync after a failed queued commit: %v", err)
 	}
 	if _, werr := r.Write(vault.Key{Tier: "state", Key: "after"}, []byte("x"), time.Now()); werr == nil || werr.Error() != err.Error() {
 		t.Fatalf("a write after a failed queued commit: %v", werr)
+	}
+}
+
+// TestNoWriteLandsInASync: while a sync runs (held after its value logs' fsync) no commit
+// lands in badger's logs: a write started then returns only after the sync has finished, so
+// the memtable logs' fsync can never make durable an entry whose value the value logs' fsync
+// did not cover.
+func TestNoWriteLandsInASync(t *testing.T) {
+	r := newTestStore(t)
+	d := r.db
+	inSync, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	fsync := d.fsync
+	d.fsync = func(path string) error {
+		if strings.HasSuffix(path, ".vlog") {
+			once.Do(func() { close(inSync); <-release })
+		}
+		return fsync(path)
+	}
+	synced := make(chan error, 1)
+	go func() {
+		_, err := r.Write(vault.Key{Tier: "state", Key: "first"}, bytes.Repeat([]byte("a"), maxPiecedBody+1), time.Now())
+		synced <- err
+	}()
+	waitFor(t, inSync, "the first write's sync at its value logs")
+	before := valuesWritten()
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := r.Write(vault.Key{Tier: "state", Key: "second"}, bytes.Repeat([]byte("b"), maxPiecedBody+1), time.Now())
+		wrote <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	if after := valuesWritten(); after != before {
+		t.Errorf("%d values landed in the value log inside a sync, after its fsync of the value logs began", after-before)
+	}
+	close(release)
+	if err := waitFor(t, synced, "the first write"); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFor(t, wrote, "the second write"); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -241,40 +241,41 @@ func (s *Store) StateAt(info *vault.EpochInfo) (*ReplayState, error) {
 // names, or for a snapshot every one it leaves out.
 func (s *Store) WriteVersions(anchor vault.Anchor, p *seal.Plaintext, before *ReplayState, onlyChanged bool) error {
 	mtime := nanos(seal.ParseCreatedAt(p.CreatedAt))
-	wb := s.db.NewWriteBatch()
-	defer wb.Cancel()
-	puts := map[string]bool{}
-	for i := range p.Rows {
-		row := p.Rows[i]
-		id := row.ID()
-		puts[id] = true
-		if old, ok := before.leaves.get(id); onlyChanged && ok && old == common.Hash(seal.Leaf(&row)) {
-			continue
-		}
-		if err := setHistory(wb, id, anchor.Block, anchor.Seq, &histRec{Row: &row, Anchor: anchor, Mtime: mtime}); err != nil {
-			return err
-		}
-	}
-	gone := func(id string) error {
-		if _, ok := before.leaves.get(id); !ok || puts[id] {
-			return nil
-		}
-		return setHistory(wb, id, anchor.Block, anchor.Seq, &histRec{Anchor: anchor, Mtime: mtime})
-	}
-	if p.Snapshot {
-		for _, e := range before.leaves.e {
-			if err := gone(e.id); err != nil {
+	err := s.db.writeBatch(func(wb *badger.WriteBatch) error {
+		puts := map[string]bool{}
+		for i := range p.Rows {
+			row := p.Rows[i]
+			id := row.ID()
+			puts[id] = true
+			if old, ok := before.leaves.get(id); onlyChanged && ok && old == common.Hash(seal.Leaf(&row)) {
+				continue
+			}
+			if err := setHistory(wb, id, anchor.Block, anchor.Seq, &histRec{Row: &row, Anchor: anchor, Mtime: mtime}); err != nil {
 				return err
 			}
 		}
-	} else {
+		gone := func(id string) error {
+			if _, ok := before.leaves.get(id); !ok || puts[id] {
+				return nil
+			}
+			return setHistory(wb, id, anchor.Block, anchor.Seq, &histRec{Anchor: anchor, Mtime: mtime})
+		}
+		if p.Snapshot {
+			for _, e := range before.leaves.e {
+				if err := gone(e.id); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
 		for _, d := range p.Deleted {
 			if err := gone(d.ID()); err != nil {
 				return err
 			}
 		}
-	}
-	if err := wb.Flush(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("record epoch %d: %w", anchor.Seq, err)
 	}
 	return s.db.Sync()
@@ -454,18 +455,19 @@ func (u *untimedEpochs) forget() {
 // SetEpochTimes rewrites the epoch records in list with their Time, in one batch.
 func (s *Store) SetEpochTimes(list []vault.EpochInfo) error {
 	defer s.holes.forget()
-	wb := s.db.NewWriteBatch()
-	defer wb.Cancel()
-	for i := range list {
-		b, err := json.Marshal(&list[i])
-		if err != nil {
-			return err
+	err := s.db.writeBatch(func(wb *badger.WriteBatch) error {
+		for i := range list {
+			b, err := json.Marshal(&list[i])
+			if err != nil {
+				return err
+			}
+			if err := wb.Set([]byte(epochKey(list[i].Seq)), b); err != nil {
+				return err
+			}
 		}
-		if err := wb.Set([]byte(epochKey(list[i].Seq)), b); err != nil {
-			return err
-		}
-	}
-	if err := wb.Flush(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return err
 	}
 	return s.db.Sync()

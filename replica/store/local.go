@@ -58,8 +58,10 @@ type Store struct {
 	// trashDirs are the directories of the trash (see trash.go); guarded by t.mu.
 	trashDirs map[string]bool
 	dirTime   time.Time // the time of a directory never given one (kDirTime); guarded by t.mu
-	// unclean says the run before this one ended without Close (see runningMarker)
-	unclean bool
+	// unclean says the run before this one ended without Close (see runningMarker), and
+	// lostChanges how many staged changes it dropped then (see dropLostStaged)
+	unclean     bool
+	lostChanges int
 	// applyErr is set when an apply stopped part way and could not be finished: reads and
 	// writes fail with it until the store is reopened, which finishes the apply. Guarded by t.mu.
 	applyErr error
@@ -105,6 +107,14 @@ func OpenStore(dir string) (*Store, error) {
 	}
 	s := &Store{db: db, t: newTree(), anchors: map[uint64]*vault.Anchor{}, release: release, StagingCap: DefaultStagingCap, now: time.Now,
 		sealing: map[string]bool{}, trashDirs: map[string]bool{}, moved: map[vault.Key]movedAttrs{}}
+	if s.unclean, err = markRunning(dir); err == nil && s.unclean {
+		s.lostChanges, err = dropLostStaged(db)
+	}
+	if err != nil {
+		release.Stop()
+		db.Close()
+		return nil, fmt.Errorf("open state database: %w", err)
+	}
 	if err := s.load(); err != nil {
 		release.Stop()
 		db.Close()
@@ -114,11 +124,6 @@ func OpenStore(dir string) (*Store, error) {
 		release.Stop()
 		db.Close()
 		return nil, fmt.Errorf("load state: %w", err)
-	}
-	if s.unclean, err = markRunning(dir); err != nil {
-		release.Stop()
-		db.Close()
-		return nil, fmt.Errorf("open state database: %w", err)
 	}
 	s.gcStop, s.gcDone = make(chan struct{}), make(chan struct{})
 	go s.collectValueLogEvery(valueLogGCEvery)
@@ -138,6 +143,10 @@ func (s *Store) collectValueLogEvery(period time.Duration) {
 			if s.gcHeld.TryLock() { // else a push holds a snapshot: the next round
 				collectValueLog(s.db.DB)
 				s.gcHeld.Unlock()
+				// Badger deletes a value log it rewrote without syncing the copies: sync them
+				// at once, so that a power cut finds the old log or the copies durable. An
+				// error here is the next change's too.
+				_ = s.db.Sync()
 			}
 		}
 	}

@@ -46,8 +46,51 @@ func syncDir(dir string) error {
 	return errors.Join(d.Sync(), d.Close())
 }
 
-// UncleanStart reports whether the run before this one ended without closing the store.
-func (s *Store) UncleanStart() bool { return s.unclean }
+// UncleanStart reports whether the run before this one ended without closing the store, and
+// how many staged changes the power cut took the content of (see dropLostStaged).
+func (s *Store) UncleanStart() (unclean bool, lostChanges int) { return s.unclean, s.lostChanges }
+
+// dropLostStaged drops every staged change whose body badger cannot read back, before the
+// tree is loaded: the file is then as anchored, or gone if it was new. Such a change was never
+// acknowledged: the sync that acknowledges one makes its value durable before its entry. It
+// returns how many it dropped.
+func dropLostStaged(d *db) (int, error) {
+	type lost struct {
+		id  string
+		rec stagedRec
+	}
+	var found []lost
+	err := d.View(func(txn *badger.Txn) error {
+		return scanValues(txn, pStaged, func(k, v []byte) error {
+			var rec stagedRec
+			if err := decodeRecord(v, &rec); err != nil || !rec.RawBody {
+				return err // an undecodable record is load's to refuse
+			}
+			id := string(k[len(pStaged):])
+			body := rec
+			if err := stagedBody(txn, nil, id, &body); errors.Is(err, errValueLost) {
+				found = append(found, lost{id, rec})
+			} else if err != nil {
+				return err
+			}
+			return nil
+		})
+	})
+	if err != nil || len(found) == 0 {
+		return 0, err
+	}
+	if _, err := d.commit(func(txn *badger.Txn) error {
+		for i := range found {
+			if err := delStaged(txn, found[i].id, &found[i].rec); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return 0, err
+	}
+	return len(found), d.Sync()
+}
 
 // EpochRows gives the rows epoch seq carries, from a copy kept outside the state database
 // (the epoch cache).
