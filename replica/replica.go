@@ -171,7 +171,7 @@ func Open(opt Options) (*Replica, error) {
 	}
 	if unclean, lost := st.UncleanStart(); unclean {
 		if lost > 0 {
-			r.warnf("the last run ended without closing the state database: %d changes not yet durable lost their content in a power cut and were dropped (those files show their anchored version, or are gone if they were new)", lost)
+			r.warnf("the last run ended without closing the state database: %d changes not yet durable lost their content in a power cut and were undone (each of those files shows the change before it, or its anchored version, or is gone if it was new)", lost)
 		}
 		r.repairBodies()
 	}

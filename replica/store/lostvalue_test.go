@@ -199,7 +199,7 @@ func TestRepairBodiesOnlyAsAnchored(t *testing.T) {
 // reads every staged row.
 func TestUncleanStartDropsLostChanges(t *testing.T) {
 	r := newTestStore(t)
-	anchored := strings.Repeat("anchored version ", 400)
+	anchored := strings.Repeat("anchored version ", 20) // in the tables: no page it shares with a lost one
 	anchorRows(t, r, seal.Row{Tier: "reference", Key: "doc", Body: seal.BodyString(anchored)})
 	write := func(tier, key, body string) vault.Key {
 		k := vault.Key{Tier: tier, Key: key}
@@ -244,5 +244,41 @@ func TestUncleanStartDropsLostChanges(t *testing.T) {
 	}
 	if _, err := p.Row(0); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestUncleanStartGoesBackToEarlierChange: a lost staged change that overwrote an earlier one
+// (acknowledged, its body whole in badger) gives way to that one, not to the anchored version:
+// whether the earlier body is in pieces or whole in the value log.
+func TestUncleanStartGoesBackToEarlierChange(t *testing.T) {
+	r := newTestStore(t)
+	write := func(key, body string) {
+		if _, err := r.Write(vault.Key{Tier: "state", Key: key}, []byte(body), time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	piecesFirst := strings.Repeat("a first ", 250) // 2 KB: in pieces
+	wholeFirst := strings.Repeat("b first ", 1000) // 8 KB: in the value log
+	write("a", piecesFirst)
+	write("b", wholeFirst)
+	write("between", strings.Repeat("filler ", 1200)) // keeps b's first body off the pages lost below
+	write("a", strings.Repeat("a-second-lost ", 500))
+	write("b", strings.Repeat("b-second-lost ", 700))
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	loseValuePages(t, r.dir, []byte("a-second-lost"), false)
+	loseValuePages(t, r.dir, []byte("b-second-lost"), false)
+	if err := os.WriteFile(filepath.Join(r.dir, runningMarker), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.open(t)
+	if unclean, lost := r.UncleanStart(); !unclean || lost < 2 {
+		t.Fatalf("UncleanStart: %v, %d changes undone; want true, 2 or more", unclean, lost)
+	}
+	for key, want := range map[string]string{"a": piecesFirst, "b": wholeFirst} {
+		if got, err := r.Content(vault.Key{Tier: "state", Key: key}); err != nil || string(got) != want {
+			t.Errorf("%s after the power cut: %.30q (%d bytes), %v; want its first version", key, got, len(got), err)
+		}
 	}
 }

@@ -47,32 +47,38 @@ func syncDir(dir string) error {
 }
 
 // UncleanStart reports whether the run before this one ended without closing the store, and
-// how many staged changes the power cut took the content of (see dropLostStaged).
+// how many staged changes a power cut took the content of and were undone (see
+// dropLostStaged).
 func (s *Store) UncleanStart() (unclean bool, lostChanges int) { return s.unclean, s.lostChanges }
 
-// dropLostStaged drops every staged change whose body badger cannot read back, before the
-// tree is loaded: the file is then as anchored, or gone if it was new. Such a change was never
-// acknowledged: the sync that acknowledges one makes its value durable before its entry. It
-// returns how many it dropped.
+// dropLostStaged undoes, before the tree is loaded, every staged change whose body badger
+// cannot read back: such a change was never acknowledged (the sync that acknowledges one makes
+// its value durable before its entry). The file goes back to the change before it when badger
+// still holds that one whole (an earlier version of the staged record, acknowledged or not),
+// else to its anchored version, or is gone if it was new. It returns how many it undid.
 func dropLostStaged(d *db) (int, error) {
 	type lost struct {
-		id  string
-		rec stagedRec
+		id      string
+		rec     stagedRec
+		earlier *stagedRec // the change before it, with its body; nil: none whole
 	}
 	var found []lost
 	err := d.View(func(txn *badger.Txn) error {
-		return scanValues(txn, pStaged, func(k, v []byte) error {
+		return eachItem(txn, pStaged, func(item *badger.Item) error {
 			var rec stagedRec
-			if err := decodeRecord(v, &rec); err != nil || !rec.RawBody {
+			if err := itemValue(item, func(v []byte) error { return decodeRecord(v, &rec) }); err != nil || !rec.RawBody {
 				return err // an undecodable record is load's to refuse
 			}
-			id := string(k[len(pStaged):])
+			id := string(item.Key()[len(pStaged):])
 			body := rec
-			if err := stagedBody(txn, nil, id, &body); errors.Is(err, errValueLost) {
-				found = append(found, lost{id, rec})
-			} else if err != nil {
+			if err := stagedBody(txn, nil, id, &body); !errors.Is(err, errValueLost) {
 				return err
 			}
+			earlier, err := stagedBefore(txn, id, item.Version())
+			if err != nil {
+				return err
+			}
+			found = append(found, lost{id, rec, earlier})
 			return nil
 		})
 	})
@@ -84,12 +90,90 @@ func dropLostStaged(d *db) (int, error) {
 			if err := delStaged(txn, found[i].id, &found[i].rec); err != nil {
 				return err
 			}
+			if found[i].earlier != nil {
+				if err := putStaged(txn, found[i].id, found[i].earlier); err != nil {
+					return err
+				}
+			}
 		}
 		return nil
 	}); err != nil {
 		return 0, err
 	}
 	return len(found), d.Sync()
+}
+
+// stagedBefore is the newest version of the staged record of id older than version whose
+// body badger can read whole, with that body; nil when there is none (the row was not staged
+// before, or every earlier body was lost too).
+func stagedBefore(txn *badger.Txn, id string, version uint64) (*stagedRec, error) {
+	opts := badger.DefaultIteratorOptions
+	opts.AllVersions, opts.PrefetchValues = true, false
+	it := txn.NewKeyIterator([]byte(pStaged+id), opts)
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		item := it.Item()
+		if item.Version() >= version {
+			continue
+		}
+		if item.IsDeletedOrExpired() {
+			return nil, nil // not staged before
+		}
+		var rec stagedRec
+		if err := itemValue(item, func(v []byte) error { return decodeRecord(v, &rec) }); err != nil {
+			return nil, err
+		}
+		if !rec.RawBody {
+			return &rec, nil
+		}
+		body, err := stagedBodyAsOf(txn, id, &rec, item.Version())
+		if errors.Is(err, errValueLost) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		rec.Row.Body = seal.BodyOf(body)
+		return &rec, nil
+	}
+	return nil, nil
+}
+
+// stagedBodyAsOf is the body rec, the staged record of id written at version, names: its
+// pieces or its whole value as they were at that version.
+func stagedBodyAsOf(txn *badger.Txn, id string, rec *stagedRec, version uint64) ([]byte, error) {
+	if rec.Pieces == 0 {
+		return valueAsOf(txn, []byte(pStagedBody+id), version)
+	}
+	var body []byte
+	for i := 0; i < rec.Pieces; i++ {
+		piece, err := valueAsOf(txn, pieceKey(pStagedBody+id, i), version)
+		if err != nil {
+			return nil, err
+		}
+		body = append(body, piece...)
+	}
+	return body, nil
+}
+
+// valueAsOf is the value key held at version: its newest version not newer, which must
+// exist; errValueLost when badger cannot read it.
+func valueAsOf(txn *badger.Txn, key []byte, version uint64) ([]byte, error) {
+	opts := badger.DefaultIteratorOptions
+	opts.AllVersions, opts.PrefetchValues = true, false
+	it := txn.NewKeyIterator(key, opts)
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		item := it.Item()
+		if item.Version() > version {
+			continue
+		}
+		if item.IsDeletedOrExpired() {
+			break
+		}
+		return itemValueCopy(item)
+	}
+	return nil, fmt.Errorf("%w (no version of it as of the change)", errValueLost)
 }
 
 // EpochRows gives the rows epoch seq carries, from a copy kept outside the state database
