@@ -59,20 +59,25 @@ func (s *Store) UncleanStart() (unclean bool, lostChanges int) { return s.unclea
 func dropLostStaged(d *db) (int, error) {
 	type lost struct {
 		id      string
-		rec     stagedRec
+		rec     *stagedRec // nil: the record itself was lost (a large meta keeps it in a value log)
 		earlier *stagedRec // the change before it, with its body; nil: none whole
 	}
 	var found []lost
 	err := d.View(func(txn *badger.Txn) error {
 		return eachItem(txn, pStaged, func(item *badger.Item) error {
-			var rec stagedRec
-			if err := itemValue(item, func(v []byte) error { return decodeRecord(v, &rec) }); err != nil || !rec.RawBody {
-				return err // an undecodable record is load's to refuse
-			}
 			id := string(item.Key()[len(pStaged):])
-			body := rec
-			if err := stagedBody(txn, nil, id, &body); !errors.Is(err, errValueLost) {
-				return err
+			rec := &stagedRec{}
+			err := itemValue(item, func(v []byte) error { return decodeRecord(v, rec) })
+			switch {
+			case errors.Is(err, errValueLost):
+				rec = nil
+			case err != nil || !rec.RawBody:
+				return err // an undecodable record fails the open, as the tree's load would
+			default:
+				body := *rec
+				if err := stagedBody(txn, nil, id, &body); !errors.Is(err, errValueLost) {
+					return err
+				}
 			}
 			earlier, err := stagedBefore(txn, id, item.Version())
 			if err != nil {
@@ -87,7 +92,7 @@ func dropLostStaged(d *db) (int, error) {
 	}
 	if _, err := d.commit(func(txn *badger.Txn) error {
 		for i := range found {
-			if err := delStaged(txn, found[i].id, &found[i].rec); err != nil {
+			if err := delStaged(txn, found[i].id, found[i].rec); err != nil {
 				return err
 			}
 			if found[i].earlier != nil {
@@ -120,7 +125,11 @@ func stagedBefore(txn *badger.Txn, id string, version uint64) (*stagedRec, error
 			return nil, nil // not staged before
 		}
 		var rec stagedRec
-		if err := itemValue(item, func(v []byte) error { return decodeRecord(v, &rec) }); err != nil {
+		err := itemValue(item, func(v []byte) error { return decodeRecord(v, &rec) })
+		if errors.Is(err, errValueLost) {
+			continue
+		}
+		if err != nil {
 			return nil, err
 		}
 		if !rec.RawBody {
