@@ -39,14 +39,22 @@ func getMirror(txn *badger.Txn, id string, withBody bool) (m mirrorRec, found bo
 
 // mirrorBody is the body of the mirror row id, which has one.
 func mirrorBody(txn *badger.Txn, id string) ([]byte, error) {
+	var body []byte
+	err := withMirrorBody(txn, id, func(b []byte) error { body = append([]byte(nil), b...); return nil })
+	return body, err
+}
+
+// withMirrorBody hands the body of the mirror row id, which has one, to fn; it is valid only
+// inside fn.
+func withMirrorBody(txn *badger.Txn, id string, fn func(body []byte) error) error {
 	item, err := txn.Get([]byte(pBody + id))
 	if errors.Is(err, badger.ErrKeyNotFound) {
-		return nil, fmt.Errorf("mirror row %q: its body is missing", id)
+		return fmt.Errorf("mirror row %q: its body is missing", id)
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return itemValueCopy(item)
+	return itemValue(item, fn)
 }
 
 // delMirror deletes the mirror row id.

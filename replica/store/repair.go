@@ -11,6 +11,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/ethereum/go-ethereum/common"
 
+	"kintfs/chain/atomicfile"
 	"kintfs/seal"
 )
 
@@ -27,23 +28,10 @@ func markRunning(dir string) (unclean bool, err error) {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return false, err
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o600)
-	if err != nil {
+	if err := atomicfile.Write(path, nil); err != nil {
 		return false, err
 	}
-	err = errors.Join(f.Sync(), f.Close())
-	if err == nil {
-		err = syncDir(dir)
-	}
-	return false, err
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	return errors.Join(d.Sync(), d.Close())
+	return false, atomicfile.Sync(dir) // the marker's name
 }
 
 // UncleanStart reports whether the run before this one ended without closing the store, and
@@ -210,7 +198,8 @@ func (s *Store) RepairBodies(rows EpochRows) (repaired int, unrepaired []string,
 				return err
 			}
 			id := string(k[len(pMirror):])
-			if _, err := mirrorBody(txn, id); errors.Is(err, errValueLost) {
+			// read where it lies, not copied: only whether badger can read it matters here
+			if err := withMirrorBody(txn, id, func([]byte) error { return nil }); errors.Is(err, errValueLost) {
 				lost = append(lost, lostBody{id: id, seq: m.Anchor.Seq, leaf: m.Leaf, name: seal.RowName(&m.Row)})
 			} else if err != nil {
 				return err

@@ -181,10 +181,8 @@ func itemValue(item *badger.Item, fn func([]byte) error) error {
 
 // itemValueCopy is item.ValueCopy, refusing a value badger could not read (see itemValue).
 func itemValueCopy(item *badger.Item) ([]byte, error) {
-	v, err := item.ValueCopy(nil)
-	if err == nil && len(v) == 0 && item.ValueSize() > 0 {
-		return nil, errValueLost
-	}
+	var v []byte
+	err := itemValue(item, func(b []byte) error { v = append([]byte(nil), b...); return nil })
 	return v, err
 }
 
