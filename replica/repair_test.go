@@ -15,9 +15,9 @@ import (
 
 // TestPowerCutLostBodiesPutBack: after a run that ended without closing the store, the mirror
 // bodies whose bytes never reached the disk (badger wrote a table pointing at them, then the
-// power went) are put back from the epoch cache, checked against their leaves, and stay put
-// back; one whose epoch is not in the cache reads as an error naming the way out, and the log
-// says how many of each.
+// power went) are put back from the epoch cache's blobs, checked against their digests and
+// leaves, and stay put back, as do the versions in their history; one whose epoch is not in the
+// cache reads as an error naming the way out, and the log says how many of each.
 func TestPowerCutLostBodiesPutBack(t *testing.T) {
 	e := newChainEnv(t)
 	a := e.machine()
@@ -49,7 +49,7 @@ func TestPowerCutLostBodiesPutBack(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dbDir, "kintfs-running"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cached, err := filepath.Glob(filepath.Join(opt.Home.Dir, "epochs", "*", fmt.Sprintf("%08d.json", v2.Anchor.Seq)))
+	cached, err := filepath.Glob(filepath.Join(opt.Home.Dir, "epochs", "*", fmt.Sprintf("%08d.*", v2.Anchor.Seq)))
 	if err != nil || len(cached) == 0 {
 		t.Fatalf("doc2's epoch %d is not in the cache (%v)", v2.Anchor.Seq, err)
 	}
@@ -81,7 +81,8 @@ func TestPowerCutLostBodiesPutBack(t *testing.T) {
 	mu.Lock()
 	log := strings.Join(said, "\n")
 	mu.Unlock()
-	if !strings.Contains(log, "3 anchored rows lost their bodies, 2 put back from the epoch cache; 1 are not there") {
+	if !strings.Contains(log, "3 anchored rows lost their bodies, 2 put back from the epoch cache; 1 are not there") ||
+		!strings.Contains(log, "2 anchored records lost in a power cut were rebuilt") || !strings.Contains(log, "1 versions in the history lost their records") {
 		t.Errorf("the log after the power cut:\n%s", log)
 	}
 	if strings.Contains(log, "doc") || strings.Contains(log, "lost-") {
@@ -104,7 +105,7 @@ func TestPowerCutLostBodiesPutBack(t *testing.T) {
 			t.Fatalf("doc%d after a clean restart without the cache: %d bytes, %v", i, len(got), err)
 		}
 	}
-	if unclean, _ := c.store.UncleanStart(); unclean {
+	if c.store.UncleanStart().Unclean {
 		t.Error("a store closed cleanly says the run before ended without closing it")
 	}
 }

@@ -150,11 +150,12 @@ func Open(opt Options) (*Replica, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := store.OpenStore(dir)
+	r := &Replica{opt: opt, vault: opt.Vault, cache: homedir.NewEpochCache(opt.Home, opt.Vault.Space16())}
+	st, err := store.OpenStoreWith(dir, r.anchoredRows)
 	if err != nil {
 		return nil, err
 	}
-	r := &Replica{store: st, opt: opt, vault: opt.Vault, cache: homedir.NewEpochCache(opt.Home, opt.Vault.Space16())}
+	r.store = st
 	st.SetModel(opt.Vault.Model)
 	r.status.started = time.Now()
 	r.upgradeCache()
@@ -169,12 +170,7 @@ func Open(opt Options) (*Replica, error) {
 		st.Close()
 		return nil, err
 	}
-	if unclean, lost := st.UncleanStart(); unclean {
-		if lost > 0 {
-			r.warnf("the last run ended without closing the state database: %d changes not yet durable lost their content in a power cut and were undone (each of those files shows the change before it, or its anchored version, or is gone if it was new)", lost)
-		}
-		r.repairBodies()
-	}
+	r.reportRepair(st.UncleanStart())
 	r.setClient(opt.Client)
 	if opt.DEK != ([32]byte{}) {
 		if _, err := r.RebuildFromCache(); err != nil {
@@ -313,29 +309,46 @@ func (r *Replica) HistoryView(block uint64) (vault.TreeReader, error) {
 // object of its five fields.
 func RenderContent(r *seal.Row) []byte { return store.RenderContent(r) }
 
-// repairBodies puts back, from the epoch cache, the mirror bodies whose bytes a power cut
-// lost after the last run ended without closing the store, and says what it did.
-func (r *Replica) repairBodies() {
-	n, unrepaired, err := r.store.RepairBodies(r.cachedRows)
+// reportRepair says what the open found lost after a run that ended without closing the
+// state database (a crash or a power cut), and what it rebuilt; it names no row.
+func (r *Replica) reportRepair(rp store.Repair) {
+	if !rp.Unclean {
+		return
+	}
+	const lead = "the last run ended without closing the state database"
+	if rp.LostChanges > 0 {
+		r.warnf("%s: %d changes not yet durable lost their content in a power cut and were undone (each of those files shows the change before it, or its anchored version, or is gone if it was new)", lead, rp.LostChanges)
+	}
+	if rp.Records > 0 {
+		r.logf("%s: %d anchored records lost in a power cut were rebuilt from the epochs that anchored them", lead, rp.Records)
+	}
+	if rp.RecordsLeft > 0 {
+		r.warnf("%s: %d versions in the history lost their records and are not in the epoch cache; they read as errors under @<block> until the state database is rebuilt (move KINT_HOME/db aside while kintfs is stopped)", lead, rp.RecordsLeft)
+	}
 	switch {
-	case err != nil:
-		r.warnf("the last run ended without closing the state database, and checking its bodies failed: %v", err)
-	case len(unrepaired) > 0:
-		r.warnf("the last run ended without closing the state database: %d anchored rows lost their bodies, %d put back from the epoch cache; %d are not there and read as errors until the state database is rebuilt (move KINT_HOME/db aside while kintfs is stopped)", n+len(unrepaired), n, len(unrepaired))
-	case n > 0:
-		r.logf("the last run ended without closing the state database: %d anchored rows lost their bodies and were put back from the epoch cache", n)
+	case rp.BodiesErr != nil:
+		r.warnf("%s, and checking its bodies failed: %v", lead, rp.BodiesErr)
+	case len(rp.BodiesLeft) > 0:
+		r.warnf("%s: %d anchored rows lost their bodies, %d put back from the epoch cache; %d are not there and read as errors until the state database is rebuilt (move KINT_HOME/db aside while kintfs is stopped)", lead, rp.Bodies+len(rp.BodiesLeft), rp.Bodies, len(rp.BodiesLeft))
+	case rp.Bodies > 0:
+		r.logf("%s: %d anchored rows lost their bodies and were put back from the epoch cache", lead, rp.Bodies)
 	}
 }
 
-// cachedRows is the rows of epoch seq, from the plaintext in the epoch cache.
-func (r *Replica) cachedRows(seq uint64) ([]seal.Row, error) {
-	b, err := r.cache.Opened(seq)
-	if err != nil {
-		return nil, err
+// anchoredRows is the rows the anchored epoch info carries, from its blob in the epoch cache:
+// the blob must hash to the digest the state database recorded for the epoch and open with the
+// vault's key, so nothing is rebuilt other than as anchored.
+func (r *Replica) anchoredRows(info *vault.EpochInfo) ([]seal.Row, error) {
+	if r.opt.DEK == ([32]byte{}) {
+		return nil, errors.New("the vault's key is not open here")
 	}
-	p, err := seal.DecodePlaintext(b)
-	if err != nil {
-		return nil, err
+	blob, ok := r.cache.Blob(info.Seq, info.Digest)
+	if !ok {
+		return nil, fmt.Errorf("epoch %d is not in the epoch cache", info.Seq)
 	}
-	return p.Rows, nil
+	o, err := seal.Open(blob, r.opt.DEK, r.epochContext(info.Seq, info.Prev))
+	if err != nil {
+		return nil, fmt.Errorf("epoch %d in the epoch cache: %w", info.Seq, err)
+	}
+	return o.Plaintext.Rows, nil
 }

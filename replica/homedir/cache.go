@@ -115,11 +115,6 @@ func (c *EpochCache) PutOpenedIn(b *FileBatch, meta *CacheMeta, plaintext []byte
 	return b.WriteFile(meta.kintJSON(), c.dir, c.name(meta.Seq, ".meta.json"))
 }
 
-// Opened reads the plaintext of a cached epoch, as PutOpened stored it.
-func (c *EpochCache) Opened(seq uint64) ([]byte, error) {
-	return os.ReadFile(c.home.Path(c.dir, c.name(seq, ".json")))
-}
-
 // Meta reads the metadata of a cached epoch.
 func (c *EpochCache) Meta(seq uint64) (*CacheMeta, error) {
 	b, err := os.ReadFile(c.home.Path(c.dir, c.name(seq, ".meta.json")))

@@ -58,10 +58,9 @@ type Store struct {
 	// trashDirs are the directories of the trash (see trash.go); guarded by t.mu.
 	trashDirs map[string]bool
 	dirTime   time.Time // the time of a directory never given one (kDirTime); guarded by t.mu
-	// unclean says the run before this one ended without Close (see runningMarker), and
-	// lostChanges how many staged changes it dropped then (see dropLostStaged)
-	unclean     bool
-	lostChanges int
+	// repair says whether the run before this one ended without Close (see runningMarker),
+	// and what the open found lost and did about it
+	repair Repair
 	// applyErr is set when an apply stopped part way and could not be finished: reads and
 	// writes fail with it until the store is reopened, which finishes the apply. Guarded by t.mu.
 	applyErr error
@@ -87,7 +86,12 @@ type Store struct {
 }
 
 // OpenStore opens the state database in dir and loads the live tree.
-func OpenStore(dir string) (*Store, error) {
+func OpenStore(dir string) (*Store, error) { return OpenStoreWith(dir, nil) }
+
+// OpenStoreWith is OpenStore with the rows of anchored epochs at hand, from which the open after
+// a run that ended without closing the store rebuilds the anchored records and bodies a power
+// cut took (see rebuildLostRecords and RepairBodies).
+func OpenStoreWith(dir string, rows EpochRows) (*Store, error) {
 	release := startReleaser(dir)
 	bdb, err := openBadger(dir)
 	if err != nil {
@@ -107,8 +111,11 @@ func OpenStore(dir string) (*Store, error) {
 	}
 	s := &Store{db: db, t: newTree(), anchors: map[uint64]*vault.Anchor{}, release: release, StagingCap: DefaultStagingCap, now: time.Now,
 		sealing: map[string]bool{}, trashDirs: map[string]bool{}, moved: map[vault.Key]movedAttrs{}}
-	if s.unclean, err = markRunning(dir); err == nil && s.unclean {
-		s.lostChanges, err = dropLostStaged(db)
+	if s.repair.Unclean, err = markRunning(dir); err == nil && s.repair.Unclean {
+		s.repair.LostChanges, err = dropLostStaged(db)
+		if err == nil {
+			s.repair.Records, s.repair.RecordsLeft, err = rebuildLostRecords(db, rows)
+		}
 	}
 	if err != nil {
 		release.Stop()
@@ -124,6 +131,9 @@ func OpenStore(dir string) (*Store, error) {
 		release.Stop()
 		db.Close()
 		return nil, fmt.Errorf("load state: %w", err)
+	}
+	if s.repair.Unclean && rows != nil {
+		s.repair.Bodies, s.repair.BodiesLeft, s.repair.BodiesErr = s.RepairBodies(rows)
 	}
 	s.gcStop, s.gcDone = make(chan struct{}), make(chan struct{})
 	go s.collectValueLogEvery(valueLogGCEvery)

@@ -28,7 +28,7 @@ func TestLostValueReadsAsError(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	loseValuePages(t, r.dir, []byte("lost-body-marker"), false)
+	loseValuePages(t, r.dir, []byte("lost-body-marker"), allPages)
 	r.open(t)
 	got, err := r.Content(k)
 	if err == nil {
@@ -56,42 +56,70 @@ func TestLostValueReadsAsError(t *testing.T) {
 	}
 }
 
-// loseValuePages zeroes every page of the value logs in dir that holds part of marker, as a
-// power cut loses pages that were never synced; with middle, only those between the first and
-// the last (the entry's header and checksum are kept).
-func loseValuePages(t *testing.T, dir string, marker []byte, middle bool) {
+// pagesLost says which of the pages holding a marker loseValuePages zeroes.
+type pagesLost int
+
+const (
+	allPages    pagesLost = iota
+	middlePages           // those between the first and the last: the entry's header and checksum are kept
+	lastPage              // the last in the value logs: of the last value written that holds the marker
+)
+
+// loseValuePages zeroes the pages of the value logs in dir that hold part of marker (which
+// ones: lost), as a power cut loses pages that were never synced.
+func loseValuePages(t *testing.T, dir string, marker []byte, lost pagesLost) {
 	t.Helper()
 	logs, err := filepath.Glob(filepath.Join(dir, "*.vlog"))
 	if err != nil || len(logs) == 0 {
 		t.Fatalf("no value log under %s (%v)", dir, err)
 	}
-	lost := 0
-	for _, name := range logs {
+	const page = 4096
+	held := make([][]int, len(logs)) // by log, the offsets of the pages holding the marker
+	for i, name := range logs {
 		b, err := os.ReadFile(name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		const page = 4096
-		var pages []int
 		for off := 0; off < len(b); off += page {
 			if bytes.Contains(b[off:min(off+page, len(b))], marker[:6]) {
-				pages = append(pages, off)
+				held[i] = append(held[i], off)
 			}
 		}
-		if middle && len(pages) > 2 {
-			pages = pages[1 : len(pages)-1]
-		} else if middle {
-			pages = nil
+		switch {
+		case lost == middlePages && len(held[i]) > 2:
+			held[i] = held[i][1 : len(held[i])-1]
+		case lost == middlePages:
+			held[i] = nil
 		}
-		for _, off := range pages {
+	}
+	if lost == lastPage {
+		for i := range held {
+			if n := len(held[i]); n > 0 {
+				for j := range held[:i] {
+					held[j] = nil
+				}
+				held[i] = held[i][n-1:]
+			}
+		}
+	}
+	zeroed := 0
+	for i, name := range logs {
+		if len(held[i]) == 0 {
+			continue
+		}
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, off := range held[i] {
 			clear(b[off:min(off+page, len(b))])
-			lost++
+			zeroed++
 		}
 		if err := os.WriteFile(name, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if lost == 0 {
+	if zeroed == 0 {
 		t.Fatalf("%q is in no value log", marker)
 	}
 }
@@ -108,7 +136,7 @@ func TestLostMirrorValueReadsAsError(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	loseValuePages(t, r.dir, []byte("gone-mirror-marker"), false)
+	loseValuePages(t, r.dir, []byte("gone-mirror-marker"), allPages)
 	r.open(t)
 	if got, err := r.Content(k); !errors.Is(err, errValueLost) {
 		t.Fatalf("an anchored body whose bytes were lost reads %d bytes, %v; want errValueLost", len(got), err)
@@ -139,7 +167,7 @@ func TestDamagedValueReadsAsError(t *testing.T) {
 	if logs, _ := filepath.Glob(filepath.Join(r.dir, "*.vlog")); len(logs) < 2 {
 		t.Fatalf("value logs %v: the writes did not fill the first", logs)
 	}
-	loseValuePages(t, r.dir, []byte("damaged-body-marker"), true)
+	loseValuePages(t, r.dir, []byte("damaged-body-marker"), middlePages)
 	r.open(t)
 	if got, err := r.Content(k); !errors.Is(err, errValueLost) {
 		t.Fatalf("a body with a lost page in its middle reads %d bytes (%d zeros), %v; want errValueLost", len(got), bytes.Count(got, []byte{0}), err)
@@ -162,15 +190,15 @@ func TestRepairBodiesOnlyAsAnchored(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	loseValuePages(t, r.dir, []byte("repair-marker"), false)
+	loseValuePages(t, r.dir, []byte("repair-marker"), allPages)
 	r.open(t)
 	asked := 0
 	other := row
 	other.Body = seal.BodyString(strings.Repeat("something else ", 400))
-	n, unrepaired, err := r.RepairBodies(func(seq uint64) ([]seal.Row, error) {
+	n, unrepaired, err := r.RepairBodies(func(info *vault.EpochInfo) ([]seal.Row, error) {
 		asked++
-		if seq != v.Anchor.Seq {
-			t.Errorf("asked for epoch %d, the row was anchored in %d", seq, v.Anchor.Seq)
+		if info.Seq != v.Anchor.Seq || info.Block != v.Anchor.Block {
+			t.Errorf("asked for epoch %d (block %d), the row was anchored in %d (block %d)", info.Seq, info.Block, v.Anchor.Seq, v.Anchor.Block)
 		}
 		return []seal.Row{other}, nil
 	})
@@ -180,14 +208,17 @@ func TestRepairBodiesOnlyAsAnchored(t *testing.T) {
 	if _, err := r.Content(k); !errors.Is(err, errValueLost) {
 		t.Fatalf("after refusing the other copy: %v, want errValueLost", err)
 	}
-	n, unrepaired, err = r.RepairBodies(func(uint64) ([]seal.Row, error) { return []seal.Row{row}, nil })
+	n, unrepaired, err = r.RepairBodies(func(*vault.EpochInfo) ([]seal.Row, error) { return []seal.Row{row}, nil })
 	if err != nil || n != 1 || len(unrepaired) != 0 {
 		t.Fatalf("the anchored copy: put back %d, not %v, %v", n, unrepaired, err)
 	}
 	if got, err := r.Content(k); err != nil || string(got) != body {
 		t.Fatalf("after the anchored copy was put back: %d bytes, %v", len(got), err)
 	}
-	n, unrepaired, err = r.RepairBodies(func(uint64) ([]seal.Row, error) { t.Fatal("asked for a row with nothing lost"); return nil, nil })
+	n, unrepaired, err = r.RepairBodies(func(*vault.EpochInfo) ([]seal.Row, error) {
+		t.Fatal("asked for a row with nothing lost")
+		return nil, nil
+	})
 	if err != nil || n != 0 || len(unrepaired) != 0 {
 		t.Fatalf("a second pass: put back %d, not %v, %v", n, unrepaired, err)
 	}
@@ -214,15 +245,15 @@ func TestUncleanStartDropsLostChanges(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	loseValuePages(t, r.dir, []byte("changed-lost"), false)
-	loseValuePages(t, r.dir, []byte("fresh-lost"), false)
+	loseValuePages(t, r.dir, []byte("changed-lost"), allPages)
+	loseValuePages(t, r.dir, []byte("fresh-lost"), allPages)
 	// the power cut: the store was never closed
 	if err := os.WriteFile(filepath.Join(r.dir, runningMarker), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	r.open(t)
-	if unclean, lost := r.UncleanStart(); !unclean || lost != 2 {
-		t.Fatalf("UncleanStart: %v, %d changes dropped; want true, 2", unclean, lost)
+	if rp := r.UncleanStart(); !rp.Unclean || rp.LostChanges != 2 {
+		t.Fatalf("UncleanStart: %v, %d changes dropped; want true, 2", rp.Unclean, rp.LostChanges)
 	}
 	if got, err := r.Content(doc); err != nil || string(got) != anchored {
 		t.Fatalf("the changed row: %.30q, %v; want its anchored version", got, err)
@@ -267,14 +298,14 @@ func TestUncleanStartGoesBackToEarlierChange(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	loseValuePages(t, r.dir, []byte("a-second-lost"), false)
-	loseValuePages(t, r.dir, []byte("b-second-lost"), false)
+	loseValuePages(t, r.dir, []byte("a-second-lost"), allPages)
+	loseValuePages(t, r.dir, []byte("b-second-lost"), allPages)
 	if err := os.WriteFile(filepath.Join(r.dir, runningMarker), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	r.open(t)
-	if unclean, lost := r.UncleanStart(); !unclean || lost < 2 {
-		t.Fatalf("UncleanStart: %v, %d changes undone; want true, 2 or more", unclean, lost)
+	if rp := r.UncleanStart(); !rp.Unclean || rp.LostChanges < 2 {
+		t.Fatalf("UncleanStart: %v, %d changes undone; want true, 2 or more", rp.Unclean, rp.LostChanges)
 	}
 	for key, want := range map[string]string{"a": piecesFirst, "b": wholeFirst} {
 		if got, err := r.Content(vault.Key{Tier: "state", Key: key}); err != nil || string(got) != want {
@@ -300,12 +331,12 @@ func TestUncleanStartLostRecord(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	loseValuePages(t, r.dir, []byte("meta-lost"), false)
+	loseValuePages(t, r.dir, []byte("meta-lost"), allPages)
 	if err := os.WriteFile(filepath.Join(r.dir, runningMarker), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	r.open(t)
-	if _, lost := r.UncleanStart(); lost != 1 {
+	if lost := r.UncleanStart().LostChanges; lost != 1 {
 		t.Fatalf("%d changes undone, want 1", lost)
 	}
 	v, err := r.Get(k)

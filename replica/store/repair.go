@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 
 	"kintfs/chain/atomicfile"
+	"kintfs/replica/vault"
 	"kintfs/seal"
 )
 
@@ -34,10 +36,24 @@ func markRunning(dir string) (unclean bool, err error) {
 	return false, atomicfile.Sync(dir) // the marker's name
 }
 
-// UncleanStart reports whether the run before this one ended without closing the store, and
-// how many staged changes a power cut took the content of and were undone (see
-// dropLostStaged).
-func (s *Store) UncleanStart() (unclean bool, lostChanges int) { return s.unclean, s.lostChanges }
+// Repair is what the open after a run that ended without closing the store (a crash or a
+// power cut) found lost and did about it.
+type Repair struct {
+	Unclean bool
+	// LostChanges staged changes a power cut took the content of were undone (dropLostStaged).
+	LostChanges int
+	// Records anchored records were rebuilt (rebuildLostRecords); RecordsLeft history versions
+	// could not be and read as errors.
+	Records, RecordsLeft int
+	// Bodies anchored bodies were put back (RepairBodies); BodiesLeft could not be, or
+	// BodiesErr stopped the look.
+	Bodies     int
+	BodiesLeft []string
+	BodiesErr  error
+}
+
+// UncleanStart is what the open found after a run that ended without closing the store.
+func (s *Store) UncleanStart() Repair { return s.repair }
 
 // dropLostStaged undoes, before the tree is loaded, every staged change whose body badger
 // cannot read back: such a change was never acknowledged (the sync that acknowledges one makes
@@ -173,9 +189,9 @@ func valueAsOf(txn *badger.Txn, key []byte, version uint64) ([]byte, error) {
 	return nil, fmt.Errorf("%w (no version of it as of the change)", errValueLost)
 }
 
-// EpochRows gives the rows epoch seq carries, from a copy kept outside the state database
-// (the epoch cache).
-type EpochRows func(seq uint64) ([]seal.Row, error)
+// EpochRows gives the rows the anchored epoch info carries, from a copy kept outside the state
+// database whose digest is info's (the blob in the epoch cache).
+type EpochRows func(info *vault.EpochInfo) ([]seal.Row, error)
 
 // lostBody is a mirror row whose body badger cannot read back.
 type lostBody struct {
@@ -218,9 +234,13 @@ func (s *Store) RepairBodies(rows EpochRows) (repaired int, unrepaired []string,
 	for _, l := range lost {
 		if anchor == nil || l.seq != seq {
 			seq, anchor = l.seq, map[string]seal.Row{}
-			if got, err := rows(l.seq); err == nil {
-				for _, r := range got {
-					anchor[r.ID()] = r
+			var info vault.EpochInfo
+			err := s.db.View(func(txn *badger.Txn) error { return getEpochRecord(txn, l.seq, &info) })
+			if err == nil {
+				if got, err := rows(&info); err == nil {
+					for _, r := range got {
+						anchor[r.ID()] = r
+					}
 				}
 			}
 		}
@@ -242,4 +262,168 @@ func (s *Store) RepairBodies(rows EpochRows) (repaired int, unrepaired []string,
 		repaired++
 	}
 	return repaired, unrepaired, nil
+}
+
+// lostRecord is an anchored record whose bytes badger cannot read back: a row's mirror record,
+// or one version in its history (historyKey(id, block, seq)).
+type lostRecord struct {
+	id         string
+	block, seq uint64
+	mirror     bool
+	// from is the history record of the version a lost mirror record holds, when badger can
+	// read it: the mirror record is rebuilt from it alone
+	from *histRec
+}
+
+// rebuildLostRecords rebuilds, before the tree is loaded, every anchored record whose bytes a
+// power cut took (a record large enough for a value log: a meta of a few hundred bytes, or a
+// history version with its body): a row's mirror record from its version in history when
+// badger still holds that, else each from the epoch that anchored it, as rows gives it. A row
+// whose mirror record cannot be rebuilt fails the open, naming the way out (the tree cannot
+// show the row); a history version that cannot be rebuilt reads as errValueLost. It returns
+// how many records it rebuilt and how many history versions it could not.
+func rebuildLostRecords(d *db, rows EpochRows) (rebuilt, unrebuilt int, err error) {
+	var lost []lostRecord
+	err = d.View(func(txn *badger.Txn) error {
+		err := eachItem(txn, pMirror, func(item *badger.Item) error {
+			if err := readable(item); !errors.Is(err, errValueLost) {
+				return err
+			}
+			l := lostRecord{id: string(item.Key()[len(pMirror):]), mirror: true}
+			var err error
+			l.block, l.seq, l.from, err = newestVersion(txn, l.id)
+			lost = append(lost, l)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		return eachItem(txn, pHistory, func(item *badger.Item) error {
+			key := item.Key()
+			if len(key) < len(pHistory)+17 {
+				return nil
+			}
+			if err := readable(item); !errors.Is(err, errValueLost) {
+				return err
+			}
+			lost = append(lost, lostRecord{id: string(key[len(pHistory) : len(key)-17]),
+				block: beUint64(key[len(key)-16:]), seq: beUint64(key[len(key)-8:])})
+			return nil
+		})
+	})
+	if err != nil || len(lost) == 0 {
+		return 0, 0, err
+	}
+	slices.SortStableFunc(lost, func(a, b lostRecord) int { return cmp.Compare(a.seq, b.seq) })
+	type rebuild struct {
+		l   lostRecord
+		rec histRec
+	}
+	var (
+		todo        []rebuild
+		mirrorsLeft int
+		why         error
+		seq         uint64
+		anchored    map[string]*seal.Row
+		info        vault.EpochInfo
+	)
+	for _, l := range lost {
+		if l.mirror && l.from != nil {
+			todo = append(todo, rebuild{l, *l.from})
+			continue
+		}
+		if l.seq == 0 { // a mirror record with no version in history to say where it came from
+			mirrorsLeft++
+			why = errors.New("no version of it in its history")
+			continue
+		}
+		if anchored == nil || l.seq != seq {
+			seq, anchored = l.seq, map[string]*seal.Row{}
+			err := d.View(func(txn *badger.Txn) error { return getEpochRecord(txn, l.seq, &info) })
+			var got []seal.Row
+			if err == nil && rows == nil {
+				err = errors.New("no epoch cache at hand")
+			}
+			if err == nil {
+				got, err = rows(&info)
+			}
+			if err != nil {
+				why = fmt.Errorf("epoch %d: %w", l.seq, err)
+			}
+			for i := range got {
+				anchored[got[i].ID()] = &got[i]
+			}
+		}
+		row, ok := anchored[l.id]
+		if !ok {
+			if l.mirror {
+				mirrorsLeft++
+			} else {
+				unrebuilt++
+			}
+			continue
+		}
+		anchor := vault.Anchor{Seq: info.Seq, Block: info.Block, Tx: info.Tx}
+		todo = append(todo, rebuild{l, histRec{Row: row, Anchor: anchor, Mtime: nanos(seal.ParseCreatedAt(info.CreatedAt))}})
+	}
+	if mirrorsLeft > 0 {
+		if why == nil {
+			why = errors.New("the epoch that anchored it does not carry it")
+		}
+		return 0, unrebuilt, fmt.Errorf("%d anchored rows lost their records in a power cut and cannot be rebuilt from the epoch cache (%v): "+
+			"rebuild the state database (move KINT_HOME/db aside while kintfs is stopped; changes not flushed stay in the moved copy)", mirrorsLeft, why)
+	}
+	if len(todo) == 0 {
+		return 0, unrebuilt, nil
+	}
+	_, err = d.commit(func(txn *badger.Txn) error {
+		for _, b := range todo {
+			if !b.l.mirror {
+				if err := putRecord(txn, string(historyKey(b.l.id, b.l.block, b.l.seq)), &b.rec); err != nil {
+					return err
+				}
+				continue
+			}
+			row := *b.rec.Row
+			rec := newMirrorRec(row, seal.Leaf(&row), b.rec.Anchor, b.rec.Mtime)
+			if err := putMirror(txn, b.l.id, &rec); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, unrebuilt, err
+	}
+	return len(todo), unrebuilt, d.Sync()
+}
+
+// readable reads item's value only to learn whether badger can.
+func readable(item *badger.Item) error {
+	return itemValue(item, func([]byte) error { return nil })
+}
+
+// newestVersion is the block and epoch of the newest version of id in its history (the one its
+// mirror record holds), with that version's record when badger can read it.
+func newestVersion(txn *badger.Txn, id string) (block, seq uint64, rec *histRec, err error) {
+	prefix := append([]byte(pHistory+id), 0)
+	opts := badger.DefaultIteratorOptions
+	opts.PrefetchValues, opts.Reverse, opts.Prefix = false, true, prefix
+	it := txn.NewIterator(opts)
+	defer it.Close()
+	it.Seek(append(append([]byte{}, prefix...), bytes.Repeat([]byte{0xff}, 16)...))
+	for ; it.ValidForPrefix(prefix); it.Next() {
+		key := it.Item().Key()
+		if len(key) != len(prefix)+16 {
+			continue // a longer id that starts with this one and a zero byte
+		}
+		block, seq = beUint64(key[len(prefix):]), beUint64(key[len(prefix)+8:])
+		var h histRec
+		err := itemValue(it.Item(), func(b []byte) error { return decodeRecord(b, &h) })
+		if errors.Is(err, errValueLost) || (err == nil && h.Row == nil) {
+			return block, seq, nil, nil
+		}
+		return block, seq, &h, err
+	}
+	return 0, 0, nil, nil
 }
