@@ -315,7 +315,7 @@ func (r *Replica) reportRepair(rp store.Repair) {
 	if !rp.Unclean {
 		return
 	}
-	const lead = "the last run ended without closing the state database"
+	const lead = "a run ended without closing the state database"
 	if rp.LostChanges > 0 {
 		r.warnf("%s: %d changes not yet durable lost their content in a power cut and were undone (each of those files shows the change before it, or its anchored version, or is gone if it was new)", lead, rp.LostChanges)
 	}
@@ -340,7 +340,7 @@ func (r *Replica) reportRepair(rp store.Repair) {
 // vault's key, so nothing is rebuilt other than as anchored.
 func (r *Replica) anchoredRows(info *vault.EpochInfo) ([]seal.Row, error) {
 	if r.opt.DEK == ([32]byte{}) {
-		return nil, errors.New("the vault's key is not open here")
+		return nil, errors.New("the vault's key is not open in this command")
 	}
 	blob, ok := r.cache.Blob(info.Seq, info.Digest)
 	if !ok {

@@ -59,8 +59,10 @@ type Store struct {
 	trashDirs map[string]bool
 	dirTime   time.Time // the time of a directory never given one (kDirTime); guarded by t.mu
 	// repair says whether the run before this one ended without Close (see runningMarker),
-	// and what the open found lost and did about it
-	repair Repair
+	// and what the open found lost and did about it; repairLeft that it could not look or
+	// left something lost, so the running marker stays for the next open to try again
+	repair     Repair
+	repairLeft bool
 	// applyErr is set when an apply stopped part way and could not be finished: reads and
 	// writes fail with it until the store is reopened, which finishes the apply. Guarded by t.mu.
 	applyErr error
@@ -135,6 +137,7 @@ func OpenStoreWith(dir string, rows EpochRows) (*Store, error) {
 	if s.repair.Unclean && rows != nil {
 		s.repair.Bodies, s.repair.BodiesLeft, s.repair.BodiesErr = s.RepairBodies(rows)
 	}
+	s.repairLeft = s.repair.Unclean && (rows == nil || s.repair.RecordsLeft > 0 || len(s.repair.BodiesLeft) > 0 || s.repair.BodiesErr != nil)
 	s.gcStop, s.gcDone = make(chan struct{}), make(chan struct{})
 	go s.collectValueLogEvery(valueLogGCEvery)
 	return s, nil
@@ -172,7 +175,12 @@ func (s *Store) Close() error {
 	if err := s.db.Close(); err != nil {
 		return err
 	}
-	// closed with everything synced: the next open need not look for lost bodies
+	// closed with everything synced: the next open need not look for what a power cut lost,
+	// unless this one could not put all of it back (an open without the epochs at hand, as a
+	// command that does not open the vault's key, or an epoch missing from the cache)
+	if s.repairLeft {
+		return nil
+	}
 	if err := os.Remove(filepath.Join(s.db.dir, runningMarker)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}

@@ -202,3 +202,51 @@ func TestUncleanStartRebuildsMirrorFromHistory(t *testing.T) {
 		t.Fatalf("the row's body after the rebuild: %q, %v", got, err)
 	}
 }
+
+// TestUncleanRepairWaitsForTheEpochs: an open after a power cut that cannot have the epochs (a
+// command that does not open the vault's key) puts nothing back and leaves the running marker
+// after its clean close; the next open that has them puts the lost body back, and only its
+// clean close takes the marker away.
+func TestUncleanRepairWaitsForTheEpochs(t *testing.T) {
+	r := newTestStore(t)
+	body := strings.Repeat("waits-for-epochs ", 400)
+	row := seal.Row{Tier: "reference", Key: "doc", Body: seal.BodyString(body)}
+	anchorRows(t, r, row)
+	k := vault.Key{Tier: "reference", Key: "doc"}
+	cutPower(t, r, allPages, "waits-for-epochs")
+	marker := filepath.Join(r.dir, runningMarker)
+	noKey := func(*vault.EpochInfo) ([]seal.Row, error) {
+		return nil, errors.New("the vault's key is not open in this command")
+	}
+	for _, rows := range []EpochRows{nil, noKey} {
+		s, err := OpenStoreWith(r.dir, rows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Content(k); !errors.Is(err, errValueLost) {
+			t.Fatalf("without the epochs: %v; want errValueLost", err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(marker); err != nil {
+			t.Fatalf("after a clean close that left the body lost: %v; want the running marker kept", err)
+		}
+	}
+	s, err := OpenStoreWith(r.dir, func(*vault.EpochInfo) ([]seal.Row, error) { return []seal.Row{row}, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rp := s.UncleanStart(); !rp.Unclean || rp.Bodies != 1 || len(rp.BodiesLeft) != 0 {
+		t.Fatalf("with the epochs at hand: %+v; want the body put back", rp)
+	}
+	if got, err := s.Content(k); err != nil || string(got) != body {
+		t.Fatalf("with the epochs at hand: %d bytes, %v", len(got), err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("after the repair and a clean close: %v; want the running marker gone", err)
+	}
+}

@@ -19,7 +19,9 @@ import (
 
 // runningMarker is a file the store keeps in its directory while it is open. Found when the
 // store opens, it says the last run ended without closing it (a crash or a power cut): a
-// mirror body may then have lost its bytes (see errValueLost), and RepairBodies looks.
+// value may then have lost its bytes (see errValueLost), and the open looks (dropLostStaged,
+// rebuildLostRecords, RepairBodies). It stays after a clean close while something lost could
+// not be put back, so that the next open tries again.
 const runningMarker = "kintfs-running"
 
 // markRunning makes the marker durable in dir; unclean says it was there already.
@@ -39,6 +41,8 @@ func markRunning(dir string) (unclean bool, err error) {
 // Repair is what the open after a run that ended without closing the store (a crash or a
 // power cut) found lost and did about it.
 type Repair struct {
+	// Unclean: the run before this one ended without closing the store, or left something a
+	// power cut took that it could not put back
 	Unclean bool
 	// LostChanges staged changes a power cut took the content of were undone (dropLostStaged).
 	LostChanges int
@@ -370,8 +374,9 @@ func rebuildLostRecords(d *db, rows EpochRows) (rebuilt, unrebuilt int, err erro
 		if why == nil {
 			why = errors.New("the epoch that anchored it does not carry it")
 		}
-		return 0, unrebuilt, fmt.Errorf("%d anchored rows lost their records in a power cut and cannot be rebuilt from the epoch cache (%v): "+
-			"rebuild the state database (move KINT_HOME/db aside while kintfs is stopped; changes not flushed stay in the moved copy)", mirrorsLeft, why)
+		return 0, unrebuilt, fmt.Errorf("%d anchored rows lost their records in a power cut and cannot be rebuilt here (%v): "+
+			"the mount rebuilds them from the epoch cache when it holds their epochs; else rebuild the state database "+
+			"(move KINT_HOME/db aside while kintfs is stopped; changes not flushed stay in the moved copy)", mirrorsLeft, why)
 	}
 	if len(todo) == 0 {
 		return 0, unrebuilt, nil
