@@ -322,14 +322,16 @@ func (r *Replica) reportRepair(rp store.Repair) {
 	if rp.Records > 0 {
 		r.logf("%s: %d anchored records lost in a power cut were rebuilt from the epochs that anchored them", lead, rp.Records)
 	}
+	// what is left is looked for again at every start (see store.Repair)
+	const left = "every start looks again, and one that opens the vault's key and finds their epochs in the epoch cache puts them back; else rebuild the state database (move KINT_HOME/db aside while kintfs is stopped)"
 	if rp.RecordsLeft > 0 {
-		r.warnf("%s: %d versions in the history lost their records and are not in the epoch cache; they read as errors under @<block> until the state database is rebuilt (move KINT_HOME/db aside while kintfs is stopped)", lead, rp.RecordsLeft)
+		r.warnf("%s: %d versions in the history lost their records and could not be rebuilt here; they read as errors under @<block>: %s", lead, rp.RecordsLeft, left)
 	}
 	switch {
 	case rp.BodiesErr != nil:
 		r.warnf("%s, and checking its bodies failed: %v", lead, rp.BodiesErr)
 	case len(rp.BodiesLeft) > 0:
-		r.warnf("%s: %d anchored rows lost their bodies, %d put back from the epoch cache; %d are not there and read as errors until the state database is rebuilt (move KINT_HOME/db aside while kintfs is stopped)", lead, rp.Bodies+len(rp.BodiesLeft), rp.Bodies, len(rp.BodiesLeft))
+		r.warnf("%s: %d anchored rows lost their bodies, %d put back from the epoch cache; %d could not be put back here and read as errors: %s", lead, rp.Bodies+len(rp.BodiesLeft), rp.Bodies, len(rp.BodiesLeft), left)
 	case rp.Bodies > 0:
 		r.logf("%s: %d anchored rows lost their bodies and were put back from the epoch cache", lead, rp.Bodies)
 	}
