@@ -154,12 +154,8 @@ func (s *Store) collectValueLogEvery(period time.Duration) {
 			return
 		case <-t.C:
 			if s.gcHeld.TryLock() { // else a push holds a snapshot: the next round
-				collectValueLog(s.db.DB)
+				_ = collectValueLog(s.db)
 				s.gcHeld.Unlock()
-				// Badger deletes a value log it rewrote without syncing the copies: sync them
-				// at once, so that a power cut finds the old log or the copies durable. An
-				// error here is the next change's too.
-				_ = s.db.Sync()
 			}
 		}
 	}

@@ -32,6 +32,7 @@ const (
 	pEpoch      = "e/" // seq(8) -> EpochInfo
 	pPending    = "p/" // seq(8) -> PendingPush: the durable push journal
 	pJournalAt  = "j/" // seq(8) -> journalAt: how far the push of a journal entry got
+	pGCHold     = "g/" // holds no key: the iterator that puts off a rewritten value log's delete (collectValueLog)
 	kInoNext    = "x/ino"
 	kHead       = "x/head"      // Head of the mirror
 	kSeen       = "x/seen"      // the newest chain head this machine has seen (the watermark)
@@ -130,9 +131,28 @@ func CheckNotInUse(dir string) error {
 	return db.Close()
 }
 
-// collectValueLog rewrites the value log files that are mostly replaced values, until none is.
-func collectValueLog(db *badger.DB) {
-	for db.RunValueLogGC(0.5) == nil {
+// collectValueLog rewrites the value log files that are mostly replaced values, one at a time
+// until none is, each rewrite made durable before badger deletes the log it rewrote. Badger
+// copies a log's live values into the newest logs and deletes the log without syncing the
+// copies; it puts the delete off while an iterator is open, so one is held across each
+// rewrite and the sync after it, and a power cut finds either the old log or the copies
+// durable. It returns the first sync's error (the next change's too).
+func collectValueLog(d *db) error {
+	for {
+		txn := d.DB.NewTransaction(false)
+		opts := badger.DefaultIteratorOptions
+		opts.PrefetchValues, opts.Prefix = false, []byte(pGCHold)
+		hold := txn.NewIterator(opts)
+		rewrote := d.DB.RunValueLogGC(0.5) == nil
+		var err error
+		if rewrote {
+			err = d.Sync()
+		}
+		hold.Close() // the rewritten log goes now
+		txn.Discard()
+		if !rewrote || err != nil {
+			return err
+		}
 	}
 }
 
