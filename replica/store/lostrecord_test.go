@@ -209,10 +209,8 @@ func TestUncleanStartRebuildsMirrorFromHistory(t *testing.T) {
 // clean close takes the marker away.
 func TestUncleanRepairWaitsForTheEpochs(t *testing.T) {
 	r := newTestStore(t)
-	body := strings.Repeat("waits-for-epochs ", 400)
-	row := seal.Row{Tier: "reference", Key: "doc", Body: seal.BodyString(body)}
-	anchorRows(t, r, row)
-	k := vault.Key{Tier: "reference", Key: "doc"}
+	row, k := anchoredDoc(t, r, "waits-for-epochs")
+	body := string(row.Body.Bytes())
 	cutPower(t, r, allPages, "waits-for-epochs")
 	marker := filepath.Join(r.dir, runningMarker)
 	noKey := func(*vault.EpochInfo) ([]seal.Row, error) {

@@ -174,15 +174,22 @@ func TestDamagedValueReadsAsError(t *testing.T) {
 	}
 }
 
+// anchoredDoc anchors the reference row doc, with a body of 5-6 KB (a value log's) made of
+// marker repeated.
+func anchoredDoc(t *testing.T, r *testStore, marker string) (seal.Row, vault.Key) {
+	t.Helper()
+	row := seal.Row{Tier: "reference", Key: "doc", Body: seal.BodyString(strings.Repeat(marker+" ", 400))}
+	anchorRows(t, r, row)
+	return row, vault.Key{Tier: "reference", Key: "doc"}
+}
+
 // TestRepairBodiesOnlyAsAnchored: RepairBodies puts a lost mirror body back only from a row
 // whose leaf is the anchored one: a copy with other content is refused and the row stays an
 // error; the anchored copy is put back, and a second pass finds nothing to do.
 func TestRepairBodiesOnlyAsAnchored(t *testing.T) {
 	r := newTestStore(t)
-	body := strings.Repeat("repair-marker ", 400)
-	row := seal.Row{Tier: "reference", Key: "doc", Body: seal.BodyString(body)}
-	anchorRows(t, r, row)
-	k := vault.Key{Tier: "reference", Key: "doc"}
+	row, k := anchoredDoc(t, r, "repair-marker")
+	body := string(row.Body.Bytes())
 	v, err := r.Get(k)
 	if err != nil || v.Anchor == nil {
 		t.Fatalf("the anchored row: %+v, %v", v, err)
