@@ -18,6 +18,7 @@ import (
 // iterator the log is gone before the sync (a power cut there would lose the copies).
 func TestValueLogRewriteSyncedBeforeDelete(t *testing.T) {
 	r := newTestStore(t)
+	r.db.pinEvery = 0 // every sync moves the pin
 	value := bytes.Repeat([]byte("v"), 1<<20)
 	put := func(round, i int) {
 		value[0] = byte('a' + round)
@@ -35,31 +36,14 @@ func TestValueLogRewriteSyncedBeforeDelete(t *testing.T) {
 	for i := 5; i < n; i++ {
 		put(1, i)
 	}
+	if err := r.db.Sync(); err != nil { // compaction drops a replaced version once a sync covers its replacement
+		t.Fatal(err)
+	}
 	first := filepath.Join(r.dir, "000001.vlog")
 	if _, err := os.Stat(first); err != nil {
 		t.Fatalf("the first value log: %v", err)
 	}
-	// small values in tables of their own, until badger compacts its first level: compaction
-	// drops the replaced versions and counts what the first log holds that is dead
-	wb := r.db.DB.NewWriteBatch()
-	small := bytes.Repeat([]byte("s"), 200)
-	for i := 0; i < 150000; i++ {
-		if err := wb.Set([]byte(fmt.Sprintf("zy/%06d", i)), small); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := wb.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 100 && r.db.DB.Levels()[0].NumTables >= 5; i++ {
-		time.Sleep(100 * time.Millisecond)
-	}
-	if err := r.db.DB.Flatten(1); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.db.Sync(); err != nil {
-		t.Fatal(err)
-	}
+	compactAll(t, r)
 	syncs, beforeDelete := 0, 0
 	r.db.syncHook = func() {
 		syncs++
@@ -92,5 +76,80 @@ func TestValueLogRewriteSyncedBeforeDelete(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// compactAll writes small values into tables of their own until badger compacts its first
+// level, then compacts every table into one level: compaction drops the versions it may and
+// counts what each value log holds that is dead.
+func compactAll(t *testing.T, r *testStore) {
+	t.Helper()
+	wb := r.db.DB.NewWriteBatch()
+	small := bytes.Repeat([]byte("s"), 200)
+	for i := 0; i < 150000; i++ {
+		if err := wb.Set([]byte(fmt.Sprintf("zy/%06d", i)), small); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := wb.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 100 && r.db.DB.Levels()[0].NumTables >= 5; i++ {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := r.db.DB.Flatten(1); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCompactionKeepsDurableVersion: a key's version that a sync made durable outlives
+// compaction while the newer version on top of it is not durable yet, so that a power cut
+// that loses the newer one's value leaves the durable one to go back to (dropLostStaged);
+// once a sync covers the newer one, compaction drops the older. Without the read transaction
+// each sync holds (pinSynced), compaction drops the durable version at once.
+func TestCompactionKeepsDurableVersion(t *testing.T) {
+	r := newTestStore(t)
+	r.db.pinEvery = 0 // every sync moves the pin
+	key := []byte("zz/kept")
+	put := func(fill byte) {
+		if _, err := r.db.commit(func(txn *badger.Txn) error { return txn.Set(key, bytes.Repeat([]byte{fill}, 8192)) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	versions := func() (fills []byte) {
+		err := r.db.View(func(txn *badger.Txn) error {
+			opts := badger.DefaultIteratorOptions
+			opts.AllVersions = true
+			it := txn.NewKeyIterator(key, opts)
+			defer it.Close()
+			for it.Rewind(); it.Valid(); it.Next() {
+				v, err := itemValueCopy(it.Item())
+				if err != nil {
+					return err
+				}
+				fills = append(fills, v[0])
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fills
+	}
+	put('a')
+	if err := r.db.Sync(); err != nil { // acknowledged
+		t.Fatal(err)
+	}
+	put('b') // not yet
+	compactAll(t, r)
+	if got := versions(); string(got) != "ba" {
+		t.Fatalf("after compaction with b not durable: versions %q, want b and the durable a", got)
+	}
+	if err := r.db.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	compactAll(t, r)
+	if got := versions(); string(got) != "b" {
+		t.Fatalf("after compaction with b durable: versions %q, want b alone", got)
 	}
 }
