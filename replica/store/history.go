@@ -55,26 +55,35 @@ func (h *History) ino(name string) uint64 {
 
 // latest finds the newest version of id at or before the block; nil when none or deleted.
 func (h *History) latest(txn *badger.Txn, id string) (*histRec, error) {
+	var rec histRec
+	found, err := newestVersionItem(txn, id, h.block, func(_, _ uint64, item *badger.Item) error {
+		return itemValue(item, func(b []byte) error { return decodeRecord(b, &rec) })
+	})
+	if err != nil || !found || rec.Row == nil {
+		return nil, err
+	}
+	return &rec, nil
+}
+
+// newestVersionItem calls fn with the newest version of id in its history at or before block:
+// the block and epoch its key names, and its item (valid only inside fn). found is false when
+// id has none there.
+func newestVersionItem(txn *badger.Txn, id string, block uint64, fn func(block, seq uint64, item *badger.Item) error) (found bool, err error) {
 	prefix := append([]byte(pHistory+id), 0)
 	opts := badger.DefaultIteratorOptions
 	opts.PrefetchValues = false // one value is read, not the next hundred
-	opts.Reverse = true
-	opts.Prefix = prefix
+	opts.Reverse, opts.Prefix = true, prefix
 	it := txn.NewIterator(opts)
 	defer it.Close()
-	seek := append(append(append([]byte{}, prefix...), be64(h.block)...), bytes.Repeat([]byte{0xff}, 8)...)
-	it.Seek(seek)
-	if !it.ValidForPrefix(prefix) {
-		return nil, nil
+	// in reverse, Seek finds the greatest key not past the one given
+	for it.Seek(historyKey(id, block, ^uint64(0))); it.ValidForPrefix(prefix); it.Next() {
+		key := it.Item().Key()
+		if len(key) != len(prefix)+16 {
+			continue // a longer id that starts with this one and a zero byte
+		}
+		return true, fn(beUint64(key[len(prefix):]), beUint64(key[len(prefix)+8:]), it.Item())
 	}
-	var rec histRec
-	if err := itemValue(it.Item(), func(b []byte) error { return decodeRecord(b, &rec) }); err != nil {
-		return nil, err
-	}
-	if rec.Row == nil {
-		return nil, nil
-	}
-	return &rec, nil
+	return false, nil
 }
 
 func (h *History) version(rec *histRec) *vault.Version {

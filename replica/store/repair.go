@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -197,6 +196,40 @@ func valueAsOf(txn *badger.Txn, key []byte, version uint64) ([]byte, error) {
 // database whose digest is info's (the blob in the epoch cache).
 type EpochRows func(info *vault.EpochInfo) ([]seal.Row, error)
 
+// epochRowsByID gives the rows of one anchored epoch at a time, by id, as rows gives them,
+// with the epoch's record: asked in order of seq, it asks rows for each epoch once.
+type epochRowsByID struct {
+	d    *db
+	rows EpochRows
+	seq  uint64
+	info vault.EpochInfo
+	byID map[string]*seal.Row
+	err  error // why the epoch at seq gave no rows
+}
+
+// at is the epoch seq's record and its rows by id, with why it has none.
+func (e *epochRowsByID) at(seq uint64) (*vault.EpochInfo, map[string]*seal.Row, error) {
+	if e.byID != nil && seq == e.seq {
+		return &e.info, e.byID, e.err
+	}
+	e.seq, e.byID, e.err = seq, map[string]*seal.Row{}, nil
+	err := e.d.View(func(txn *badger.Txn) error { return getEpochRecord(txn, seq, &e.info) })
+	if err == nil && e.rows == nil {
+		err = errors.New("no epoch cache at hand")
+	}
+	var got []seal.Row
+	if err == nil {
+		got, err = e.rows(&e.info)
+	}
+	if err != nil {
+		e.err = fmt.Errorf("epoch %d: %w", seq, err)
+	}
+	for i := range got {
+		e.byID[got[i].ID()] = &got[i]
+	}
+	return &e.info, e.byID, e.err
+}
+
 // lostBody is a mirror row whose body badger cannot read back.
 type lostBody struct {
 	id   string
@@ -231,25 +264,11 @@ func (s *Store) RepairBodies(rows EpochRows) (repaired int, unrepaired []string,
 		return 0, nil, err
 	}
 	slices.SortFunc(lost, func(a, b lostBody) int { return cmp.Compare(a.seq, b.seq) })
-	var (
-		seq    uint64
-		anchor map[string]seal.Row
-	)
+	epochs := &epochRowsByID{d: s.db, rows: rows}
 	for _, l := range lost {
-		if anchor == nil || l.seq != seq {
-			seq, anchor = l.seq, map[string]seal.Row{}
-			var info vault.EpochInfo
-			err := s.db.View(func(txn *badger.Txn) error { return getEpochRecord(txn, l.seq, &info) })
-			if err == nil {
-				if got, err := rows(&info); err == nil {
-					for _, r := range got {
-						anchor[r.ID()] = r
-					}
-				}
-			}
-		}
-		row, ok := anchor[l.id]
-		if !ok || row.Body.IsNull() || seal.Leaf(&row) != l.leaf {
+		_, anchored, _ := epochs.at(l.seq)
+		row, ok := anchored[l.id]
+		if !ok || row.Body.IsNull() || seal.Leaf(row) != l.leaf {
 			unrepaired = append(unrepaired, l.name)
 			continue
 		}
@@ -327,10 +346,8 @@ func rebuildLostRecords(d *db, rows EpochRows) (rebuilt, unrebuilt int, err erro
 		todo        []rebuild
 		mirrorsLeft int
 		why         error
-		seq         uint64
-		anchored    map[string]*seal.Row
-		info        vault.EpochInfo
 	)
+	epochs := &epochRowsByID{d: d, rows: rows}
 	for _, l := range lost {
 		if l.mirror && l.from != nil {
 			todo = append(todo, rebuild{l, *l.from})
@@ -341,22 +358,9 @@ func rebuildLostRecords(d *db, rows EpochRows) (rebuilt, unrebuilt int, err erro
 			why = errors.New("no version of it in its history")
 			continue
 		}
-		if anchored == nil || l.seq != seq {
-			seq, anchored = l.seq, map[string]*seal.Row{}
-			err := d.View(func(txn *badger.Txn) error { return getEpochRecord(txn, l.seq, &info) })
-			var got []seal.Row
-			if err == nil && rows == nil {
-				err = errors.New("no epoch cache at hand")
-			}
-			if err == nil {
-				got, err = rows(&info)
-			}
-			if err != nil {
-				why = fmt.Errorf("epoch %d: %w", l.seq, err)
-			}
-			for i := range got {
-				anchored[got[i].ID()] = &got[i]
-			}
+		info, anchored, err := epochs.at(l.seq)
+		if err != nil {
+			why = err
 		}
 		row, ok := anchored[l.id]
 		if !ok {
@@ -411,24 +415,15 @@ func readable(item *badger.Item) error {
 // newestVersion is the block and epoch of the newest version of id in its history (the one its
 // mirror record holds), with that version's record when badger can read it.
 func newestVersion(txn *badger.Txn, id string) (block, seq uint64, rec *histRec, err error) {
-	prefix := append([]byte(pHistory+id), 0)
-	opts := badger.DefaultIteratorOptions
-	opts.PrefetchValues, opts.Reverse, opts.Prefix = false, true, prefix
-	it := txn.NewIterator(opts)
-	defer it.Close()
-	it.Seek(append(append([]byte{}, prefix...), bytes.Repeat([]byte{0xff}, 16)...))
-	for ; it.ValidForPrefix(prefix); it.Next() {
-		key := it.Item().Key()
-		if len(key) != len(prefix)+16 {
-			continue // a longer id that starts with this one and a zero byte
-		}
-		block, seq = beUint64(key[len(prefix):]), beUint64(key[len(prefix)+8:])
+	_, err = newestVersionItem(txn, id, ^uint64(0), func(b, s uint64, item *badger.Item) error {
+		block, seq = b, s
 		var h histRec
-		err := itemValue(it.Item(), func(b []byte) error { return decodeRecord(b, &h) })
+		err := itemValue(item, func(v []byte) error { return decodeRecord(v, &h) })
 		if errors.Is(err, errValueLost) || (err == nil && h.Row == nil) {
-			return block, seq, nil, nil
+			return nil
 		}
-		return block, seq, &h, err
-	}
-	return 0, 0, nil, nil
+		rec = &h
+		return err
+	})
+	return block, seq, rec, err
 }
