@@ -199,7 +199,11 @@ func newPowerCutHome(t *testing.T, m *machine, rng *rand.Rand) *powerCutHome {
 	if err := os.Mkdir(h.vol, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	h.open(powercut.Empty(256<<20), true)
+	image, err := powercut.Empty(256 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.open(image, true)
 	m.home = filepath.Join(h.vol, "home")
 	return h
 }

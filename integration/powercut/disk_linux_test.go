@@ -38,7 +38,11 @@ func open(t *testing.T, image []byte, mkfs bool) *Volume {
 // change to the file system's metadata, and no journal commit flushes it.
 func TestCutKeepsSyncedLosesCached(t *testing.T) {
 	require(t)
-	v := open(t, Empty(64<<20), true)
+	image, err := Empty(64 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := open(t, image, true)
 	d, mnt := v.Disk, v.Dir
 	path := filepath.Join(mnt, "f")
 	before, after := bytes.Repeat([]byte("A"), 3*PageSize), bytes.Repeat([]byte("B"), 3*PageSize)
