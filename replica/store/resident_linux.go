@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Badger maps its tables and logs into memory, and every page of them this process has read
@@ -54,11 +56,18 @@ type releaser struct {
 	checks atomic.Int64
 }
 
-// startReleaser starts releasing the pages of the files mapped from dir.
+// startReleaser starts releasing the pages of the files mapped from dir, unless dir is on a file
+// system in memory (tmpfs, ramfs): its pages are the files themselves and cannot leave, and
+// MADV_PAGEOUT spends the CPU trying every time (0.95 of the 4.6 CPU-seconds of a flush of
+// 10,000 rows with its KINT_HOME on tmpfs, for nothing).
 func startReleaser(dir string) *releaser {
 	r := &releaser{stop: make(chan struct{}), done: make(chan struct{}), busy: make(chan struct{}, 1)}
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
+	}
+	if inMemory(dir) {
+		close(r.done)
+		return r
 	}
 	go func() {
 		defer close(r.done)
@@ -105,6 +114,23 @@ func startReleaser(dir string) *releaser {
 		}
 	}()
 	return r
+}
+
+// inMemory says dir (or its nearest existing parent: the store may not have made it yet) is on
+// a file system kept in memory.
+func inMemory(dir string) bool {
+	for {
+		var st unix.Statfs_t
+		err := unix.Statfs(dir, &st)
+		if err == nil {
+			return st.Type == unix.TMPFS_MAGIC || st.Type == unix.RAMFS_MAGIC
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return false
+		}
+		dir = parent
+	}
 }
 
 // active tells the releaser the store is in use: it checks every releaseCheck again.

@@ -147,3 +147,41 @@ func TestReleaserIdlesAndWakes(t *testing.T) {
 		t.Fatal("the mapping read back changed")
 	}
 }
+
+// A store on a file system in memory (tmpfs) gets no releaser: its mapped pages are the files
+// and cannot leave, and trying costs CPU at every look. A store on a disk, and one whose
+// directory is not made yet (the store makes it), are looked at as ever.
+func TestReleaserLeavesMemoryFileSystemsAlone(t *testing.T) {
+	const shm = "/dev/shm"
+	if !inMemory(shm) {
+		msg := shm + " is not a file system in memory here: this test did NOT run"
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	memDir, err := os.MkdirTemp(shm, "kintfs-releaser-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(memDir) })
+	for _, c := range []struct {
+		dir      string
+		releases bool
+	}{
+		{memDir, false},
+		{filepath.Join(memDir, "db", "not-yet"), false},
+		{t.TempDir(), !inMemory(os.TempDir())},
+		{filepath.Join(t.TempDir(), "not-yet"), !inMemory(os.TempDir())},
+	} {
+		r := startReleaser(c.dir)
+		for start := time.Now(); time.Since(start) < 200*time.Millisecond; {
+			r.active()
+			time.Sleep(releaseCheck)
+		}
+		r.Stop()
+		if looks := r.checks.Load(); (looks > 0) != c.releases {
+			t.Errorf("%s: %d looks at the resident pages in 200 ms of the store in use; want them: %v", c.dir, looks, c.releases)
+		}
+	}
+}
