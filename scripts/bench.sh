@@ -13,9 +13,10 @@
 #   RUNS=10 WARMUP=2 CP_RUNS=5 COLD_RUNS=3   hyperfine runs; cold passes (one mount each)
 #   HIST_MAX_SECONDS=1500 RSS_MAX_SECONDS=1500   bounds of the two slow population steps
 # Other knobs: OUT=docs/benchmarks.md (QUICK: bench-work/benchmarks-quick.md), BENCH_WORK,
-# SKIP="warm ro cp grepw durable flush hist pull backfill cold noxattr rss gas bucket b2b flushown restore"
+# SKIP="warm ro cp grepw durable flush hist pull backfill cold noxattr rss gas bucket b2b flushown flushmem restore"
 # (any subset; bucket and b2b are the replica tests behind the bucket-policy and back-to-back numbers,
-# flushown and restore the replica benchmarks of the flush's own time and the 2,000-epoch cold restore), PROFILE=1 (each mount
+# flushown and restore the replica benchmarks of the flush's own time and the 2,000-epoch cold restore, flushmem the
+# first with its vaults on tmpfs), PROFILE=1 (each mount
 # writes a CPU profile, KINTFS_CPUPROFILE, kept in the results directory), KEEP=1,
 # REPORT_FROM=bench-work/run-.../results (only render that run's results again, to OUT).
 set -euo pipefail
