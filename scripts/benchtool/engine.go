@@ -6,8 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-
-	"golang.org/x/sys/unix"
 )
 
 // engineBenches are the replica benchmarks behind issue 34's flush own time and cold restore:
@@ -46,8 +44,7 @@ func (b *bench) engine() error {
 		// engine writes three cache files an epoch).
 		tmp := filepath.Join(b.work, "tmp-"+eb.skip)
 		if eb.inMemory {
-			var st unix.Statfs_t
-			if err := unix.Statfs(memoryDir, &st); err != nil || st.Type != unix.TMPFS_MAGIC {
+			if !inMemory(memoryDir) {
 				say("%s: not run: %s is not a file system in memory here", eb.skip, memoryDir)
 				continue
 			}
