@@ -82,6 +82,10 @@ func (r *Replica) Pull(ctx context.Context, full bool) (*PullReport, error) {
 		return nil, err
 	}
 	before := c.Stats()
+	if err := r.refetchMissing(ctx, c); err != nil {
+		r.status.notePull(nil, err)
+		return nil, err
+	}
 	rep, err := r.pull(ctx, c, full)
 	if serr := r.store.EndSealing(); err == nil && serr != nil {
 		return rep, serr

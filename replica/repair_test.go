@@ -2,6 +2,7 @@ package replica
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -94,7 +95,12 @@ func TestPowerCutLostBodiesPutBack(t *testing.T) {
 	if err := os.RemoveAll(filepath.Dir(cached[0])); err != nil {
 		t.Fatal(err)
 	}
-	opt.Log = testLog(t)
+	said = nil
+	opt.Log = lineLog(func(format string, args ...any) {
+		mu.Lock()
+		said = append(said, fmt.Sprintf(format, args...))
+		mu.Unlock()
+	})
 	c, err := Open(opt)
 	if err != nil {
 		t.Fatal(err)
@@ -106,8 +112,39 @@ func TestPowerCutLostBodiesPutBack(t *testing.T) {
 		}
 	}
 	// doc2 is still lost: the open after the clean close looks again, and finds only it
-	if rp := c.store.UncleanStart(); !rp.Unclean || rp.Bodies != 0 || len(rp.BodiesLeft) != 1 {
-		t.Errorf("the open after a clean close that left doc2 lost: %+v; want it to look again and find doc2 alone", rp)
+	rp := c.store.UncleanStart()
+	if !rp.Unclean || rp.Bodies != 0 || len(rp.BodiesLeft) != 1 || len(rp.Missing) != 1 || rp.Missing[0].Seq != v2.Anchor.Seq {
+		t.Errorf("the open after a clean close that left doc2 lost: %+v; want it to look again, find doc2 alone and want its epoch %d", rp, v2.Anchor.Seq)
+	}
+
+	// a pull fetches that epoch from the chain, caches its blob and puts back what it carries
+	if _, err := c.Pull(context.Background(), false); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.store.Content(key(2)); err != nil || !bytes.Equal(got, body(2)) {
+		t.Fatalf("doc2 after a pull: %d bytes, %v; want it put back from the chain", len(got), err)
+	}
+	if got, err := c.store.At(v2.Anchor.Block).Content(key(2)); err != nil || !bytes.Equal(got, body(2)) {
+		t.Fatalf("doc2 at block %d after a pull: %d bytes, %v; want its history version rebuilt", v2.Anchor.Block, len(got), err)
+	}
+	if rp := c.store.UncleanStart(); len(rp.BodiesLeft) != 0 || rp.RecordsLeft != 0 || len(rp.Missing) != 0 || rp.Bodies != 1 || rp.Records != 1 {
+		t.Errorf("after the pull: %+v; want doc2's body and history version put back, nothing left", rp)
+	}
+	if blob, err := filepath.Glob(filepath.Join(opt.Home.Dir, "epochs", "*", fmt.Sprintf("%08d.bin", v2.Anchor.Seq))); err != nil || len(blob) != 1 {
+		t.Errorf("epoch %d's blob in the cache after the pull: %v, %v", v2.Anchor.Seq, blob, err)
+	}
+	mu.Lock()
+	log = strings.Join(said, "\n")
+	mu.Unlock()
+	if !strings.Contains(log, "1 epochs it wanted were fetched from the chain; 1 anchored records and 1 bodies put back") {
+		t.Errorf("the log of the pull:\n%s", log)
+	}
+	// all of it back: a clean close leaves no running marker, and the next open looks for nothing
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dbDir, "kintfs-running")); !os.IsNotExist(err) {
+		t.Errorf("the running marker after a clean close with everything put back: %v", err)
 	}
 }
 

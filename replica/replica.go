@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ethereum/go-ethereum/common"
+
 	"kintfs/chain"
 	"kintfs/replica/homedir"
 	"kintfs/replica/ignore"
@@ -323,7 +325,7 @@ func (r *Replica) reportRepair(rp store.Repair) {
 		r.logf("%s: %d anchored records lost in a power cut were rebuilt from the epochs that anchored them", lead, rp.Records)
 	}
 	// what is left is looked for again at every start (see store.Repair)
-	const left = "every start looks again, and one that opens the vault's key and finds their epochs in the epoch cache puts them back; else rebuild the state database (move KINT_HOME/db aside while kintfs is stopped)"
+	const left = "every start looks again, and one that opens the vault's key and finds their epochs in the epoch cache puts them back, as does the next pull, which fetches the epochs the cache lacks from the chain; else rebuild the state database (move KINT_HOME/db aside while kintfs is stopped)"
 	if rp.RecordsLeft > 0 {
 		r.warnf("%s: %d versions in the history lost their records and could not be rebuilt here; they read as errors under @<block>: %s", lead, rp.RecordsLeft, left)
 	}
@@ -335,6 +337,47 @@ func (r *Replica) reportRepair(rp store.Repair) {
 	case rp.Bodies > 0:
 		r.logf("%s: %d anchored rows lost their bodies and were put back from the epoch cache", lead, rp.Bodies)
 	}
+}
+
+// refetchMissing fetches from the chain the epochs that the open after an unclean run wanted,
+// for the history versions and bodies a power cut took, and did not find in the epoch cache
+// (a pull applies an epoch before its cache files are durable, and a cut can keep the apply
+// and lose the files). Each blob is checked as a pull checks it (the transaction the epoch's
+// record names, a push of this vault, hashing to the recorded digest), cached, and what it
+// carries put back (Store.RepairAgain). A pull, and so a mount as it starts, calls it before
+// it walks the chain.
+func (r *Replica) refetchMissing(ctx context.Context, c Chain) error {
+	missing := r.store.UncleanStart().Missing
+	if len(missing) == 0 || r.opt.DEK == ([32]byte{}) {
+		return nil
+	}
+	evs := make([]*chain.EpochEvent, len(missing))
+	for i, info := range missing {
+		evs[i] = &chain.EpochEvent{Owner: r.vault.Owner, Space: r.vault.Space, Writer: info.Writer, Seq: info.Seq,
+			Prev: info.Prev, Digest: info.Digest, Block: info.Block, TxHash: common.HexToHash(info.Tx)}
+	}
+	blobs, err := c.FetchBlobs(ctx, evs)
+	if err != nil {
+		return fmt.Errorf("fetch the %d epochs a power cut left records or bodies of unrepaired: %w", len(evs), err)
+	}
+	for i, b := range blobs {
+		if err := r.cache.PutBlob(evs[i].Seq, b); err != nil {
+			return fmt.Errorf("cache epoch %d: %w", evs[i].Seq, err)
+		}
+	}
+	rp, err := r.store.RepairAgain(r.anchoredRows)
+	if err != nil {
+		return err
+	}
+	line := fmt.Sprintf("a run ended without closing the state database: %d epochs it wanted were fetched from the chain; %d anchored records and %d bodies put back",
+		len(evs), rp.Records, rp.Bodies)
+	if rp.RecordsLeft > 0 || len(rp.BodiesLeft) > 0 || rp.BodiesErr != nil {
+		r.warnf("%s; %d history versions and %d bodies still could not be (%v): every start looks again; else rebuild the state database (move KINT_HOME/db aside while kintfs is stopped)",
+			line, rp.RecordsLeft, len(rp.BodiesLeft), rp.BodiesErr)
+		return nil
+	}
+	r.logf("%s", line)
+	return nil
 }
 
 // anchoredRows is the rows the anchored epoch info carries, from its blob in the epoch cache:

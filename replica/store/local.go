@@ -59,8 +59,10 @@ type Store struct {
 	trashDirs map[string]bool
 	dirTime   time.Time // the time of a directory never given one (kDirTime); guarded by t.mu
 	// repair says whether the run before this one ended without Close (see runningMarker),
-	// and what the open found lost and did about it; repairLeft that it could not look or
-	// left something lost, so the running marker stays for the next open to try again
+	// and what the open (and RepairAgain) found lost and did about it; repairLeft that it
+	// could not look or left something lost, so the running marker stays for the next open to
+	// try again. Guarded by repairMu.
+	repairMu   sync.Mutex
 	repair     Repair
 	repairLeft bool
 	// applyErr is set when an apply stopped part way and could not be finished: reads and
@@ -113,10 +115,11 @@ func OpenStoreWith(dir string, rows EpochRows) (*Store, error) {
 	}
 	s := &Store{db: db, t: newTree(), anchors: map[uint64]*vault.Anchor{}, release: release, StagingCap: DefaultStagingCap, now: time.Now,
 		sealing: map[string]bool{}, trashDirs: map[string]bool{}, moved: map[vault.Key]movedAttrs{}}
+	epochs := &epochRowsByID{d: db, rows: rows}
 	if s.repair.Unclean, err = markRunning(dir); err == nil && s.repair.Unclean {
 		s.repair.LostChanges, err = dropLostStaged(db)
 		if err == nil {
-			s.repair.Records, s.repair.RecordsLeft, err = rebuildLostRecords(db, rows)
+			s.repair.Records, s.repair.RecordsLeft, err = rebuildLostRecords(db, epochs)
 		}
 	}
 	if err != nil {
@@ -135,8 +138,9 @@ func OpenStoreWith(dir string, rows EpochRows) (*Store, error) {
 		return nil, fmt.Errorf("load state: %w", err)
 	}
 	if s.repair.Unclean && rows != nil {
-		s.repair.Bodies, s.repair.BodiesLeft, s.repair.BodiesErr = s.RepairBodies(rows)
+		s.repair.Bodies, s.repair.BodiesLeft, s.repair.BodiesErr = s.repairBodies(epochs)
 	}
+	s.repair.Missing = epochs.missing
 	s.repairLeft = s.repair.Unclean && (rows == nil || s.repair.RecordsLeft > 0 || len(s.repair.BodiesLeft) > 0 || s.repair.BodiesErr != nil)
 	s.gcStop, s.gcDone = make(chan struct{}), make(chan struct{})
 	go s.collectValueLogEvery(valueLogGCEvery)
@@ -174,7 +178,10 @@ func (s *Store) Close() error {
 	// closed with everything synced: the next open need not look for what a power cut lost,
 	// unless this one could not put all of it back (an open without the epochs at hand, as a
 	// command that does not open the vault's key, or an epoch missing from the cache)
-	if s.repairLeft {
+	s.repairMu.Lock()
+	left := s.repairLeft
+	s.repairMu.Unlock()
+	if left {
 		return nil
 	}
 	if err := os.Remove(filepath.Join(s.db.dir, runningMarker)); err != nil && !errors.Is(err, os.ErrNotExist) {

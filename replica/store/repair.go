@@ -53,10 +53,45 @@ type Repair struct {
 	Bodies     int
 	BodiesLeft []string
 	BodiesErr  error
+	// Missing are the epochs whose rows those rebuilds wanted and could not have (not in the
+	// epoch cache, or the vault's key not open): with their blobs fetched from the chain,
+	// RepairAgain puts back what they carry.
+	Missing []vault.EpochInfo
 }
 
-// UncleanStart is what the open found after a run that ended without closing the store.
-func (s *Store) UncleanStart() Repair { return s.repair }
+// UncleanStart is what the open found after a run that ended without closing the store, as
+// RepairAgain left it.
+func (s *Store) UncleanStart() Repair {
+	s.repairMu.Lock()
+	defer s.repairMu.Unlock()
+	return s.repair
+}
+
+// RepairAgain looks again, with the epochs' rows as rows now gives them, for the history
+// versions and bodies the open after an unclean run could not put back, because their epochs
+// were not at hand: a pull calls it once it has fetched those epochs from the chain (Missing).
+// It returns what was found and done this time; what is still left stays for the next open, as
+// before.
+func (s *Store) RepairAgain(rows EpochRows) (Repair, error) {
+	s.repairMu.Lock()
+	defer s.repairMu.Unlock()
+	if !s.repairLeft {
+		return Repair{}, nil
+	}
+	epochs := &epochRowsByID{d: s.db, rows: rows}
+	rp := Repair{Unclean: true}
+	var err error
+	if rp.Records, rp.RecordsLeft, err = rebuildLostRecords(s.db, epochs); err != nil {
+		return rp, err
+	}
+	rp.Bodies, rp.BodiesLeft, rp.BodiesErr = s.repairBodies(epochs)
+	rp.Missing = epochs.missing
+	s.repair.Records += rp.Records
+	s.repair.Bodies += rp.Bodies
+	s.repair.RecordsLeft, s.repair.BodiesLeft, s.repair.BodiesErr, s.repair.Missing = rp.RecordsLeft, rp.BodiesLeft, rp.BodiesErr, rp.Missing
+	s.repairLeft = rp.RecordsLeft > 0 || len(rp.BodiesLeft) > 0 || rp.BodiesErr != nil
+	return rp, nil
+}
 
 // dropLostStaged undoes, before the tree is loaded, every staged change whose body badger
 // cannot read back: such a change was never acknowledged (the sync that acknowledges one makes
@@ -205,6 +240,8 @@ type epochRowsByID struct {
 	info vault.EpochInfo
 	byID map[string]*seal.Row
 	err  error // why the epoch at seq gave no rows
+	// missing are the epochs, with their records, that rows could not give
+	missing []vault.EpochInfo
 }
 
 // at is the epoch seq's record and its rows by id, with why it has none.
@@ -219,7 +256,9 @@ func (e *epochRowsByID) at(seq uint64) (*vault.EpochInfo, map[string]*seal.Row, 
 	}
 	var got []seal.Row
 	if err == nil {
-		got, err = e.rows(&e.info)
+		if got, err = e.rows(&e.info); err != nil {
+			e.missing = append(e.missing, e.info)
+		}
 	}
 	if err != nil {
 		e.err = fmt.Errorf("epoch %d: %w", seq, err)
@@ -243,6 +282,11 @@ type lostBody struct {
 // is never put back other than as anchored. It returns how many it put back, and the names of
 // the rows it could not (they read as errValueLost until the state database is rebuilt).
 func (s *Store) RepairBodies(rows EpochRows) (repaired int, unrepaired []string, err error) {
+	return s.repairBodies(&epochRowsByID{d: s.db, rows: rows})
+}
+
+// repairBodies is RepairBodies with the epochs' rows from epochs.
+func (s *Store) repairBodies(epochs *epochRowsByID) (repaired int, unrepaired []string, err error) {
 	var lost []lostBody
 	err = s.db.View(func(txn *badger.Txn) error {
 		return scanValues(txn, pMirror, func(k, v []byte) error {
@@ -264,7 +308,6 @@ func (s *Store) RepairBodies(rows EpochRows) (repaired int, unrepaired []string,
 		return 0, nil, err
 	}
 	slices.SortFunc(lost, func(a, b lostBody) int { return cmp.Compare(a.seq, b.seq) })
-	epochs := &epochRowsByID{d: s.db, rows: rows}
 	for _, l := range lost {
 		_, anchored, _ := epochs.at(l.seq)
 		row, ok := anchored[l.id]
@@ -305,7 +348,7 @@ type lostRecord struct {
 // whose mirror record cannot be rebuilt fails the open, naming the way out (the tree cannot
 // show the row); a history version that cannot be rebuilt reads as errValueLost. It returns
 // how many records it rebuilt and how many history versions it could not.
-func rebuildLostRecords(d *db, rows EpochRows) (rebuilt, unrebuilt int, err error) {
+func rebuildLostRecords(d *db, epochs *epochRowsByID) (rebuilt, unrebuilt int, err error) {
 	var lost []lostRecord
 	err = d.View(func(txn *badger.Txn) error {
 		err := eachItem(txn, pMirror, func(item *badger.Item) error {
@@ -347,7 +390,6 @@ func rebuildLostRecords(d *db, rows EpochRows) (rebuilt, unrebuilt int, err erro
 		mirrorsLeft int
 		why         error
 	)
-	epochs := &epochRowsByID{d: d, rows: rows}
 	for _, l := range lost {
 		if l.mirror && l.from != nil {
 			todo = append(todo, rebuild{l, *l.from})

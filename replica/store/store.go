@@ -184,8 +184,9 @@ func getJSON(txn *badger.Txn, key string, v any) (found bool, err error) {
 // errValueLost is a value badger cannot read back: its bytes in the value log never reached
 // the disk (a power cut after badger wrote a table pointing at them) or fail their checksum.
 var errValueLost = errors.New("its bytes in the state database were lost in a power cut or are damaged: " +
-	"if the file holds changes not flushed yet, write it again; an anchored version comes back when the state " +
-	"database is rebuilt from the epoch cache (move KINT_HOME/db aside while kintfs is stopped; changes not flushed stay in the moved copy)")
+	"if the file holds changes not flushed yet, write it again; an anchored version comes back with the next pull " +
+	"(a mount pulls as it starts), which fetches its epoch from the chain, or when the state database is rebuilt " +
+	"from the epoch cache (move KINT_HOME/db aside while kintfs is stopped; changes not flushed stay in the moved copy)")
 
 // itemValue is item.Value, refusing a value badger could not read. Badger logs such a read
 // and hands the value over empty (a value in the value log is never empty), so every read of a
