@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"kintfs/replica/memchain"
 	"kintfs/replica/vault"
 )
 
@@ -117,7 +118,23 @@ func TestPowerCutLostBodiesPutBack(t *testing.T) {
 		t.Errorf("the open after a clean close that left doc2 lost: %+v; want it to look again, find doc2 alone and want its epoch %d", rp, v2.Anchor.Seq)
 	}
 
-	// a pull fetches that epoch from the chain, caches its blob and puts back what it carries
+	// a pull whose node has pruned that epoch's transaction says so and goes on; doc2 stays lost
+	connOf(t, c).Fault(func(f *memchain.Faults) { f.NoTx = map[uint64]bool{v2.Anchor.Seq: true} })
+	if _, err := c.Pull(context.Background(), false); err != nil {
+		t.Fatalf("a pull that cannot fetch the epoch a power cut left unrepaired: %v; want it to go on", err)
+	}
+	mu.Lock()
+	log = strings.Join(said, "\n")
+	mu.Unlock()
+	if !strings.Contains(log, "fetching the 1 epochs that carry what it could not put back failed") || !strings.Contains(log, "the next pull tries again") {
+		t.Errorf("the log of the pull that could not fetch:\n%s", log)
+	}
+	if _, err := c.store.Content(key(2)); err == nil {
+		t.Fatal("doc2 reads after a pull that could not fetch its epoch")
+	}
+	connOf(t, c).Fault(func(f *memchain.Faults) { f.NoTx = nil })
+
+	// the next pull fetches that epoch from the chain, caches its blob and puts back what it carries
 	if _, err := c.Pull(context.Background(), false); err != nil {
 		t.Fatal(err)
 	}

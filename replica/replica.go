@@ -325,7 +325,7 @@ func (r *Replica) reportRepair(rp store.Repair) {
 		r.logf("%s: %d anchored records lost in a power cut were rebuilt from the epochs that anchored them", lead, rp.Records)
 	}
 	// what is left is looked for again at every start (see store.Repair)
-	const left = "every start looks again, and one that opens the vault's key and finds their epochs in the epoch cache puts them back, as does the next pull, which fetches the epochs the cache lacks from the chain; else rebuild the state database (move KINT_HOME/db aside while kintfs is stopped)"
+	const left = "every start looks again, and one that opens the vault's key and finds their epochs in the epoch cache puts them back, as does the next pull, which fetches the epochs the cache lacks from the chain; else " + rebuildStateDB
 	if rp.RecordsLeft > 0 {
 		r.warnf("%s: %d versions in the history lost their records and could not be rebuilt here; they read as errors under @<block>: %s", lead, rp.RecordsLeft, left)
 	}
@@ -339,13 +339,17 @@ func (r *Replica) reportRepair(rp store.Repair) {
 	}
 }
 
+// rebuildStateDB is the way out of what a power cut took and nothing here can put back.
+const rebuildStateDB = "rebuild the state database (move KINT_HOME/db aside while kintfs is stopped)"
+
 // refetchMissing fetches from the chain the epochs that the open after an unclean run wanted,
 // for the history versions and bodies a power cut took, and did not find in the epoch cache
 // (a pull applies an epoch before its cache files are durable, and a cut can keep the apply
 // and lose the files). Each blob is checked as a pull checks it (the transaction the epoch's
 // record names, a push of this vault, hashing to the recorded digest), cached, and what it
 // carries put back (Store.RepairAgain). A pull, and so a mount as it starts, calls it before
-// it walks the chain.
+// it walks the chain. A fetch that fails (a pruned node, an RPC down) is said and left to the
+// next pull: old epochs never stop a pull from bringing the new ones.
 func (r *Replica) refetchMissing(ctx context.Context, c Chain) error {
 	missing := r.store.UncleanStart().Missing
 	if len(missing) == 0 || r.opt.DEK == ([32]byte{}) {
@@ -358,7 +362,9 @@ func (r *Replica) refetchMissing(ctx context.Context, c Chain) error {
 	}
 	blobs, err := c.FetchBlobs(ctx, evs)
 	if err != nil {
-		return fmt.Errorf("fetch the %d epochs a power cut left records or bodies of unrepaired: %w", len(evs), err)
+		r.warnf("a run ended without closing the state database: fetching the %d epochs that carry what it could not put back failed (%v); the next pull tries again; else %s",
+			len(evs), err, rebuildStateDB)
+		return nil
 	}
 	for i, b := range blobs {
 		if err := r.cache.PutBlob(evs[i].Seq, b); err != nil {
@@ -372,8 +378,8 @@ func (r *Replica) refetchMissing(ctx context.Context, c Chain) error {
 	line := fmt.Sprintf("a run ended without closing the state database: %d epochs it wanted were fetched from the chain; %d anchored records and %d bodies put back",
 		len(evs), rp.Records, rp.Bodies)
 	if rp.RecordsLeft > 0 || len(rp.BodiesLeft) > 0 || rp.BodiesErr != nil {
-		r.warnf("%s; %d history versions and %d bodies still could not be (%v): every start looks again; else rebuild the state database (move KINT_HOME/db aside while kintfs is stopped)",
-			line, rp.RecordsLeft, len(rp.BodiesLeft), rp.BodiesErr)
+		r.warnf("%s; %d history versions and %d bodies still could not be (%v): every start looks again; else %s",
+			line, rp.RecordsLeft, len(rp.BodiesLeft), rp.BodiesErr, rebuildStateDB)
 		return nil
 	}
 	r.logf("%s", line)

@@ -257,7 +257,7 @@ func (n *imageNode) Flush(ctx context.Context, f fs.FileHandle) syscall.Errno { 
 // by the Close of the disk that took them. A disk holds two (what reads see, what survives a
 // cut), and every cut makes one, which the next disk takes and copies. The power-cut tests'
 // disks are 256 MB: in the heap, under the race detector, the process running those tests
-// alone grew past 9 GB.
+// alone grew to 15 GB.
 func Empty(size int64) ([]byte, error) {
 	return mapImage(int((size + PageSize - 1) / PageSize * PageSize))
 }
