@@ -384,7 +384,23 @@ func contradiction(err error) bool {
 // homedir.FileBatch), and then one sync of the store covers every epoch applied before it. A
 // crash in between leaves the store at the boundary of an epoch applied before it, never
 // ahead of the cache files made durable before its sync; the next pull fetches the rest.
+//
+// The blobs the walk fetched are made durable before the first apply (one sync, and only when
+// it fetched any): the kernel may write the store's pages back before any sync of the pull's,
+// and an apply a power cut keeps must find its epoch's blob, from which the next open puts
+// back the records and bodies the cut took (store.Repair).
 func (r *Replica) applyWalk(list []walked, mirror vault.Head, rep *PullReport, t *tracker) error {
+	if rep.Fetched > 0 {
+		var seqs []uint64
+		for _, w := range list {
+			if w.ev.Seq > mirror.Seq {
+				seqs = append(seqs, w.ev.Seq)
+			}
+		}
+		if err := r.cache.SyncBlobs(seqs); err != nil {
+			return fmt.Errorf("sync the fetched epochs: %w", err)
+		}
+	}
 	cw := newCacheWriter(r.opt.Home.NewBatch())
 	err := r.applyWalkCaching(list, mirror, rep, cw, t)
 	if werr := r.syncApplied(cw); err == nil && werr != nil {
@@ -392,6 +408,10 @@ func (r *Replica) applyWalk(list []walked, mirror vault.Head, rep *PullReport, t
 	}
 	return err
 }
+
+// beforeApply, when not nil, is called before a pulled epoch is applied (for the test that
+// looks at what is durable then).
+var beforeApply func(seq uint64)
 
 // pullSyncEvery is how many epochs a pull applies between two syncs of the store (a
 // variable for the test that kills a pull between two).
@@ -546,6 +566,9 @@ func (r *Replica) applyOpened(w walked, rep *PullReport, cw *cacheWriter, open f
 	}
 	info := epochInfoOf(ev, opened)
 	info.Time = w.time
+	if beforeApply != nil {
+		beforeApply(ev.Seq)
+	}
 	// with cw (a pull's walk) the epoch is made durable by the walk's next syncApplied
 	changed, conflicts, err := r.store.ApplyEpoch(info, opened.Plaintext, store.ApplyOptions{NoSync: cw != nil})
 	if err != nil {

@@ -344,8 +344,8 @@ const rebuildStateDB = "rebuild the state database (move KINT_HOME/db aside whil
 
 // refetchMissing fetches from the chain the epochs that the open after an unclean run wanted,
 // for the history versions and bodies a power cut took, and did not find in the epoch cache
-// (a pull applies an epoch before its cache files are durable, and a cut can keep the apply
-// and lose the files). Each blob is checked as a pull checks it (the transaction the epoch's
+// (a cache pulled by an earlier version, which applied an epoch before its blob was durable,
+// or one trimmed by hand). Each blob is checked as a pull checks it (the transaction the epoch's
 // record names, a push of this vault, hashing to the recorded digest), cached, and what it
 // carries put back (Store.RepairAgain). A pull, and so a mount as it starts, calls it before
 // it walks the chain. A fetch that fails (a pruned node, an RPC down) is said and left to the

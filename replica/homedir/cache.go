@@ -94,6 +94,25 @@ func (c *EpochCache) PutBlob(seq uint64, blob []byte) error {
 	return b.rename()
 }
 
+// SyncBlobs makes the cached blobs of seqs durable, with their names; a seq without a blob is
+// passed over. A pull calls it before it applies the first epoch it fetched: the state
+// database's pages may reach the disk before any sync of the pull's, and an apply a power cut
+// kept must find its epoch's blob here, where the next open puts back from it what the cut
+// took of the apply.
+func (c *EpochCache) SyncBlobs(seqs []uint64) error {
+	var paths []string
+	for _, seq := range seqs {
+		p := c.home.Path(c.dir, c.name(seq, ".bin"))
+		if _, err := os.Stat(p); err == nil {
+			paths = append(paths, p)
+		}
+	}
+	if len(paths) == 0 {
+		return nil
+	}
+	return syncPlaced(paths)
+}
+
 // PutBlobIn is PutBlob through b: the file is in place once b commits.
 func (c *EpochCache) PutBlobIn(b *FileBatch, seq uint64, blob []byte) error {
 	return b.WriteFile(blob, c.dir, c.name(seq, ".bin"))
