@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/ethereum/go-ethereum/crypto"
@@ -95,16 +96,12 @@ func (r *Replica) recacheOwn(p *store.PendingPush, info *vault.EpochInfo, prevBl
 			return nil
 		}
 	}
-	prep, err := prepared(p)
-	if err != nil {
+	blob, err := journaledBlob(p)
+	if err != nil && !errors.Is(err, errJournaledBlob) {
 		return err
 	}
-	_, _, _, blob, err := chain.DecodePushCalldata(prep.Tx.Data())
-	if err != nil {
-		return fmt.Errorf("push journal entry %d: %w", p.Seq, err)
-	}
 	b := r.opt.Home.NewBatch()
-	if crypto.Keccak256Hash(blob) == p.Digest {
+	if err == nil {
 		if err := r.cache.PutBlobIn(b, p.Seq, blob); err != nil {
 			return err
 		}
@@ -113,4 +110,25 @@ func (r *Replica) recacheOwn(p *store.PendingPush, info *vault.EpochInfo, prevBl
 		return err
 	}
 	return b.Commit()
+}
+
+// errJournaledBlob: the calldata of a push journal entry's transaction does not hash to the
+// entry's digest.
+var errJournaledBlob = errors.New("the calldata of its transaction does not hash to its digest")
+
+// journaledBlob is the blob of a push journal entry, from the calldata of its signed
+// transaction, checked against the entry's digest.
+func journaledBlob(p *store.PendingPush) ([]byte, error) {
+	prep, err := prepared(p)
+	if err != nil {
+		return nil, err
+	}
+	_, _, _, blob, err := chain.DecodePushCalldata(prep.Tx.Data())
+	if err != nil {
+		return nil, fmt.Errorf("push journal entry %d: %w", p.Seq, err)
+	}
+	if crypto.Keccak256Hash(blob) != p.Digest {
+		return nil, fmt.Errorf("push journal entry %d: %w", p.Seq, errJournaledBlob)
+	}
+	return blob, nil
 }

@@ -193,3 +193,159 @@ func lose(t *testing.T, dir string, marker []byte) {
 		t.Fatalf("%q is in no value log", marker)
 	}
 }
+
+// TestPowerCutDuringPushPutBackFromJournal: a push applies its epochs before their cache files
+// are durable and clears an epoch's journal entry only after them. A power cut in between
+// keeps the apply's records and loses the pages of the body it wrote and of the cache files;
+// the epoch's transaction is gone from the node too, and the machine starts offline. The open
+// takes the blob from the journal entry's signed transaction and puts back the body and its
+// history version.
+func TestPowerCutDuringPushPutBackFromJournal(t *testing.T) {
+	e := newChainEnv(t)
+	a := e.machine()
+	if _, err := a.Write(vault.Key{Tier: "reference", Key: "before"}, []byte("an epoch before, so the cache has a directory"), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	flushAll(t, a)
+	key := vault.Key{Tier: "reference", Key: "doc-pj"}
+	marker := []byte("journal-body-marker")
+	body := bytes.Repeat(append(marker, " 7919 "...), 400) // 10 KB: the value log
+	if _, err := a.Write(key, body, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	opt := a.opt
+	dbDir := filepath.Join(opt.Home.Dir, "db", opt.Vault.Space16())
+	cacheDir := opt.Home.Path("epochs", opt.Vault.Space16())
+	var synced map[string][]byte
+	a.SetPushHook(func(stage PushStage, seq uint64) error {
+		switch stage {
+		case StageSent:
+			synced = keptLog(t, dbDir) // the journal entry is synced before the send
+		case StageReceipt:
+			// no cache file of this push reaches its place: the push fails at its commit
+			if err := os.Rename(cacheDir, cacheDir+".aside"); err != nil {
+				return err
+			}
+			return os.WriteFile(cacheDir, nil, 0o600)
+		}
+		return nil
+	})
+	if _, err := a.Push(context.Background(), PushOptions{}); err == nil || !strings.Contains(err.Error(), "cache the pushed epochs") {
+		t.Fatalf("the push whose cache files cannot be written: %v", err)
+	}
+	v, err := a.store.Get(key)
+	if err != nil || v.Anchor == nil {
+		t.Fatalf("doc-pj after the push: %+v, %v; want it applied", v, err)
+	}
+	if pend, err := a.store.PendingPushes(); err != nil || len(pend) != 1 || pend[0].Seq != v.Anchor.Seq {
+		t.Fatalf("the push journal after the push: %+v, %v; want epoch %d's entry", pend, err, v.Anchor.Seq)
+	}
+	a.SetPushHook(nil)
+	a.Close()
+
+	// the cut: what the apply wrote after the journal entry's sync is lost, as are the cache files
+	revertPages(t, dbDir, marker, synced)
+	if err := os.Remove(cacheDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(cacheDir+".aside", cacheDir); err != nil {
+		t.Fatal(err)
+	}
+	if blobs, _ := filepath.Glob(filepath.Join(cacheDir, fmt.Sprintf("%08d.*", v.Anchor.Seq))); len(blobs) != 0 {
+		t.Fatalf("epoch %d's cache files are in place: %v", v.Anchor.Seq, blobs)
+	}
+	if err := os.WriteFile(filepath.Join(dbDir, "kintfs-running"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// offline, and the node has pruned the transaction: only the journal has the blob
+	connOf(t, a).Fault(func(f *memchain.Faults) { f.NoTx = map[uint64]bool{v.Anchor.Seq: true} })
+	opt.Client = nil
+	var mu sync.Mutex
+	var said []string
+	opt.Log = lineLog(func(format string, args ...any) {
+		mu.Lock()
+		said = append(said, fmt.Sprintf(format, args...))
+		mu.Unlock()
+	})
+	b, err := Open(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if got, err := b.store.Content(key); err != nil || !bytes.Equal(got, body) {
+		t.Fatalf("doc-pj after the power cut: %d bytes, %v; want it put back from the push journal", len(got), err)
+	}
+	if got, err := b.store.At(v.Anchor.Block).Content(key); err != nil || !bytes.Equal(got, body) {
+		t.Fatalf("doc-pj at block %d after the power cut: %d bytes, %v; want its history version put back", v.Anchor.Block, len(got), err)
+	}
+	if rp := b.store.UncleanStart(); rp.Bodies == 0 || len(rp.BodiesLeft) != 0 || rp.RecordsLeft != 0 || len(rp.Missing) != 0 {
+		t.Errorf("the open's repair: %+v; want the body put back and nothing left", rp)
+	}
+	mu.Lock()
+	log := strings.Join(said, "\n")
+	mu.Unlock()
+	if !strings.Contains(log, "1 epochs it wanted were taken from the push journal") {
+		t.Errorf("the log of the open:\n%s", log)
+	}
+	if strings.Contains(log, "doc-pj") || strings.Contains(log, string(marker)) {
+		t.Errorf("the log names a row or quotes a body:\n%s", log)
+	}
+}
+
+// keptLog is the content of the value logs in dir now: what a power cut after their last sync
+// keeps of them.
+func keptLog(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	logs, err := filepath.Glob(filepath.Join(dir, "*.vlog"))
+	if err != nil || len(logs) == 0 {
+		t.Fatalf("no value log under %s (%v)", dir, err)
+	}
+	kept := map[string][]byte{}
+	for _, name := range logs {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept[name] = b
+	}
+	return kept
+}
+
+// revertPages puts every page of the value logs in dir that holds marker back as it was in
+// kept (zero where kept had none), as a power cut loses the pages written since a sync: the
+// bytes a sync covered stay, the rest of their page goes.
+func revertPages(t *testing.T, dir string, marker []byte, kept map[string][]byte) {
+	t.Helper()
+	logs, err := filepath.Glob(filepath.Join(dir, "*.vlog"))
+	if err != nil || len(logs) == 0 {
+		t.Fatalf("no value log under %s (%v)", dir, err)
+	}
+	lost := 0
+	for _, name := range logs {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := kept[name]
+		for off := 0; off < len(b); off += 4096 {
+			page := b[off:min(off+4096, len(b))]
+			if !bytes.Contains(page, marker) {
+				continue
+			}
+			was := make([]byte, len(page))
+			if off < len(old) {
+				copy(was, old[off:min(off+len(page), len(old))])
+			}
+			if !bytes.Equal(page, was) {
+				copy(page, was)
+				lost++
+			}
+		}
+		if err := os.WriteFile(name, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if lost == 0 {
+		t.Fatalf("no page holding %q was written after the sync", marker)
+	}
+}

@@ -172,6 +172,7 @@ func Open(opt Options) (*Replica, error) {
 		st.Close()
 		return nil, err
 	}
+	r.repairFromJournal()
 	r.reportRepair(st.UncleanStart())
 	r.setClient(opt.Client)
 	if opt.DEK != ([32]byte{}) {
@@ -366,12 +367,11 @@ func (r *Replica) refetchMissing(ctx context.Context, c Chain) error {
 			len(evs), err, rebuildStateDB)
 		return nil
 	}
-	for i, b := range blobs {
-		if err := r.cache.PutBlob(evs[i].Seq, b); err != nil {
-			return fmt.Errorf("cache epoch %d: %w", evs[i].Seq, err)
-		}
+	seqs := make([]uint64, len(evs))
+	for i, ev := range evs {
+		seqs[i] = ev.Seq
 	}
-	rp, err := r.store.RepairAgain(r.anchoredRows)
+	rp, err := r.cacheAndRepair(seqs, blobs)
 	if err != nil {
 		return err
 	}
@@ -384,6 +384,59 @@ func (r *Replica) refetchMissing(ctx context.Context, c Chain) error {
 	}
 	r.logf("%s", line)
 	return nil
+}
+
+// repairFromJournal puts back, at the open after an unclean run, what the open found lost
+// and whose epochs the epoch cache lacks but the push journal holds: a push applies its
+// epochs before their cache files are durable (ownCacheEvery) and clears an epoch's entry only
+// after them, so a power cut in between can keep the apply and lose the files, while the
+// entry, synced before the send, holds the blob in its signed transaction. Offline too, and
+// however long the node keeps transactions.
+func (r *Replica) repairFromJournal() {
+	missing := r.store.UncleanStart().Missing
+	if len(missing) == 0 || r.opt.DEK == ([32]byte{}) {
+		return
+	}
+	pend, err := r.store.PendingPushes()
+	if err != nil {
+		r.warnf("a run ended without closing the state database: reading the push journal for the epochs it wanted failed: %v", err)
+		return
+	}
+	bySeq := make(map[uint64]*store.PendingPush, len(pend))
+	for i := range pend {
+		bySeq[pend[i].Seq] = &pend[i]
+	}
+	var seqs []uint64
+	var blobs [][]byte
+	for _, info := range missing {
+		p := bySeq[info.Seq]
+		if p == nil || p.Digest != info.Digest {
+			continue
+		}
+		if blob, err := journaledBlob(p); err == nil {
+			seqs, blobs = append(seqs, info.Seq), append(blobs, blob)
+		}
+	}
+	if len(seqs) == 0 {
+		return
+	}
+	if _, err := r.cacheAndRepair(seqs, blobs); err != nil {
+		r.warnf("a run ended without closing the state database: putting back what it lost from %d epochs in the push journal failed: %v", len(seqs), err)
+		return
+	}
+	r.logf("a run ended without closing the state database: %d epochs it wanted were taken from the push journal", len(seqs))
+}
+
+// cacheAndRepair caches the blobs of the epochs seqs, which an unclean run's repair wanted
+// (each checked against its digest by whoever found it), and puts back what they carry
+// (Store.RepairAgain, which reads them from the cache).
+func (r *Replica) cacheAndRepair(seqs []uint64, blobs [][]byte) (store.Repair, error) {
+	for i, b := range blobs {
+		if err := r.cache.PutBlob(seqs[i], b); err != nil {
+			return store.Repair{}, fmt.Errorf("cache epoch %d: %w", seqs[i], err)
+		}
+	}
+	return r.store.RepairAgain(r.anchoredRows)
 }
 
 // anchoredRows is the rows the anchored epoch info carries, from its blob in the epoch cache:
