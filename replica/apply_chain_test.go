@@ -76,6 +76,13 @@ func (l *logLines) logf(t *testing.T) func(string, ...any) {
 	}
 }
 
+// text is every line so far, one a line.
+func (l *logLines) text() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
+}
+
 func (l *logLines) find(sub string) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()

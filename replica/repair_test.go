@@ -169,29 +169,7 @@ func TestPowerCutLostBodiesPutBack(t *testing.T) {
 // pages that were never synced.
 func lose(t *testing.T, dir string, marker []byte) {
 	t.Helper()
-	logs, err := filepath.Glob(filepath.Join(dir, "*.vlog"))
-	if err != nil || len(logs) == 0 {
-		t.Fatalf("no value log under %s (%v)", dir, err)
-	}
-	lost := 0
-	for _, name := range logs {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for off := 0; off < len(b); off += 4096 {
-			if page := b[off:min(off+4096, len(b))]; bytes.Contains(page, marker) {
-				clear(page)
-				lost++
-			}
-		}
-		if err := os.WriteFile(name, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if lost == 0 {
-		t.Fatalf("%q is in no value log", marker)
-	}
+	revertPages(t, dir, marker, nil)
 }
 
 // TestPowerCutDuringPushPutBackFromJournal: a push applies its epochs before their cache files
@@ -260,13 +238,8 @@ func TestPowerCutDuringPushPutBackFromJournal(t *testing.T) {
 	// offline, and the node has pruned the transaction: only the journal has the blob
 	connOf(t, a).Fault(func(f *memchain.Faults) { f.NoTx = map[uint64]bool{v.Anchor.Seq: true} })
 	opt.Client = nil
-	var mu sync.Mutex
-	var said []string
-	opt.Log = lineLog(func(format string, args ...any) {
-		mu.Lock()
-		said = append(said, fmt.Sprintf(format, args...))
-		mu.Unlock()
-	})
+	var said logLines
+	opt.Log = lineLog(said.logf(t))
 	b, err := Open(opt)
 	if err != nil {
 		t.Fatal(err)
@@ -281,9 +254,7 @@ func TestPowerCutDuringPushPutBackFromJournal(t *testing.T) {
 	if rp := b.store.UncleanStart(); rp.Bodies == 0 || len(rp.BodiesLeft) != 0 || rp.RecordsLeft != 0 || len(rp.Missing) != 0 {
 		t.Errorf("the open's repair: %+v; want the body put back and nothing left", rp)
 	}
-	mu.Lock()
-	log := strings.Join(said, "\n")
-	mu.Unlock()
+	log := said.text()
 	if !strings.Contains(log, "1 epochs it wanted were taken from the push journal") {
 		t.Errorf("the log of the open:\n%s", log)
 	}
@@ -346,6 +317,6 @@ func revertPages(t *testing.T, dir string, marker []byte, kept map[string][]byte
 		}
 	}
 	if lost == 0 {
-		t.Fatalf("no page holding %q was written after the sync", marker)
+		t.Fatalf("no page holding %q was written since what was kept", marker)
 	}
 }
