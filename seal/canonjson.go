@@ -55,6 +55,28 @@ func appendJSONString[T string | []byte](dst []byte, s T) []byte {
 	return append(dst, '"')
 }
 
+// jsonEscapeMax is the most bytes appendJSONString writes for one byte of its input (\u00XX).
+const jsonEscapeMax = 6
+
+// rowJSONMax bounds len(appendRowJSON(nil, r)) without encoding the row: every string at its
+// most escaped.
+func rowJSONMax(r *Row) int {
+	str := func(n int) int { return 2 + jsonEscapeMax*n }
+	n := len(`{"tier":,"key":}`) + str(len(r.Tier)) + str(len(r.Key))
+	for i, f := range r.nullableFields() {
+		n += len(`,"":`) + len(rowFieldNames[i])
+		switch {
+		case i == bodyField:
+			n += max(len("null"), str(len(r.Body.b)))
+		case f == nil:
+			n += len("null")
+		default:
+			n += str(len(*f))
+		}
+	}
+	return n
+}
+
 func appendNullableString(dst []byte, s *string) []byte {
 	if s == nil {
 		return append(dst, "null"...)

@@ -239,3 +239,37 @@ func FuzzDecodePlaintext(f *testing.F) {
 		}
 	})
 }
+
+// FuzzRowJSONMax: the bound FitsAlone trusts without encoding a row is never below the row's
+// encoded size, whatever its strings hold.
+func FuzzRowJSONMax(f *testing.F) {
+	f.Add("entity", "cat", "key", []byte("body"), "meta", true, true)
+	f.Add("state", "", "k\x00\"\\", []byte("\x01\x1f\n\t\"\\é"), "\x7f\u2028", false, false)
+	f.Add("journal", "c", "", []byte{}, "", true, false)
+	f.Fuzz(func(t *testing.T, tier, cat, key string, body []byte, meta string, hasBody, hasMeta bool) {
+		r := Row{Tier: tier, Category: &cat, Key: key, Status: &meta}
+		if hasBody {
+			r.Body = BodyOf(body)
+		}
+		if hasMeta {
+			r.Meta, r.TS, r.Extra = &meta, &cat, &key
+		}
+		if got, bound := len(appendRowJSON(nil, &r)), rowJSONMax(&r); bound < got {
+			t.Fatalf("rowJSONMax %d, the row encodes to %d bytes", bound, got)
+		}
+	})
+}
+
+// TestRowJSONMaxTight: a row whose every string byte is escaped as \u00XX encodes to exactly
+// the bound.
+func TestRowJSONMaxTight(t *testing.T) {
+	ctl := string([]byte{0x01, 0x02, 0x1f})
+	r := Row{Tier: ctl, Key: ctl, Category: &ctl, Status: &ctl, Body: BodyOf([]byte(ctl)), Meta: &ctl, TS: &ctl, Evaluated: &ctl, Acted: &ctl, Forward: &ctl, Extra: &ctl}
+	if got, bound := len(appendRowJSON(nil, &r)), rowJSONMax(&r); got != bound {
+		t.Errorf("every byte escaped: encoded %d bytes, bound %d", got, bound)
+	}
+	var nulls Row
+	if got, bound := len(appendRowJSON(nil, &nulls)), rowJSONMax(&nulls); got != bound {
+		t.Errorf("every field null: encoded %d bytes, bound %d", got, bound)
+	}
+}

@@ -255,7 +255,7 @@ const fitsAloneBelow = 60000
 // carry even alone, or nil. A push holds such rows before it splits the rest, so that the
 // split never stops halfway.
 func FitsAlone(row *Row) error {
-	if len(appendRowJSON(nil, row)) < fitsAloneBelow {
+	if rowJSONMax(row) < fitsAloneBelow || len(appendRowJSON(nil, row)) < fitsAloneBelow {
 		return nil
 	}
 	_, err := ChunkDiff([]Row{*row}, nil)

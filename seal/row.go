@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/ethereum/go-ethereum/crypto"
@@ -131,13 +132,20 @@ func Leaf(r *Row) [32]byte {
 	if n > leafInline {
 		return leafStreamed(fields)
 	}
-	buf := make([]byte, 0, n)
-	buf = append(buf, leafDomain...)
+	bp := leafBufs.Get().(*[]byte)
+	buf := append((*bp)[:0], leafDomain...)
 	for _, f := range fields {
 		buf = appendLP(buf, f)
 	}
-	return crypto.Keccak256Hash(buf)
+	h := crypto.Keccak256Hash(buf)
+	*bp = buf
+	leafBufs.Put(bp)
+	return h
 }
+
+// leafBufs are Leaf's preimage buffers, of up to leafInline bytes: a flush computes the leaf
+// of every row it carries more than once, and each buffer would be garbage at once.
+var leafBufs = sync.Pool{New: func() any { return new([]byte) }}
 
 // leafInline is the largest leaf preimage Leaf builds in one buffer; a larger one (a body of
 // megabytes) is hashed a piece at a time instead, without a copy of the whole row.
