@@ -21,6 +21,21 @@ type History struct {
 	block uint64
 }
 
+// lastFound is the version a History's Get found last, kept for the Read or Content of the
+// same row at the same block that follows it (a file looked up, then read for the first
+// time): they take it instead of seeking it again. One for the whole store, and only a small
+// one, so that lookups without reads (ls -l, stat) across many blocks keep nothing more. A
+// view is served as unchanging (the kernel keeps what it shows), so what the lookup found is
+// what the read must show.
+type lastFound struct {
+	mu    sync.Mutex
+	block uint64
+	rec   *histRec
+}
+
+// foundMax is the largest row content a History keeps between a Get and the read after it.
+const foundMax = 64 << 10
+
 // historyInos hands out inode numbers for history views. They live in a range of their own so
 // that a history file is never merged with the live file of the same row.
 type historyInos struct {
@@ -122,12 +137,33 @@ func (h *History) Get(k vault.Key) (*vault.Version, error) {
 	if err != nil {
 		return nil, err
 	}
-	return h.version(rec), nil
+	v := h.version(rec)
+	if v.Size <= foundMax {
+		f := &h.s.histFound
+		f.mu.Lock()
+		f.block, f.rec = h.block, rec
+		f.mu.Unlock()
+	}
+	return v, nil
+}
+
+// takeFound is the version of k that Get kept, if it is k's, found again otherwise.
+func (h *History) takeFound(k vault.Key) (*histRec, error) {
+	f := &h.s.histFound
+	f.mu.Lock()
+	rec := f.rec
+	if rec != nil && f.block == h.block && rowKey(rec.Row) == k {
+		f.rec = nil
+		f.mu.Unlock()
+		return rec, nil
+	}
+	f.mu.Unlock()
+	return h.find(k)
 }
 
 // Content returns the content of k at the block.
 func (h *History) Content(k vault.Key) ([]byte, error) {
-	rec, err := h.find(k)
+	rec, err := h.takeFound(k)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +172,7 @@ func (h *History) Content(k vault.Key) ([]byte, error) {
 
 // Read returns the version of k at the block and its content, found once.
 func (h *History) Read(k vault.Key) (*vault.Version, []byte, error) {
-	rec, err := h.find(k)
+	rec, err := h.takeFound(k)
 	if err != nil {
 		return nil, nil, err
 	}

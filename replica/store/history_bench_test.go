@@ -66,6 +66,18 @@ func BenchmarkHistoryRead(b *testing.B) {
 			}
 		}
 	})
+	// a first read at a block: the lookup of the row, then the read of the same view
+	b.Run("GetThenRead", func(b *testing.B) {
+		for b.Loop() {
+			h := at()
+			if _, err := h.Get(k); err != nil {
+				b.Fatal(err)
+			}
+			if _, _, err := h.Read(k); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("Content", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := at().Content(k); err != nil {

@@ -248,3 +248,41 @@ func TestCategoryCountFromPrevious(t *testing.T) {
 		t.Fatalf("after epoch 4 (block shared with epoch 3): %d categories, want 2 (a and c, counted whole)", got)
 	}
 }
+
+// TestHistoryReadTakesWhatGetFound: the read that follows a lookup at the same block takes the
+// version the lookup found, once, and shows the same row; a read of another row or at another
+// block, a second read, and a row over foundMax find theirs again.
+func TestHistoryReadTakesWhatGetFound(t *testing.T) {
+	r := newTestStore(t)
+	small := seal.Row{Tier: "entity", Category: cat("c"), Key: "small", Body: seal.BodyString(`{"v":1}`)}
+	big := seal.Row{Tier: "entity", Category: cat("c"), Key: "big", Body: seal.BodyString(strings.Repeat("b", foundMax+1))}
+	other := seal.Row{Tier: "state", Key: "other", Body: seal.BodyString("other body")}
+	p := plaintextFor(map[string]seal.Row{}, 1, []seal.Row{small, big, other}, nil)
+	if _, _, err := r.ApplyEpoch(vault.EpochInfo{Seq: 1, Block: 10, Digest: common.Hash{1}}, p, ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	key := func(row seal.Row) vault.Key { return rowKey(&row) }
+	h := r.At(10)
+	if _, err := h.Get(key(small)); err != nil || r.histFound.rec == nil {
+		t.Fatalf("Get of a small row: %v, kept %v", err, r.histFound.rec != nil)
+	}
+	if got, err := h.Content(key(other)); err != nil || string(got) != "other body" || r.histFound.rec == nil {
+		t.Fatalf("Content of another row after it: %q, %v; the small row's kept: %v", got, err, r.histFound.rec != nil)
+	}
+	if got, err := r.At(11).Content(key(small)); err != nil || string(got) != `{"v":1}` || r.histFound.rec == nil {
+		t.Fatalf("Content of the row at another block: %q, %v; the one kept at block 10 still kept: %v", got, err, r.histFound.rec != nil)
+	}
+	v, got, err := h.Read(key(small))
+	if err != nil || string(got) != `{"v":1}` || v.Key != key(small) || v.Size != int64(len(got)) || r.histFound.rec != nil {
+		t.Fatalf("Read after the Get: %+v, %q, %v; still kept: %v", v, got, err, r.histFound.rec != nil)
+	}
+	if _, got, err := h.Read(key(small)); err != nil || string(got) != `{"v":1}` {
+		t.Fatalf("a second Read, found again: %q, %v", got, err)
+	}
+	if _, err := h.Get(key(big)); err != nil || r.histFound.rec != nil {
+		t.Fatalf("Get of a row over %d bytes: %v; kept: %v", foundMax, err, r.histFound.rec != nil)
+	}
+	if got, err := h.Content(key(big)); err != nil || len(got) != foundMax+1 {
+		t.Fatalf("Content of that row: %d bytes, %v", len(got), err)
+	}
+}

@@ -34,6 +34,7 @@ type Store struct {
 	subs        []func([]vault.Key)
 	now         func() time.Time
 	histInos    historyInos
+	histFound   lastFound                // see History.Get
 	leaves      leafSet                  // the mirror's leaves in canonical-id order; guarded by t.mu
 	anchors     map[uint64]*vault.Anchor // by seq, for sharedAnchor; guarded by t.mu
 	untimed     untimedEpochs            // the epoch records still without a block time
