@@ -311,7 +311,7 @@ func (s *Store) applyDelete(txn *badger.Txn, apply *[]func(), e *epochApply, id 
 	if err := delMirror(txn, id); err != nil {
 		return nil, nil, err
 	}
-	if err := putRecord(txn, string(historyKey(id, info.Block, info.Seq)), &histRec{Anchor: e.anchor, Mtime: nanos(e.mtime)}); err != nil {
+	if err := putHistory(txn, id, info.Block, info.Seq, &histRec{Anchor: e.anchor, Mtime: nanos(e.mtime)}); err != nil {
 		return nil, nil, err
 	}
 	st, staged, err := getStagedHead(txn, id)
@@ -345,7 +345,7 @@ func (s *Store) applyPut(txn *badger.Txn, apply *[]func(), e *epochApply, id str
 	if err := putMirror(txn, id, &rec); err != nil {
 		return nil, nil, err
 	}
-	if err := putRecord(txn, string(historyKey(id, info.Block, info.Seq)), &histRec{Row: r, Anchor: e.anchor, Mtime: nanos(rowMtime)}); err != nil {
+	if err := putHistory(txn, id, info.Block, info.Seq, &histRec{Row: r, Anchor: e.anchor, Mtime: nanos(rowMtime)}); err != nil {
 		return nil, nil, err
 	}
 	changed, conflicts, err := s.settle(txn, apply, id, rowKey(r), &rec, st, staged, info, opt)

@@ -190,7 +190,38 @@ type histEntry struct {
 // a walk skip deletions without decoding anything.
 var jsonDeletedPrefix = []byte(`{"row":null`)
 
+// A history version's badger user meta says whether it is a deletion, so that a walk that
+// only asks whether a row was live at a block (HasCategory, CategoryCount: every first look at
+// an @<block>) reads no value: a version's record lives in the value log, and reading it
+// faults its pages in again after the page releaser let them go. Versions written before it
+// carry 0, and their record is read.
+const (
+	histMetaLive    byte = 1
+	histMetaDeleted byte = 2
+)
+
+// historyEntry is rec as version (block, seq) of id's history, with its user meta.
+func historyEntry(id string, block, seq uint64, rec *histRec) *badger.Entry {
+	meta := histMetaLive
+	if rec.Row == nil {
+		meta = histMetaDeleted
+	}
+	return badger.NewEntry(historyKey(id, block, seq), encodeRecord(rec)).WithMeta(meta)
+}
+
+// putHistory stores rec as version (block, seq) of id's history.
+func putHistory(txn *badger.Txn, id string, block, seq uint64, rec *histRec) error {
+	e := historyEntry(id, block, seq, rec)
+	return storeError("record", len(e.Value), txn.SetEntry(e))
+}
+
 func (e histEntry) deleted() (bool, error) {
+	switch e.item.UserMeta() {
+	case histMetaLive:
+		return false, nil
+	case histMetaDeleted:
+		return true, nil
+	}
 	var del bool
 	err := itemValue(e.item, func(b []byte) error {
 		del = bytes.HasPrefix(b, histDeletedPrefix) || bytes.HasPrefix(b, jsonDeletedPrefix)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"reflect"
 	"sort"
@@ -285,4 +286,74 @@ func TestHistoryReadTakesWhatGetFound(t *testing.T) {
 	if got, err := h.Content(key(big)); err != nil || len(got) != foundMax+1 {
 		t.Fatalf("Content of that row: %d bytes, %v", len(got), err)
 	}
+}
+
+// TestHistoryMetaTellsDeletions: every version an epoch writes to the history says in its user
+// meta whether it is a deletion, which the walks take without reading the record; a version
+// written before the meta (0) is read, and tells the same.
+func TestHistoryMetaTellsDeletions(t *testing.T) {
+	r := newTestStore(t)
+	state := map[string]seal.Row{}
+	live := seal.Row{Tier: "entity", Category: cat("kept"), Key: "k", Body: seal.BodyString("kept")}
+	gone := seal.Row{Tier: "entity", Category: cat("gone"), Key: "k", Body: seal.BodyString("gone")}
+	if _, _, err := r.ApplyEpoch(vault.EpochInfo{Seq: 1, Block: 10, Digest: common.Hash{1}}, plaintextFor(state, 1, []seal.Row{live, gone}, nil), ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	del := []seal.Deleted{{Tier: "entity", Category: cat("gone"), Key: "k"}}
+	if _, _, err := r.ApplyEpoch(vault.EpochInfo{Seq: 2, Block: 20, Digest: common.Hash{2}}, plaintextFor(state, 2, nil, del), ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	metas := map[string]byte{}
+	err := r.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(pHistory)})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			k := it.Item().Key()
+			metas[fmt.Sprintf("%s@%d", strings.ReplaceAll(string(k[len(pHistory):len(k)-17]), "\x00", "/"), beUint64(k[len(k)-16:]))] = it.Item().UserMeta()
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]byte{"entity/kept/k@10": histMetaLive, "entity/gone/k@10": histMetaLive, "entity/gone/k@20": histMetaDeleted}
+	if !maps.Equal(metas, want) {
+		t.Fatalf("the history's user metas: %v, want %v", metas, want)
+	}
+	check := func(when string) {
+		t.Helper()
+		if !r.At(15).HasCategory("gone") || r.At(25).HasCategory("gone") || !r.At(25).HasCategory("kept") {
+			t.Errorf("%s: category gone at 15 %v, at 25 %v; kept at 25 %v; want true, false, true", when,
+				r.At(15).HasCategory("gone"), r.At(25).HasCategory("gone"), r.At(25).HasCategory("kept"))
+		}
+		if n, err := r.At(25).CategoryCount(); err != nil || n != 1 {
+			t.Errorf("%s: %d categories at 25 (%v), want 1", when, n, err)
+		}
+	}
+	check("with the metas")
+	// as an earlier version wrote them: the same records, no meta
+	err = r.db.Update(func(txn *badger.Txn) error {
+		for _, v := range []struct {
+			id         string
+			block, seq uint64
+		}{{"entity\x00gone\x00k", 10, 1}, {"entity\x00gone\x00k", 20, 2}, {"entity\x00kept\x00k", 10, 1}} {
+			e := historyEntry(v.id, v.block, v.seq, &histRec{})
+			item, err := txn.Get(e.Key)
+			if err != nil {
+				return err
+			}
+			b, err := item.ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			if err := txn.Set(e.Key, b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("without them")
 }

@@ -282,7 +282,7 @@ func (s *Store) WriteVersions(anchor vault.Anchor, p *seal.Plaintext, before *Re
 }
 
 func setHistory(wb *badger.WriteBatch, id string, block, seq uint64, rec *histRec) error {
-	return wb.Set(historyKey(id, block, seq), encodeRecord(rec))
+	return wb.SetEntry(historyEntry(id, block, seq, rec))
 }
 
 // BlockAt is the block of the newest recorded epoch whose block timestamp is at or before t

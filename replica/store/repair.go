@@ -430,7 +430,7 @@ func rebuildLostRecords(d *db, epochs *epochRowsByID) (rebuilt, unrebuilt int, e
 	_, err = d.commit(func(txn *badger.Txn) error {
 		for _, b := range todo {
 			if !b.l.mirror {
-				if err := putRecord(txn, string(historyKey(b.l.id, b.l.block, b.l.seq)), &b.rec); err != nil {
+				if err := putHistory(txn, b.l.id, b.l.block, b.l.seq, &b.rec); err != nil {
 					return err
 				}
 				continue
