@@ -106,20 +106,29 @@ func (b *FileBatch) rename() error {
 
 // put renames files into place and, when sync, syncs their directories.
 func (b *FileBatch) put(files []batchedFile, sync bool) error {
-	dirs := map[string]bool{}
+	placed := make([]string, len(files))
 	for i, f := range files {
 		if err := os.Rename(f.tmp, f.path); err != nil {
 			b.remove(files[i:])
 			return err
 		}
-		dirs[filepath.Dir(f.path)] = true
+		placed[i] = f.path
 	}
 	if !sync {
 		return nil
 	}
-	for d := range dirs {
-		if err := atomicfile.Sync(d); err != nil {
-			return err
+	return syncDirsOf(placed)
+}
+
+// syncDirsOf syncs each directory that holds one of paths, once: the names put there.
+func syncDirsOf(paths []string) error {
+	done := map[string]bool{}
+	for _, p := range paths {
+		if d := filepath.Dir(p); !done[d] {
+			done[d] = true
+			if err := atomicfile.Sync(d); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

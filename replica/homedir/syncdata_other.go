@@ -2,11 +2,7 @@
 
 package homedir
 
-import (
-	"path/filepath"
-
-	"kintfs/chain/atomicfile"
-)
+import "kintfs/chain/atomicfile"
 
 // syncData makes the data of the files at paths durable, one fsync a file.
 func syncData(paths []string) error {
@@ -24,14 +20,5 @@ func syncPlaced(paths []string) error {
 	if err := syncData(paths); err != nil {
 		return err
 	}
-	dirs := map[string]bool{}
-	for _, p := range paths {
-		if d := filepath.Dir(p); !dirs[d] {
-			dirs[d] = true
-			if err := atomicfile.Sync(d); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return syncDirsOf(paths)
 }
