@@ -5,6 +5,7 @@ import (
 	"hash/crc32"
 	"math/bits"
 	"sync"
+	"unsafe"
 )
 
 // kint compresses with zlib at level 9 (Python's gzip.compress), and the test
@@ -192,7 +193,7 @@ func (d *deflater) fillWindow() {
 // the longest match (capped at the lookahead), setting matchStart.
 func (d *deflater) longestMatch(curMatch int) int {
 	chain := zMaxChain
-	win := d.window[:]
+	win := &d.window
 	scan := d.strstart
 	bestLen := d.prevLength
 	nice := zNiceMatch
@@ -202,19 +203,19 @@ func (d *deflater) longestMatch(curMatch int) int {
 	}
 	// The last two bytes of the best match so far and the first two of the string, each
 	// compared as one 16-bit load: zlib's tests, in fewer instructions.
-	scanEnd := binary.LittleEndian.Uint16(win[scan+bestLen-1:])
+	scanEnd := window16(win, scan+bestLen-1)
 	if d.prevLength >= zGoodMatch {
 		chain >>= 2
 	}
 	if nice > d.lookahead {
 		nice = d.lookahead
 	}
-	start := binary.LittleEndian.Uint16(win[scan:])
+	start := window16(win, scan)
 	tail := win[scan+3 : scan+zMaxMatch]
 	prev := &d.prev
 	for {
 		m := curMatch
-		if binary.LittleEndian.Uint16(win[m+bestLen-1:]) == scanEnd && binary.LittleEndian.Uint16(win[m:]) == start {
+		if window16(win, m+bestLen-1) == scanEnd && window16(win, m) == start {
 			// Byte 2 equals by construction of the hash, as zlib assumes.
 			n := 3 + commonPrefix(win[m+3:m+zMaxMatch], tail)
 			if n > bestLen {
@@ -223,7 +224,7 @@ func (d *deflater) longestMatch(curMatch int) int {
 				if n >= nice {
 					break
 				}
-				scanEnd = binary.LittleEndian.Uint16(win[scan+bestLen-1:])
+				scanEnd = window16(win, scan+bestLen-1)
 			}
 		}
 		curMatch = int(prev[curMatch&zWMask])
@@ -239,6 +240,16 @@ func (d *deflater) longestMatch(curMatch int) int {
 		return bestLen
 	}
 	return d.lookahead
+}
+
+// window16 is the two window bytes at i and i+1 as one load, for comparing with another such
+// load only (the byte order is the machine's). It checks no bounds: the hash chain walk, most
+// of a flush's time, makes four such loads per candidate. zlib keeps every string it compares
+// inside the window (strstart <= zWindowSize-zMinLook, a match at most zMaxMatch long), so
+// i+1 < zWindowSize; the mask keeps even a broken invariant inside the deflater, whose prev
+// follows the window.
+func window16(w *[zWindowSize]byte, i int) uint16 {
+	return *(*uint16)(unsafe.Pointer(&w[i&(zWindowSize-1)]))
 }
 
 // commonPrefix returns how many leading bytes a and b share (len(a) == len(b)).
