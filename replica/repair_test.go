@@ -68,6 +68,10 @@ func TestPowerCutLostBodiesPutBack(t *testing.T) {
 		said = append(said, fmt.Sprintf(format, args...))
 		mu.Unlock()
 	})
+	// offline opens: an open with a connection fetches what the cache lacks itself
+	// (TestPowerCutOpenFetchesWhatTheCacheLacks); this one leaves it to the pull
+	online := opt.Client
+	opt.Client = nil
 	b, err := Open(opt)
 	if err != nil {
 		t.Fatal(err)
@@ -107,6 +111,7 @@ func TestPowerCutLostBodiesPutBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	c.setClient(online)
 	for i := 0; i < 2; i++ {
 		if got, err := c.store.Content(key(i)); err != nil || !bytes.Equal(got, body(i)) {
 			t.Fatalf("doc%d after a clean restart without the cache: %d bytes, %v", i, len(got), err)
@@ -318,5 +323,107 @@ func revertPages(t *testing.T, dir string, marker []byte, kept map[string][]byte
 	}
 	if lost == 0 {
 		t.Fatalf("no page holding %q was written since what was kept", marker)
+	}
+}
+
+// TestPowerCutOpenFetchesWhatTheCacheLacks: a power cut took the bytes of an anchored row's
+// mirror record and of its version in history (its 2 KB meta lives in a value log), and the
+// epoch that anchored it is neither in the epoch cache (trimmed by hand) nor in the push
+// journal. Offline, the open refuses, naming the cause and the way out; with a node that has
+// pruned the transaction it refuses saying the fetch failed. With a connection the open fetches
+// the epoch from the chain, checks it against the recorded digest, caches it and rebuilds what
+// was lost: the row and its version at the epoch's block read with their meta, and the log says
+// where the epoch came from without naming the row.
+func TestPowerCutOpenFetchesWhatTheCacheLacks(t *testing.T) {
+	e := newChainEnv(t)
+	a := e.machine()
+	key := vault.Key{Tier: "reference", Key: "doc-mf"}
+	marker := "meta-fetch-marker"
+	meta := `{"note":"` + strings.Repeat(marker+" ", 120) + `"}`
+	if _, err := a.Write(key, []byte("the body of doc-mf"), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.SetAttr(key, "meta", &meta); err != nil {
+		t.Fatal(err)
+	}
+	flushAll(t, a)
+	v, err := a.store.Get(key)
+	if err != nil || v.Anchor == nil {
+		t.Fatalf("doc-mf after the flush: %+v, %v", v, err)
+	}
+	opt := a.opt
+	online := connOf(t, a)
+	a.Close()
+
+	dbDir := filepath.Join(opt.Home.Dir, "db", opt.Vault.Space16())
+	lose(t, dbDir, []byte(marker))
+	if err := os.WriteFile(filepath.Join(dbDir, "kintfs-running"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cacheDir := opt.Home.Path("epochs", opt.Vault.Space16())
+	cached, err := filepath.Glob(filepath.Join(cacheDir, fmt.Sprintf("%08d.*", v.Anchor.Seq)))
+	if err != nil || len(cached) == 0 {
+		t.Fatalf("epoch %d is not in the cache (%v)", v.Anchor.Seq, err)
+	}
+	for _, f := range cached {
+		if err := os.Remove(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	refused := func(why, cause string) {
+		t.Helper()
+		b, err := Open(opt)
+		if err == nil {
+			b.Close()
+			t.Fatalf("%s: the open rebuilt a record from an epoch it could not have", why)
+		}
+		msg := err.Error()
+		for _, want := range []string{"1 anchored rows lost their records in a power cut", "move KINT_HOME/db aside", cause} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("%s: the refusal does not say %q: %v", why, want, err)
+			}
+		}
+		if strings.Contains(msg, marker) || strings.Contains(msg, "doc-mf") {
+			t.Errorf("%s: the refusal names the row or quotes its meta: %v", why, err)
+		}
+	}
+	opt.Client = nil
+	refused("offline", "this command is offline")
+	online.Fault(func(f *memchain.Faults) { f.NoTx = map[uint64]bool{v.Anchor.Seq: true} })
+	opt.Client = online
+	refused("a node without the transaction", "fetching it from the chain failed")
+	online.Fault(func(f *memchain.Faults) { f.NoTx = nil })
+
+	var said logLines
+	opt.Log = lineLog(said.logf(t))
+	b, err := Open(opt)
+	if err != nil {
+		t.Fatalf("the open with the chain at hand: %v", err)
+	}
+	defer b.Close()
+	for _, at := range []struct {
+		name string
+		get  func() (*vault.Version, error)
+	}{
+		{"now", func() (*vault.Version, error) { return b.store.Get(key) }},
+		{fmt.Sprintf("at block %d", v.Anchor.Block), func() (*vault.Version, error) { return b.store.At(v.Anchor.Block).Get(key) }},
+	} {
+		got, err := at.get()
+		if err != nil || got.Row.Meta == nil || *got.Row.Meta != meta || got.Anchor == nil || got.Anchor.Seq != v.Anchor.Seq {
+			t.Fatalf("doc-mf %s after the open: %+v, %v; want the anchored version with its meta", at.name, got, err)
+		}
+	}
+	if rp := b.store.UncleanStart(); rp.Records < 2 || rp.RecordsLeft != 0 || len(rp.Missing) != 0 {
+		t.Errorf("the open's repair: %+v; want the mirror record and the history version rebuilt, nothing left", rp)
+	}
+	if blob, err := filepath.Glob(filepath.Join(cacheDir, fmt.Sprintf("%08d.bin", v.Anchor.Seq))); err != nil || len(blob) != 1 {
+		t.Errorf("epoch %d's blob in the cache after the open: %v, %v", v.Anchor.Seq, blob, err)
+	}
+	log := said.text()
+	if !strings.Contains(log, "1 epochs it wanted were fetched from the chain") {
+		t.Errorf("the log of the open:\n%s", log)
+	}
+	if strings.Contains(log, "doc-mf") || strings.Contains(log, marker) {
+		t.Errorf("the log names the row or quotes its meta:\n%s", log)
 	}
 }

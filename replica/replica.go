@@ -11,8 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ethereum/go-ethereum/common"
-
 	"kintfs/chain"
 	"kintfs/replica/homedir"
 	"kintfs/replica/ignore"
@@ -153,7 +151,8 @@ func Open(opt Options) (*Replica, error) {
 		return nil, err
 	}
 	r := &Replica{opt: opt, vault: opt.Vault, cache: homedir.NewEpochCache(opt.Home, opt.Vault.Space16())}
-	st, err := store.OpenStoreWith(dir, r.anchoredRows)
+	sources := &openSources{r: r}
+	st, err := store.OpenStoreWith(dir, sources.rows)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +171,7 @@ func Open(opt Options) (*Replica, error) {
 		st.Close()
 		return nil, err
 	}
-	r.repairFromJournal()
+	sources.report()
 	r.reportRepair(st.UncleanStart())
 	r.setClient(opt.Client)
 	if opt.DEK != ([32]byte{}) {
@@ -326,7 +325,7 @@ func (r *Replica) reportRepair(rp store.Repair) {
 		r.logf("%s: %d anchored records lost in a power cut were rebuilt from the epochs that anchored them", lead, rp.Records)
 	}
 	// what is left is looked for again at every start (see store.Repair)
-	const left = "every start looks again, and one that opens the vault's key and finds their epochs in the epoch cache puts them back, as does the next pull, which fetches the epochs the cache lacks from the chain; else " + rebuildStateDB
+	const left = "every start looks again, and one that opens the vault's key puts them back from their epochs (in the epoch cache, the push journal, or fetched from the chain when it is online), as does the next pull; else " + rebuildStateDB
 	if rp.RecordsLeft > 0 {
 		r.warnf("%s: %d versions in the history lost their records and could not be rebuilt here; they read as errors under @<block>: %s", lead, rp.RecordsLeft, left)
 	}
@@ -357,9 +356,8 @@ func (r *Replica) refetchMissing(ctx context.Context, c Chain) error {
 		return nil
 	}
 	evs := make([]*chain.EpochEvent, len(missing))
-	for i, info := range missing {
-		evs[i] = &chain.EpochEvent{Owner: r.vault.Owner, Space: r.vault.Space, Writer: info.Writer, Seq: info.Seq,
-			Prev: info.Prev, Digest: info.Digest, Block: info.Block, TxHash: common.HexToHash(info.Tx)}
+	for i := range missing {
+		evs[i] = r.epochEvent(&missing[i])
 	}
 	blobs, err := c.FetchBlobs(ctx, evs)
 	if err != nil {
@@ -386,47 +384,6 @@ func (r *Replica) refetchMissing(ctx context.Context, c Chain) error {
 	return nil
 }
 
-// repairFromJournal puts back, at the open after an unclean run, what the open found lost
-// and whose epochs the epoch cache lacks but the push journal holds: a push applies its
-// epochs before their cache files are durable (ownCacheEvery) and clears an epoch's entry only
-// after them, so a power cut in between can keep the apply and lose the files, while the
-// entry, synced before the send, holds the blob in its signed transaction. Offline too, and
-// however long the node keeps transactions.
-func (r *Replica) repairFromJournal() {
-	missing := r.store.UncleanStart().Missing
-	if len(missing) == 0 || r.opt.DEK == ([32]byte{}) {
-		return
-	}
-	pend, err := r.store.PendingPushes()
-	if err != nil {
-		r.warnf("a run ended without closing the state database: reading the push journal for the epochs it wanted failed: %v", err)
-		return
-	}
-	bySeq := make(map[uint64]*store.PendingPush, len(pend))
-	for i := range pend {
-		bySeq[pend[i].Seq] = &pend[i]
-	}
-	var seqs []uint64
-	var blobs [][]byte
-	for _, info := range missing {
-		p := bySeq[info.Seq]
-		if p == nil || p.Digest != info.Digest {
-			continue
-		}
-		if blob, err := journaledBlob(p); err == nil {
-			seqs, blobs = append(seqs, info.Seq), append(blobs, blob)
-		}
-	}
-	if len(seqs) == 0 {
-		return
-	}
-	if _, err := r.cacheAndRepair(seqs, blobs); err != nil {
-		r.warnf("a run ended without closing the state database: putting back what it lost from %d epochs in the push journal failed: %v", len(seqs), err)
-		return
-	}
-	r.logf("a run ended without closing the state database: %d epochs it wanted were taken from the push journal", len(seqs))
-}
-
 // cacheAndRepair caches the blobs of the epochs seqs, which an unclean run's repair wanted
 // (each checked against its digest by whoever found it), and puts back what they carry
 // (Store.RepairAgain, which reads them from the cache).
@@ -442,7 +399,7 @@ func (r *Replica) cacheAndRepair(seqs []uint64, blobs [][]byte) (store.Repair, e
 // anchoredRows is the rows the anchored epoch info carries, from its blob in the epoch cache:
 // the blob must hash to the digest the state database recorded for the epoch and open with the
 // vault's key, so nothing is rebuilt other than as anchored.
-func (r *Replica) anchoredRows(info *vault.EpochInfo) ([]seal.Row, error) {
+func (r *Replica) anchoredRows(info *vault.EpochInfo, _ *store.PendingPush) ([]seal.Row, error) {
 	if r.opt.DEK == ([32]byte{}) {
 		return nil, errors.New("the vault's key is not open in this command")
 	}

@@ -67,7 +67,7 @@ func TestUncleanStartRebuildsLostRecords(t *testing.T) {
 	cutPower(t, r, allPages, "meta-one-lost", "meta-two-lost")
 
 	asked := map[uint64]int{}
-	s, err := OpenStoreWith(r.dir, func(info *vault.EpochInfo) ([]seal.Row, error) {
+	s, err := OpenStoreWith(r.dir, func(info *vault.EpochInfo, _ *PendingPush) ([]seal.Row, error) {
 		asked[info.Seq]++
 		if info.Block != 100*info.Seq || info.Digest != (common.Hash{byte(info.Seq)}) {
 			t.Errorf("asked for epoch %d with block %d and digest %x: not the recorded ones", info.Seq, info.Block, info.Digest)
@@ -110,7 +110,7 @@ func TestUncleanStartRebuildsLostRecords(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	again, err := OpenStoreWith(r.dir, func(*vault.EpochInfo) ([]seal.Row, error) {
+	again, err := OpenStoreWith(r.dir, func(*vault.EpochInfo, *PendingPush) ([]seal.Row, error) {
 		t.Error("a clean open asked for an epoch")
 		return nil, nil
 	})
@@ -132,10 +132,12 @@ func TestUncleanStartRefusesUnrebuildableRecord(t *testing.T) {
 	cutPower(t, r, allPages, "meta-gone")
 	for name, rows := range map[string]EpochRows{
 		"no epochs at hand": nil,
-		"not in the cache": func(info *vault.EpochInfo) ([]seal.Row, error) {
+		"not in the cache": func(info *vault.EpochInfo, _ *PendingPush) ([]seal.Row, error) {
 			return nil, errors.New("epoch 2 is not in the epoch cache")
 		},
-		"another row": func(*vault.EpochInfo) ([]seal.Row, error) { return []seal.Row{{Tier: "reference", Key: "other"}}, nil },
+		"another row": func(*vault.EpochInfo, *PendingPush) ([]seal.Row, error) {
+			return []seal.Row{{Tier: "reference", Key: "other"}}, nil
+		},
 	} {
 		s, err := OpenStoreWith(r.dir, rows)
 		if err == nil {
@@ -149,7 +151,7 @@ func TestUncleanStartRefusesUnrebuildableRecord(t *testing.T) {
 			t.Errorf("%s: the refusal names the row or its meta: %v", name, err)
 		}
 	}
-	s, err := OpenStoreWith(r.dir, func(info *vault.EpochInfo) ([]seal.Row, error) { return epochs[info.Seq].Rows, nil })
+	s, err := OpenStoreWith(r.dir, func(info *vault.EpochInfo, _ *PendingPush) ([]seal.Row, error) { return epochs[info.Seq].Rows, nil })
 	if err != nil {
 		t.Fatalf("the open with the epoch at hand: %v", err)
 	}
@@ -181,7 +183,7 @@ func TestUncleanStartRebuildsMirrorFromHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	cutPower(t, r, lastPage, "meta-mirror-only")
-	s, err := OpenStoreWith(r.dir, func(info *vault.EpochInfo) ([]seal.Row, error) {
+	s, err := OpenStoreWith(r.dir, func(info *vault.EpochInfo, _ *PendingPush) ([]seal.Row, error) {
 		t.Errorf("asked for epoch %d: the history holds the version whole", info.Seq)
 		return nil, nil
 	})
@@ -213,7 +215,7 @@ func TestUncleanRepairWaitsForTheEpochs(t *testing.T) {
 	body := string(row.Body.Bytes())
 	cutPower(t, r, allPages, "waits-for-epochs")
 	marker := filepath.Join(r.dir, runningMarker)
-	noKey := func(*vault.EpochInfo) ([]seal.Row, error) {
+	noKey := func(*vault.EpochInfo, *PendingPush) ([]seal.Row, error) {
 		return nil, errors.New("the vault's key is not open in this command")
 	}
 	for _, rows := range []EpochRows{nil, noKey} {
@@ -231,7 +233,7 @@ func TestUncleanRepairWaitsForTheEpochs(t *testing.T) {
 			t.Fatalf("after a clean close that left the body lost: %v; want the running marker kept", err)
 		}
 	}
-	s, err := OpenStoreWith(r.dir, func(*vault.EpochInfo) ([]seal.Row, error) { return []seal.Row{row}, nil })
+	s, err := OpenStoreWith(r.dir, func(*vault.EpochInfo, *PendingPush) ([]seal.Row, error) { return []seal.Row{row}, nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,5 +248,49 @@ func TestUncleanRepairWaitsForTheEpochs(t *testing.T) {
 	}
 	if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("after the repair and a clean close: %v; want the running marker gone", err)
+	}
+}
+
+// TestUncleanStartHandsOverTheJournaledEpoch: the open asks for an epoch's rows with the push
+// journal's entry for it when the entry's digest is the one recorded for the epoch (its
+// transaction carries the blob), and without it when there is none or its digest differs.
+func TestUncleanStartHandsOverTheJournaledEpoch(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		digest common.Hash // of the journal entry for epoch 2; zero: no entry
+		handed bool
+	}{
+		{"the same digest", common.Hash{2}, true},
+		{"another digest", common.Hash{9}, false},
+		{"no entry", common.Hash{}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newTestStore(t)
+			epochs := anchoredTwice(t, r, 1200, "meta-one-kept", "meta-two-journaled")
+			if c.digest != (common.Hash{}) {
+				if err := r.PutPendingBatch([]PendingPush{{Seq: 2, Digest: c.digest, RawTx: []byte("signed")}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cutPower(t, r, allPages, "meta-two-journaled")
+			var handed *PendingPush
+			s, err := OpenStoreWith(r.dir, func(info *vault.EpochInfo, journaled *PendingPush) ([]seal.Row, error) {
+				if info.Seq == 2 {
+					handed = journaled
+				}
+				return epochs[info.Seq].Rows, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Store = s
+			t.Cleanup(func() { s.Close() })
+			if got := handed != nil; got != c.handed {
+				t.Fatalf("the journal entry handed over: %v, want %v", got, c.handed)
+			}
+			if handed != nil && (handed.Seq != 2 || handed.Digest != c.digest || string(handed.RawTx) != "signed") {
+				t.Errorf("handed over %+v, not epoch 2's entry", handed)
+			}
+		})
 	}
 }

@@ -202,7 +202,7 @@ func TestRepairBodiesOnlyAsAnchored(t *testing.T) {
 	asked := 0
 	other := row
 	other.Body = seal.BodyString(strings.Repeat("something else ", 400))
-	n, unrepaired, err := r.RepairBodies(func(info *vault.EpochInfo) ([]seal.Row, error) {
+	n, unrepaired, err := r.RepairBodies(func(info *vault.EpochInfo, _ *PendingPush) ([]seal.Row, error) {
 		asked++
 		if info.Seq != v.Anchor.Seq || info.Block != v.Anchor.Block {
 			t.Errorf("asked for epoch %d (block %d), the row was anchored in %d (block %d)", info.Seq, info.Block, v.Anchor.Seq, v.Anchor.Block)
@@ -215,14 +215,14 @@ func TestRepairBodiesOnlyAsAnchored(t *testing.T) {
 	if _, err := r.Content(k); !errors.Is(err, errValueLost) {
 		t.Fatalf("after refusing the other copy: %v, want errValueLost", err)
 	}
-	n, unrepaired, err = r.RepairBodies(func(*vault.EpochInfo) ([]seal.Row, error) { return []seal.Row{row}, nil })
+	n, unrepaired, err = r.RepairBodies(func(*vault.EpochInfo, *PendingPush) ([]seal.Row, error) { return []seal.Row{row}, nil })
 	if err != nil || n != 1 || len(unrepaired) != 0 {
 		t.Fatalf("the anchored copy: put back %d, not %v, %v", n, unrepaired, err)
 	}
 	if got, err := r.Content(k); err != nil || string(got) != body {
 		t.Fatalf("after the anchored copy was put back: %d bytes, %v", len(got), err)
 	}
-	n, unrepaired, err = r.RepairBodies(func(*vault.EpochInfo) ([]seal.Row, error) {
+	n, unrepaired, err = r.RepairBodies(func(*vault.EpochInfo, *PendingPush) ([]seal.Row, error) {
 		t.Fatal("asked for a row with nothing lost")
 		return nil, nil
 	})

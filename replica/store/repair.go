@@ -228,8 +228,25 @@ func valueAsOf(txn *badger.Txn, key []byte, version uint64) ([]byte, error) {
 }
 
 // EpochRows gives the rows the anchored epoch info carries, from a copy kept outside the state
-// database whose digest is info's (the blob in the epoch cache).
-type EpochRows func(info *vault.EpochInfo) ([]seal.Row, error)
+// database whose digest is info's (the blob in the epoch cache, or fetched from the chain).
+// journaled is the push journal's entry for that epoch with the same digest, nil when there is
+// none: its signed transaction carries the blob, a copy the state database keeps itself.
+type EpochRows func(info *vault.EpochInfo, journaled *PendingPush) ([]seal.Row, error)
+
+// journaled is the push journal's entry for the epoch info names, when it has one with info's
+// digest; nil else.
+func (d *db) journaled(info *vault.EpochInfo) (*PendingPush, error) {
+	var p PendingPush
+	var found bool
+	err := d.View(func(txn *badger.Txn) (err error) {
+		found, err = getJSON(txn, pendingKey(info.Seq), &p)
+		return err
+	})
+	if err != nil || !found || p.Seq != info.Seq || p.Digest != info.Digest {
+		return nil, err
+	}
+	return &p, nil
+}
 
 // epochRowsByID gives the rows of one anchored epoch at a time, by id, as rows gives them,
 // with the epoch's record: asked in order of seq, it asks rows for each epoch once.
@@ -256,8 +273,11 @@ func (e *epochRowsByID) at(seq uint64) (*vault.EpochInfo, map[string]*seal.Row, 
 	}
 	var got []seal.Row
 	if err == nil {
-		if got, err = e.rows(&e.info); err != nil {
-			e.missing = append(e.missing, e.info)
+		var journaled *PendingPush
+		if journaled, err = e.d.journaled(&e.info); err == nil {
+			if got, err = e.rows(&e.info, journaled); err != nil {
+				e.missing = append(e.missing, e.info)
+			}
 		}
 	}
 	if err != nil {
@@ -421,7 +441,7 @@ func rebuildLostRecords(d *db, epochs *epochRowsByID) (rebuilt, unrebuilt int, e
 			why = errors.New("the epoch that anchored it does not carry it")
 		}
 		return 0, unrebuilt, fmt.Errorf("%d anchored rows lost their records in a power cut and cannot be rebuilt here (%v): "+
-			"the mount rebuilds them from the epoch cache when it holds their epochs; else rebuild the state database "+
+			"a start that has their epochs rebuilds them (from the epoch cache, the push journal, or the chain when it is online); else rebuild the state database "+
 			"(move KINT_HOME/db aside while kintfs is stopped; changes not flushed stay in the moved copy)", mirrorsLeft, why)
 	}
 	if len(todo) == 0 {
