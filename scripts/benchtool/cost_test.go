@@ -32,11 +32,7 @@ func TestCostSections(t *testing.T) {
 			`"low_edit_gas":194500,"kint_edit_bucket":98304,"kint_edit_gas":3952800,"fresh_edit_bucket":4096,"fresh_edit_gas":193930}`,
 		"b2b.json": `{"epochs":30,"blocks":3,"seconds":5.9,"push_seconds":6.0,"requests":79,"delay_ms":50,"period_seconds":2}`,
 	}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeResults(t, dir, files)
 	out := filepath.Join(dir, "report.md")
 	if err := renderReport(dir, out); err != nil {
 		t.Fatal(err)
@@ -62,6 +58,16 @@ func TestCostSections(t *testing.T) {
 	}
 	if strings.Index(text, "## Targets") > strings.Index(text, "## Bucket policy") {
 		t.Errorf("the sections come before the targets table")
+	}
+}
+
+// writeResults writes a run's result files, by name, into dir.
+func writeResults(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
