@@ -343,9 +343,8 @@ func (r *Replica) reportRepair(rp store.Repair) {
 const rebuildStateDB = "rebuild the state database (move KINT_HOME/db aside while kintfs is stopped)"
 
 // refetchMissing fetches from the chain the epochs that the open after an unclean run wanted,
-// for the history versions and bodies a power cut took, and did not find in the epoch cache
-// (a cache pulled by an earlier version, which applied an epoch before its blob was durable,
-// or one trimmed by hand). Each blob is checked as a pull checks it (the transaction the epoch's
+// for the history versions and bodies a power cut took, and could not have: an open offline,
+// or one whose own fetch failed (see openSources). Each blob is checked as a pull checks it (the transaction the epoch's
 // record names, a push of this vault, hashing to the recorded digest), cached, and what it
 // carries put back (Store.RepairAgain). A pull, and so a mount as it starts, calls it before
 // it walks the chain. A fetch that fails (a pruned node, an RPC down) is said and left to the
