@@ -1,7 +1,10 @@
 package replica
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"os"
 	"sync/atomic"
 	"testing"
 
@@ -10,6 +13,7 @@ import (
 	"kintfs/chain"
 	"kintfs/replica/memchain"
 	"kintfs/replica/store"
+	"kintfs/seal"
 )
 
 // askCounter is a connection to the real chain that counts what recovery asks it.
@@ -187,4 +191,40 @@ func TestPushJournalStage(t *testing.T) {
 			t.Fatalf("an entry without a stage was settled without the chain: %d heads, %d lookups", n.heads, n.lookups)
 		}
 	})
+}
+
+// TestPushJournalKeepsNamesNotPlaintext: a push journal entry keeps the ids of the rows its
+// epoch carries, not its plaintext, which the blob in its signed transaction holds: recovery
+// adopts the epoch from the blob, and the plaintext it caches is the one sealed. An entry in
+// the layout before (the plaintext kept, no ids) is recovered the same way.
+func TestPushJournalKeepsNamesNotPlaintext(t *testing.T) {
+	for _, layout := range []string{"ids", "plaintext kept"} {
+		t.Run(layout, func(t *testing.T) {
+			e := newChainEnv(t)
+			a, w, p := crashAt(t, e, StageReceipt)
+			if len(p.Plaintext) != 0 || len(p.IDs) != 1 || p.IDs[0] != seal.CanonicalID("state", nil, "a") {
+				t.Fatalf("the entry keeps plaintext %d bytes and ids %q; want state/a's id alone", len(p.Plaintext), p.IDs)
+			}
+			blob, err := journaledBlob(&p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o, err := seal.Open(blob, a.opt.DEK, a.epochContext(p.Seq, p.Prev))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if layout == "plaintext kept" {
+				p.Plaintext, p.IDs = o.Raw, nil
+				if err := a.store.PutPendingBatch([]store.PendingPush{p}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			a, c := reopenCounting(t, e, a)
+			recovered(t, e, a, c, w)
+			cached, err := os.ReadFile(a.opt.Home.Path("epochs", a.vault.Space16(), fmt.Sprintf("%08d.json", p.Seq)))
+			if err != nil || !bytes.Equal(cached, o.Raw) {
+				t.Fatalf("the cached plaintext of epoch %d: %d bytes, %v; want the %d sealed", p.Seq, len(cached), err, len(o.Raw))
+			}
+		})
+	}
 }

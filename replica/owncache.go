@@ -9,6 +9,7 @@ import (
 	"kintfs/chain"
 	"kintfs/replica/store"
 	"kintfs/replica/vault"
+	"kintfs/seal"
 )
 
 // ownCacheEvery is how many of its epochs a push lands between two commits of their cache
@@ -88,8 +89,8 @@ func (r *Replica) clearLanded(seqs []uint64, newest vault.Head) error {
 
 // recacheOwn writes the cache files of a journaled epoch from its entry (info is its record,
 // prevBlock the block of the epoch before) unless they are in place: after a crash before a
-// push made them durable, or for an epoch the recovery adopts. The plaintext is in the entry,
-// and the blob in the calldata of its signed transaction.
+// push made them durable, or for an epoch the recovery adopts. The blob is in the calldata of
+// the entry's signed transaction, and the plaintext in the blob (journaledPlaintext).
 func (r *Replica) recacheOwn(p *store.PendingPush, info *vault.EpochInfo, prevBlock uint64) error {
 	if _, err := r.cache.Meta(p.Seq); err == nil {
 		if _, ok := r.cache.Blob(p.Seq, p.Digest); ok {
@@ -97,7 +98,7 @@ func (r *Replica) recacheOwn(p *store.PendingPush, info *vault.EpochInfo, prevBl
 		}
 	}
 	blob, err := journaledBlob(p)
-	if err != nil && !errors.Is(err, errJournaledBlob) {
+	if err != nil && (!errors.Is(err, errJournaledBlob) || len(p.Plaintext) == 0) {
 		return err
 	}
 	b := r.opt.Home.NewBatch()
@@ -106,10 +107,43 @@ func (r *Replica) recacheOwn(p *store.PendingPush, info *vault.EpochInfo, prevBl
 			return err
 		}
 	}
-	if err := r.cache.PutOpenedIn(b, cacheMeta(info, prevBlock), p.Plaintext); err != nil {
+	plaintext, _, err := r.plaintextOf(p, blob)
+	if err != nil {
+		return err
+	}
+	if err := r.cache.PutOpenedIn(b, cacheMeta(info, prevBlock), plaintext); err != nil {
 		return err
 	}
 	return b.Commit()
+}
+
+// journaledPlaintext is the plaintext of the journaled epoch p, as bytes and decoded.
+func (r *Replica) journaledPlaintext(p *store.PendingPush) ([]byte, *seal.Plaintext, error) {
+	if len(p.Plaintext) > 0 {
+		return r.plaintextOf(p, nil)
+	}
+	blob, err := journaledBlob(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r.plaintextOf(p, blob)
+}
+
+// plaintextOf is the plaintext of the journaled epoch p: the one its entry kept (written before
+// layout 7), else blob's, p's blob, opened with the vault's key.
+func (r *Replica) plaintextOf(p *store.PendingPush, blob []byte) ([]byte, *seal.Plaintext, error) {
+	if len(p.Plaintext) > 0 {
+		pt, err := seal.DecodePlaintext(p.Plaintext)
+		if err != nil {
+			return nil, nil, fmt.Errorf("push journal entry %d: %w", p.Seq, err)
+		}
+		return p.Plaintext, pt, nil
+	}
+	o, err := seal.Open(blob, r.opt.DEK, r.epochContext(p.Seq, p.Prev))
+	if err != nil {
+		return nil, nil, fmt.Errorf("push journal entry %d: %w", p.Seq, err)
+	}
+	return o.Raw, o.Plaintext, nil
 }
 
 // errJournaledBlob: the calldata of a push journal entry's transaction does not hash to the

@@ -483,7 +483,7 @@ func (r *Replica) prepareSend(ctx context.Context, c Chain, se sealedEpoch, last
 		return nil, store.PendingPush{}, err
 	}
 	pend := store.PendingPush{Seq: p.Seq, Prev: p.Prev, Digest: sealed.Digest, Tx: prep.Hash, RawTx: raw,
-		Plaintext: sealed.Plaintext, Bucket: sealed.Bucket, Stage: store.JournalSealed}
+		IDs: store.JournalIDs(p), Bucket: sealed.Bucket, Stage: store.JournalSealed}
 	return &inFlight{se: se, prep: prep, onChain: onChain}, pend, nil
 }
 
@@ -768,7 +768,7 @@ func (r *Replica) sealEpoch(p *seal.Plaintext, prevBucket int) (*seal.Sealed, er
 	if err != nil {
 		return nil, fmt.Errorf("seal epoch %d: %w", p.Seq, err)
 	}
-	if err := store.JournalFits(len(sealed.Plaintext), len(sealed.Blob)); err != nil {
+	if err := store.JournalFits(store.JournalIDs(p), len(sealed.Blob)); err != nil {
 		return nil, fmt.Errorf("refusing to send epoch %d: %w", p.Seq, err)
 	}
 	return sealed, nil
@@ -1055,7 +1055,7 @@ func (r *Replica) adoptPending(ctx context.Context, c Chain, p *store.PendingPus
 
 // adoptEvent adopts the journaled epoch as this machine's own: ev, its event in block.
 func (r *Replica) adoptEvent(p *store.PendingPush, ev *chain.EpochEvent, block uint64) error {
-	pt, err := seal.DecodePlaintext(p.Plaintext)
+	raw, pt, err := r.journaledPlaintext(p)
 	if err != nil {
 		return err
 	}
@@ -1067,7 +1067,7 @@ func (r *Replica) adoptEvent(p *store.PendingPush, ev *chain.EpochEvent, block u
 	if err := r.recacheOwn(p, &info, ev.PrevBlock); err != nil {
 		return fmt.Errorf("cache epoch %d: %w", p.Seq, err)
 	}
-	if err := r.adopt(&info, ev.PrevBlock, pt, p.Plaintext, nil); err != nil {
+	if err := r.adopt(&info, ev.PrevBlock, pt, raw, nil); err != nil {
 		return err
 	}
 	r.logf("push journal: adopted epoch %d as this machine's own (%s)", p.Seq, p.Tx.Hex())

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"unicode/utf8"
@@ -160,12 +161,15 @@ func changeCost(tier string, category *string, key string) (size, count int64) {
 	return size, count
 }
 
-// JournalFits refuses an epoch whose push journal entry (the signed transaction and the
-// plaintext, base64 in JSON) would pass the largest value badger holds.
-func JournalFits(plaintext, blob int) error {
-	n := 4*(plaintext+blob+1024)/3 + 4096
-	if n > valueLogFileSize {
-		return fmt.Errorf("%w: its plaintext is %d bytes, and the push journal holds at most about %d", ErrApplyLimit, plaintext, 3*valueLogFileSize/4-blob-4096)
+// JournalFits refuses an epoch whose push journal entry (the signed transaction, base64 in
+// JSON, and the ids of the rows it carries) would pass the largest value badger holds.
+func JournalFits(ids []string, blob int) error {
+	names, err := json.Marshal(ids)
+	if err != nil {
+		return err
+	}
+	if n := len(names) + 4*(blob+1024)/3 + 4096; n > valueLogFileSize {
+		return fmt.Errorf("%w: the names of its %d rows take %d bytes, and the push journal holds at most about %d", ErrApplyLimit, len(ids), len(names), valueLogFileSize-4*(blob+1024)/3-4096)
 	}
 	return nil
 }

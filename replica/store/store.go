@@ -64,8 +64,10 @@ const valueLogGCEvery = 10 * time.Minute
 // local files' content under pLocalBody; 4 writes mirror, staged and history records in a
 // binary layout (recbin.go), and reads those 3 left as JSON as they are; 5 writes the
 // attribute records in a binary layout too, and rewrites those 4 left as JSON; 6 may keep a
-// staged body in pieces (pieces.go), and reads the bodies 5 kept whole as they are.
-const storeFormat = 6
+// staged body in pieces (pieces.go), and reads the bodies 5 kept whole as they are; 7 keeps a
+// push journal entry's row ids instead of its plaintext (PendingPush.IDs), and reads the
+// entries 6 left as they are.
+const storeFormat = 7
 
 // openBadger opens (or creates) the badger database in dir with settings sized for a mount:
 // commits are not synced by badger but in groups (see db), and a large vault stays within its
