@@ -119,12 +119,12 @@ func (r *Replica) recacheOwn(p *store.PendingPush, info *vault.EpochInfo, prevBl
 
 // journaledPlaintext is the plaintext of the journaled epoch p, as bytes and decoded.
 func (r *Replica) journaledPlaintext(p *store.PendingPush) ([]byte, *seal.Plaintext, error) {
-	if len(p.Plaintext) > 0 {
-		return r.plaintextOf(p, nil)
-	}
-	blob, err := journaledBlob(p)
-	if err != nil {
-		return nil, nil, err
+	var blob []byte
+	if len(p.Plaintext) == 0 {
+		var err error
+		if blob, err = journaledBlob(p); err != nil {
+			return nil, nil, err
+		}
 	}
 	return r.plaintextOf(p, blob)
 }

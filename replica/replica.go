@@ -364,11 +364,12 @@ func (r *Replica) refetchMissing(ctx context.Context, c Chain) error {
 			len(evs), err, rebuildStateDB)
 		return nil
 	}
-	seqs := make([]uint64, len(evs))
-	for i, ev := range evs {
-		seqs[i] = ev.Seq
+	for i, b := range blobs {
+		if err := r.cache.PutBlob(evs[i].Seq, b); err != nil {
+			return fmt.Errorf("cache epoch %d: %w", evs[i].Seq, err)
+		}
 	}
-	rp, err := r.cacheAndRepair(seqs, blobs)
+	rp, err := r.store.RepairAgain(r.anchoredRows)
 	if err != nil {
 		return err
 	}
@@ -381,18 +382,6 @@ func (r *Replica) refetchMissing(ctx context.Context, c Chain) error {
 	}
 	r.logf("%s", line)
 	return nil
-}
-
-// cacheAndRepair caches the blobs of the epochs seqs, which an unclean run's repair wanted
-// (each checked against its digest by whoever found it), and puts back what they carry
-// (Store.RepairAgain, which reads them from the cache).
-func (r *Replica) cacheAndRepair(seqs []uint64, blobs [][]byte) (store.Repair, error) {
-	for i, b := range blobs {
-		if err := r.cache.PutBlob(seqs[i], b); err != nil {
-			return store.Repair{}, fmt.Errorf("cache epoch %d: %w", seqs[i], err)
-		}
-	}
-	return r.store.RepairAgain(r.anchoredRows)
 }
 
 // anchoredRows is the rows the anchored epoch info carries, from its blob in the epoch cache:
