@@ -89,44 +89,53 @@ func (r *Replica) clearLanded(seqs []uint64, newest vault.Head) error {
 
 // recacheOwn writes the cache files of a journaled epoch from its entry (info is its record,
 // prevBlock the block of the epoch before) unless they are in place: after a crash before a
-// push made them durable, or for an epoch the recovery adopts. The blob is in the calldata of
-// the entry's signed transaction, and the plaintext in the blob (journaledPlaintext).
-func (r *Replica) recacheOwn(p *store.PendingPush, info *vault.EpochInfo, prevBlock uint64) error {
+// push made them durable, or for an epoch the recovery adopts. j is the entry opened
+// (openJournaled), nil when the caller has not: then it is opened here, only when a file is
+// missing.
+func (r *Replica) recacheOwn(p *store.PendingPush, info *vault.EpochInfo, prevBlock uint64, j *openedEntry) error {
 	if _, err := r.cache.Meta(p.Seq); err == nil {
 		if _, ok := r.cache.Blob(p.Seq, p.Digest); ok {
 			return nil
 		}
 	}
-	blob, err := journaledBlob(p)
-	if err != nil && (!errors.Is(err, errJournaledBlob) || len(p.Plaintext) == 0) {
-		return err
-	}
-	b := r.opt.Home.NewBatch()
-	if err == nil {
-		if err := r.cache.PutBlobIn(b, p.Seq, blob); err != nil {
+	if j == nil {
+		var err error
+		if j, err = r.openJournaled(p); err != nil {
 			return err
 		}
 	}
-	plaintext, _, err := r.plaintextOf(p, blob)
-	if err != nil {
-		return err
+	b := r.opt.Home.NewBatch()
+	if j.blob != nil {
+		if err := r.cache.PutBlobIn(b, p.Seq, j.blob); err != nil {
+			return err
+		}
 	}
-	if err := r.cache.PutOpenedIn(b, cacheMeta(info, prevBlock), plaintext); err != nil {
+	if err := r.cache.PutOpenedIn(b, cacheMeta(info, prevBlock), j.raw); err != nil {
 		return err
 	}
 	return b.Commit()
 }
 
-// journaledPlaintext is the plaintext of the journaled epoch p, as bytes and decoded.
-func (r *Replica) journaledPlaintext(p *store.PendingPush) ([]byte, *seal.Plaintext, error) {
-	var blob []byte
-	if len(p.Plaintext) == 0 {
-		var err error
-		if blob, err = journaledBlob(p); err != nil {
-			return nil, nil, err
-		}
+// openedEntry is a push journal entry's epoch opened: its blob, from the calldata of the entry's
+// signed transaction (nil for an entry written before layout 7 whose calldata does not hash to
+// its digest: it kept the plaintext), and its plaintext, as bytes and decoded.
+type openedEntry struct {
+	blob, raw []byte
+	pt        *seal.Plaintext
+}
+
+// openJournaled decodes the transaction of the journaled epoch p and opens its blob with the
+// vault's key, once for both the cache files and the apply of an adopted epoch.
+func (r *Replica) openJournaled(p *store.PendingPush) (*openedEntry, error) {
+	blob, err := journaledBlob(p)
+	if err != nil && (!errors.Is(err, errJournaledBlob) || len(p.Plaintext) == 0) {
+		return nil, err
 	}
-	return r.plaintextOf(p, blob)
+	raw, pt, err := r.plaintextOf(p, blob)
+	if err != nil {
+		return nil, err
+	}
+	return &openedEntry{blob: blob, raw: raw, pt: pt}, nil
 }
 
 // plaintextOf is the plaintext of the journaled epoch p: the one its entry kept (written before

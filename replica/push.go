@@ -982,7 +982,7 @@ func (r *Replica) settleApplied(p *store.PendingPush) error {
 		}
 		prevBlock = prev.Block // 0 when there is no record: unknown
 	}
-	if err := r.recacheOwn(p, &rec, prevBlock); err != nil {
+	if err := r.recacheOwn(p, &rec, prevBlock, nil); err != nil {
 		return fmt.Errorf("push journal: epoch %d: write its cache files: %w", p.Seq, err)
 	}
 	r.logf("push journal: epoch %d was applied before the restart; clearing its entry", p.Seq)
@@ -1055,19 +1055,20 @@ func (r *Replica) adoptPending(ctx context.Context, c Chain, p *store.PendingPus
 
 // adoptEvent adopts the journaled epoch as this machine's own: ev, its event in block.
 func (r *Replica) adoptEvent(p *store.PendingPush, ev *chain.EpochEvent, block uint64) error {
-	raw, pt, err := r.journaledPlaintext(p)
+	j, err := r.openJournaled(p)
 	if err != nil {
 		return err
 	}
+	pt := j.pt
 	info := vault.EpochInfo{Seq: p.Seq, Block: block, Tx: p.Tx.Hex(), Digest: p.Digest, Prev: p.Prev, Bucket: p.Bucket,
 		RowsRoot: pt.RowsRoot, Writer: ev.Writer, CreatedAt: pt.CreatedAt, Snapshot: pt.Snapshot, NRows: pt.NRows,
 		Rows: len(pt.Rows), Deleted: len(pt.Deleted)}
 	// the cache first, so a crash during the apply (which the next open finishes) leaves
 	// nothing of it undone
-	if err := r.recacheOwn(p, &info, ev.PrevBlock); err != nil {
+	if err := r.recacheOwn(p, &info, ev.PrevBlock, j); err != nil {
 		return fmt.Errorf("cache epoch %d: %w", p.Seq, err)
 	}
-	if err := r.adopt(&info, ev.PrevBlock, pt, raw, nil); err != nil {
+	if err := r.adopt(&info, ev.PrevBlock, pt, j.raw, nil); err != nil {
 		return err
 	}
 	r.logf("push journal: adopted epoch %d as this machine's own (%s)", p.Seq, p.Tx.Hex())
