@@ -388,9 +388,10 @@ func (s *Store) LoadSealing() error {
 	return nil
 }
 
-// unstageIfAnchored drops the staged record of id when it changes nothing the mirror holds.
+// unstageIfAnchored drops the staged record of id when it changes nothing the mirror holds. Its
+// stored leaf says so; the body stays unread.
 func (s *Store) unstageIfAnchored(txn *badger.Txn, apply *[]func(), id string) error {
-	st, found, err := getStaged(txn, id)
+	st, found, err := getStagedHead(txn, id)
 	if err != nil || !found {
 		return err
 	}
@@ -404,7 +405,7 @@ func (s *Store) unstageIfAnchored(txn *badger.Txn, apply *[]func(), id string) e
 		if err := delStaged(txn, id, &st); err != nil {
 			return err
 		}
-	case !st.Del && inMirror && seal.Leaf(&st.Row) == m.Leaf && eqStrp(m.Row.Category, st.Row.Category):
+	case !st.Del && inMirror && st.rowLeaf() == m.Leaf && eqStrp(m.Row.Category, st.Row.Category):
 		if err := delStaged(txn, id, &st); err != nil {
 			return err
 		}
