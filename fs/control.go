@@ -21,6 +21,8 @@ import (
 //	        fails with its errno. Reading it lists the commands.
 //	status  the replica's status as JSON.
 //	blocks  one line per anchored epoch this machine holds: seq block tx time.
+//	requests  only with MountOptions.TimeRequests: of each kind of FUSE request, how many the
+//	        mount answered and its own time on them, as JSON (see requestTimes).
 
 var errUnknownCommand = errors.New("unknown command")
 
@@ -82,11 +84,11 @@ func (d *kintDir) Getattr(ctx context.Context, f fusefs.FileHandle, out *fuse.At
 }
 
 // ctlFiles maps the control files to their inode numbers.
-var ctlFiles = map[string]uint64{"blocks": inoBlocks, "ctl": inoCtl, "status": inoStatus}
+var ctlFiles = map[string]uint64{"blocks": inoBlocks, "ctl": inoCtl, "status": inoStatus, "requests": inoRequests}
 
 func (d *kintDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
 	ino, ok := ctlFiles[name]
-	if !ok {
+	if !ok || (ino == inoRequests && d.fs.times == nil) {
 		return nil, syscall.ENOENT
 	}
 	c := &ctlFile{node: node{fs: d.fs}, name: name}
@@ -96,16 +98,20 @@ func (d *kintDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 }
 
 func (d *kintDir) Readdir(ctx context.Context) (fusefs.DirStream, syscall.Errno) {
-	return fusefs.NewListDirStream([]fuse.DirEntry{
+	ents := []fuse.DirEntry{
 		{Name: ".", Mode: syscall.S_IFDIR, Ino: inoKint},
 		{Name: "..", Mode: syscall.S_IFDIR, Ino: inoRoot},
 		{Name: "blocks", Mode: syscall.S_IFREG, Ino: inoBlocks},
 		{Name: "ctl", Mode: syscall.S_IFREG, Ino: inoCtl},
 		{Name: "status", Mode: syscall.S_IFREG, Ino: inoStatus},
-	}), 0
+	}
+	if d.fs.times != nil {
+		ents = append(ents, fuse.DirEntry{Name: "requests", Mode: syscall.S_IFREG, Ino: inoRequests})
+	}
+	return fusefs.NewListDirStream(ents), 0
 }
 
-// ctlFile is ctl, status or blocks. Its content is made when it is opened, and read with
+// ctlFile is ctl, status, blocks or requests. Its content is made when it is opened, and read with
 // direct I/O, so the kernel never serves an old copy or trusts an old size.
 type ctlFile struct {
 	node
@@ -127,6 +133,8 @@ func (c *ctlFile) content() []byte {
 		return c.fs.b.StatusJSON()
 	case "blocks":
 		return c.fs.b.BlocksText()
+	case "requests":
+		return c.fs.times.JSON()
 	}
 	return []byte(strings.Join(replica.Commands, "\n") + "\n")
 }

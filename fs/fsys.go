@@ -19,12 +19,13 @@ import (
 // Inode numbers of the nodes the mount makes up itself. The replica hands out row and directory
 // numbers from 100 up (and history numbers from 2^56), so these never meet one of its own.
 const (
-	inoRoot    = 1
-	inoKint    = 2
-	inoCtl     = 3
-	inoStatus  = 4
-	inoBlocks  = 5
-	inoHistory = 6 // every @<block> root; the block is its generation
+	inoRoot     = 1
+	inoKint     = 2
+	inoCtl      = 3
+	inoStatus   = 4
+	inoBlocks   = 5
+	inoHistory  = 6 // every @<block> root; the block is its generation
+	inoRequests = 7
 )
 
 // mountFS is the state one mount shares between its nodes.
@@ -51,6 +52,8 @@ type mountFS struct {
 	files fileNodes
 	// head is the block of the newest epoch applied, as of the last change told (see changed)
 	head atomic.Uint64
+	// times are the requests answered, with MountOptions.TimeRequests; nil without
+	times *requestTimes
 }
 
 // view is one tree: the live one, or a history view under @<block>.
@@ -73,6 +76,9 @@ func newMountFS(b Backend, o MountOptions) *mountFS {
 		live:    &view{tree: b},
 		gens:    map[uint64]uint64{},
 		refused: map[string]bool{},
+	}
+	if o.TimeRequests {
+		f.times = &requestTimes{}
 	}
 	f.ctx, f.cancel = context.WithCancel(context.Background())
 	f.inv.init()

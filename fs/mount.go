@@ -48,6 +48,9 @@ type MountOptions struct {
 	// it, the kernel is made to drop the names of idle files (see fileNodes). Zero means
 	// DefaultMaxCachedFiles; less than zero, no bound.
 	MaxCachedFiles int
+	// TimeRequests counts the requests the mount answers, and its own time on each kind,
+	// shown in .kint/requests (see requestTimes). Off, the mount serves no such file.
+	TimeRequests bool
 }
 
 // currentWait bounds how long a lookup that misses waits for the start-up pull.
@@ -125,7 +128,11 @@ func Mount(dir string, b Backend, o MountOptions) (*Mounted, error) {
 		// says ro; the replica refuses them again for every path that does not come through FUSE
 		fo.MountOptions.Options = append(fo.MountOptions.Options, "ro")
 	}
-	server, err := fuse.NewServer(fusefs.NewNodeFS(f.root, fo), dir, &fo.MountOptions)
+	raw := fusefs.NewNodeFS(f.root, fo)
+	if f.times != nil {
+		raw = timedFS{RawFileSystem: raw, t: f.times}
+	}
+	server, err := fuse.NewServer(raw, dir, &fo.MountOptions)
 	if err != nil {
 		f.stop()
 		return nil, fmt.Errorf("mount %s: %w", dir, err)

@@ -244,7 +244,7 @@ func (r *mountRun) serve(ctx context.Context, cio *cmdIO) error {
 	m, err := fs.Mount(r.dir, e.rep, fs.MountOptions{AllowOther: r.o.allowOther, ReadOnly: r.o.readOnly,
 		AllowNonEmpty: r.o.allowNonEmpty, Xattrs: r.o.xattrs, FileMode: r.fileMode, DirMode: r.dirMode, Logger: r.logger,
 		Debug: r.o.debugFuse || r.o.verbose >= 2, Umask: r.umask, UID: ownerID(r.o.uid, os.Getuid()), GID: ownerID(r.o.gid, os.Getgid()), Current: pulled,
-		MaxCachedFiles: maxCachedFiles(r.set)})
+		MaxCachedFiles: maxCachedFiles(r.set), TimeRequests: r.set.given("KINTFS_TIME_REQUESTS") == "1"})
 	if err != nil {
 		_ = e.rep.StopWorker(context.Background())
 		return r.fail(err)

@@ -48,6 +48,7 @@ var settingsTable = []setting{
 	{env: "KINTFS_MAX_CACHED_FILES", def: strconv.Itoa(fs.DefaultMaxCachedFiles), help: "files a mount keeps in memory while the kernel caches their names; past it, idle files are dropped from the kernel's cache and looked up again when used (0: no bound)"},
 	{env: "KINTFS_CPUPROFILE", help: "write a CPU profile of the mount to this file"},
 	{env: "KINTFS_MEMPROFILE", help: "write a heap profile of the mount to this file when it stops"},
+	{env: "KINTFS_TIME_REQUESTS", help: "1: count the FUSE requests a mount answers and its own time on each kind, in .kint/requests"},
 }
 
 // settingOf is the table's entry for env; it panics on a name not in the table, a mistake
