@@ -4,6 +4,7 @@ package main
 // close (durable). Each writes one JSON result that writePathRows puts in the report.
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -203,6 +204,7 @@ func (b *bench) durable() error {
 	from := src + "/d000"
 	before := loadavg()
 	var mnt, nat []float64
+	var own []requestsUsed // the mount's own part of each mount run
 	for i := 0; i < c.cpRuns; i++ {
 		for _, side := range []struct {
 			dst   string
@@ -213,11 +215,26 @@ func (b *bench) durable() error {
 			if side.fsync {
 				args = append(args, "-fsync")
 			}
+			onMount := !side.fsync
+			var req0 map[string]requestTime
+			if onMount {
+				var err error
+				if req0, err = readRequests(b.mnt); err != nil {
+					return err
+				}
+			}
 			t0 := time.Now()
 			if err := runQuiet(b.bt, args...); err != nil {
 				return err
 			}
 			*side.out = append(*side.out, since(t0)/float64(c.cpFiles))
+			if onMount {
+				req1, err := readRequests(b.mnt)
+				if err != nil {
+					return err
+				}
+				own = append(own, requestsBetween(req0, req1, c.cpFiles))
+			}
 			if err := os.RemoveAll(side.dst); err != nil {
 				return err
 			}
@@ -226,8 +243,79 @@ func (b *bench) durable() error {
 	if err := ctlFlush(b.mnt); err != nil {
 		return err
 	}
-	return b.keep("durable", map[string]any{"files": c.cpFiles, "row_bytes": c.rowBytes, "mount_per_file": medianOf(mnt),
-		"native_per_file": medianOf(nat), "mount_runs": mnt, "native_runs": nat, "load_before": before, "load_after": loadavg()})
+	d := map[string]any{"files": c.cpFiles, "row_bytes": c.rowBytes, "mount_per_file": medianOf(mnt),
+		"native_per_file": medianOf(nat), "mount_runs": mnt, "native_runs": nat, "load_before": before, "load_after": loadavg()}
+	for k, v := range ownPart(mnt, own) {
+		d[k] = v
+	}
+	return b.keep("durable", d)
+}
+
+// requestTime is one kind's line of a mount's .kint/requests.
+type requestTime struct {
+	Count int64 `json:"count"`
+	Nanos int64 `json:"nanos"`
+}
+
+// readRequests reads the mount's .kint/requests (its mounts run with KINTFS_TIME_REQUESTS=1).
+func readRequests(mnt string) (map[string]requestTime, error) {
+	data, err := os.ReadFile(filepath.Join(mnt, ".kint", "requests"))
+	if err != nil {
+		return nil, err
+	}
+	var rt map[string]requestTime
+	if err := json.Unmarshal(data, &rt); err != nil {
+		return nil, fmt.Errorf(".kint/requests: %w", err)
+	}
+	return rt, nil
+}
+
+// requestsUsed is what the mount answered over some files, per file: the requests a caller
+// waits for (every kind but RELEASE, which the kernel sends once close has returned), the
+// mount's own time on them, and that time by kind, in seconds.
+type requestsUsed struct {
+	trips, seconds float64
+	byKind         map[string]float64
+}
+
+// requestsBetween is what the mount answered between the readings before and after, over
+// files files. The read of .kint/requests itself (its LOOKUP, OPEN, READ and FLUSH) is a few
+// requests among thousands.
+func requestsBetween(before, after map[string]requestTime, files int) requestsUsed {
+	u := requestsUsed{byKind: map[string]float64{}}
+	for kind, a := range after {
+		if kind == "RELEASE" {
+			continue
+		}
+		b := before[kind]
+		secs := float64(a.Nanos-b.Nanos) / 1e9 / float64(files)
+		u.trips += float64(a.Count-b.Count) / float64(files)
+		u.seconds += secs
+		u.byKind[kind] = secs
+	}
+	return u
+}
+
+// ownPart splits each mount run's time per file (runs) into the mount's own time on the
+// requests and the rest, the kernel's transport of them, and keeps the medians over the runs.
+func ownPart(runs []float64, own []requestsUsed) map[string]any {
+	if len(own) == 0 || len(own) != len(runs) {
+		return nil
+	}
+	var seconds, trips, transport []float64
+	byKind := map[string][]float64{}
+	for i, u := range own {
+		seconds, trips, transport = append(seconds, u.seconds), append(trips, u.trips), append(transport, runs[i]-u.seconds)
+		for kind, s := range u.byKind {
+			byKind[kind] = append(byKind[kind], s)
+		}
+	}
+	kinds := map[string]any{}
+	for kind, xs := range byKind {
+		kinds[kind] = medianOf(xs)
+	}
+	return map[string]any{"own_per_file": medianOf(seconds), "trips_per_file": medianOf(trips),
+		"transport_per_file": medianOf(transport), "own_by_kind": kinds}
 }
 
 // writePathRows adds the two steps' rows to the side-by-side table.
