@@ -174,6 +174,11 @@ func (rp *report) floorsSection(r results, p map[string]any) {
 	d := r.json("durable.json")
 	trips, transport := num(d, "trips_per_file"), num(d, "transport_per_file")
 	if trips > 0 {
+		if cp := r.hf("cp"); len(cp) >= 2 {
+			nat := cp[1].Median
+			rp.w("| `cp -r` into the mount vs native with fsync per file: native plus each file's requests' transport as measured while the mount wrote (below) | %.2fx | <= 1.5x |",
+				(nat+float64(integer(p, "cp_files"))*transport)/nat)
+		}
 		rp.w("| a new file durable at close: one durable write and its requests' transport as measured while the mount wrote (below) | %.2f ms | <= 0.5 ms |", fsyncMS+transport*1000)
 	}
 	rp.w("")
