@@ -210,11 +210,11 @@ func (rp *report) ownPart(d map[string]any, rt float64) {
 	if rest > 0 {
 		parts = append(parts, fmt.Sprintf("other kinds %.1f µs", rest))
 	}
-	rp.w("Where a new file's time through the mount goes (step durable, median of its runs; each mount counts its own time on"+
+	rp.w("Where a new file's time through the mount goes (step durable, its median run; each mount counts its own time on"+
 		" every request it answers, `KINTFS_TIME_REQUESTS=1`, `.kint/requests`): %s a file, of which the mount's own %s"+
 		" (%s) and the rest, the kernel's transport of its %.1f requests with the copy's own few microseconds a file (reading its source),"+
 		" %s, %.0f µs a request, against %.1f µs a round trip in a tight loop above.",
-		fmtS(num(d, "mount_per_file")), fmtS(num(d, "own_per_file")), strings.Join(parts, ", "), trips, fmtS(transport),
+		fmtS(num(d, "own_run_per_file")), fmtS(num(d, "own_per_file")), strings.Join(parts, ", "), trips, fmtS(transport),
 		transport/trips*1e6, rt)
 	rp.w("")
 }

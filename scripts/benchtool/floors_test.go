@@ -42,9 +42,11 @@ func TestOwnPartOfANewFile(t *testing.T) {
 	if u.trips != 2 || math.Abs(u.seconds-61e-6) > 1e-12 || math.Abs(u.byKind["LOOKUP"]-11e-6) > 1e-12 || u.byKind["RELEASE"] != 0 {
 		t.Fatalf("requestsBetween: %+v, want 2 trips and 61 µs a file (LOOKUP 11 µs), RELEASE left out", u)
 	}
-	part := ownPart([]float64{0.0006, 0.0007, 0.00065}, []requestsUsed{u, u, u})
-	if got := part["transport_per_file"].(float64); math.Abs(got-(0.00065-61e-6)) > 1e-12 {
-		t.Fatalf("transport per file %v, want the median run less the mount's own time", got)
+	slow := u
+	slow.seconds = 90e-6
+	part := ownPart([]float64{0.0006, 0.0007, 0.00065}, []requestsUsed{u, u, slow})
+	if got := part["transport_per_file"].(float64); math.Abs(got-(0.00065-90e-6)) > 1e-12 || part["own_per_file"].(float64) != 90e-6 {
+		t.Fatalf("ownPart %v, want the median run (the third) split into its own 90 µs and the rest", part)
 	}
 	if ownPart([]float64{0.0006}, nil) != nil {
 		t.Fatal("ownPart without the mount's counts made numbers up")
@@ -55,7 +57,7 @@ func TestOwnPartOfANewFile(t *testing.T) {
 		"params.json":  `{"rows":10000,"row_bytes":1024,"cp_files":1000}`,
 		"floors.json":  `{"roundtrip_us":14,"open_close_mount_us":29,"open_close_native_us":1,"fsync_ms":0.28}`,
 		"hf-cp.json":   `{"results":[{"command":"cp -r mount","median":0.65},{"command":"copy -fsync","median":0.3},{"command":"cp -r","median":0.08}]}`,
-		"durable.json": `{"mount_per_file":0.00065,"own_per_file":0.0004,"trips_per_file":5,"transport_per_file":0.00025,"own_by_kind":{"FLUSH":0.00033,"CREATE":0.00005,"LOOKUP":0.00002,"MKDIR":0.0000004,"STATFS":0.0000002}}`,
+		"durable.json": `{"mount_per_file":0.00065,"own_run_per_file":0.00065,"own_per_file":0.0004,"trips_per_file":5,"transport_per_file":0.00025,"own_by_kind":{"FLUSH":0.00033,"CREATE":0.00005,"LOOKUP":0.00002,"MKDIR":0.0000004,"STATFS":0.0000002}}`,
 	})
 	rp := &report{}
 	r := results{dir}

@@ -296,26 +296,25 @@ func requestsBetween(before, after map[string]requestTime, files int) requestsUs
 	return u
 }
 
-// ownPart splits each mount run's time per file (runs) into the mount's own time on the
-// requests and the rest, the kernel's transport of them, and keeps the medians over the runs.
+// ownPart splits the median mount run's time per file (of runs) into the mount's own time on
+// its requests and the rest, the kernel's transport of them: the two add up to that run's time.
 func ownPart(runs []float64, own []requestsUsed) map[string]any {
 	if len(own) == 0 || len(own) != len(runs) {
 		return nil
 	}
-	var seconds, trips, transport []float64
-	byKind := map[string][]float64{}
-	for i, u := range own {
-		seconds, trips, transport = append(seconds, u.seconds), append(trips, u.trips), append(transport, runs[i]-u.seconds)
-		for kind, s := range u.byKind {
-			byKind[kind] = append(byKind[kind], s)
-		}
+	order := make([]int, len(runs))
+	for i := range order {
+		order[i] = i
 	}
+	sort.Slice(order, func(a, b int) bool { return runs[order[a]] < runs[order[b]] })
+	mid := order[len(order)/2]
+	u := own[mid]
 	kinds := map[string]any{}
-	for kind, xs := range byKind {
-		kinds[kind] = medianOf(xs)
+	for kind, s := range u.byKind {
+		kinds[kind] = s
 	}
-	return map[string]any{"own_per_file": medianOf(seconds), "trips_per_file": medianOf(trips),
-		"transport_per_file": medianOf(transport), "own_by_kind": kinds}
+	return map[string]any{"own_run_per_file": runs[mid], "own_per_file": u.seconds, "trips_per_file": u.trips,
+		"transport_per_file": runs[mid] - u.seconds, "own_by_kind": kinds}
 }
 
 // writePathRows adds the two steps' rows to the side-by-side table.
