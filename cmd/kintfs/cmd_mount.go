@@ -244,7 +244,7 @@ func (r *mountRun) serve(ctx context.Context, cio *cmdIO) error {
 	m, err := fs.Mount(r.dir, e.rep, fs.MountOptions{AllowOther: r.o.allowOther, ReadOnly: r.o.readOnly,
 		AllowNonEmpty: r.o.allowNonEmpty, Xattrs: r.o.xattrs, FileMode: r.fileMode, DirMode: r.dirMode, Logger: r.logger,
 		Debug: r.o.debugFuse || r.o.verbose >= 2, Umask: r.umask, UID: ownerID(r.o.uid, os.Getuid()), GID: ownerID(r.o.gid, os.Getgid()), Current: pulled,
-		MaxCachedFiles: maxCachedFiles(r.set), TimeRequests: r.set.given("KINTFS_TIME_REQUESTS") == "1"})
+		MaxCachedFiles: maxCachedFiles(r.set), TimeRequests: timeRequests(r.set)})
 	if err != nil {
 		_ = e.rep.StopWorker(context.Background())
 		return r.fail(err)
@@ -698,6 +698,9 @@ func parseUmask(s string, allowOther bool) (uint32, error) {
 	}
 	return uint32(n), nil
 }
+
+// timeRequests is KINTFS_TIME_REQUESTS as fs.MountOptions takes it: on only when 1.
+func timeRequests(set settings) bool { return set.given("KINTFS_TIME_REQUESTS") == "1" }
 
 // maxCachedFiles is KINTFS_MAX_CACHED_FILES as fs.MountOptions takes it: 0 there is the
 // default, less than 0 no bound.

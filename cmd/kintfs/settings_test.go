@@ -281,3 +281,19 @@ func TestMaxCachedFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestTimeRequests: KINTFS_TIME_REQUESTS=1 turns the mount's count of its requests on; unset,
+// 0 or anything else leaves it off.
+func TestTimeRequests(t *testing.T) {
+	for given, want := range map[string]bool{"": false, "1": true, "0": false, "yes": false} {
+		set := loadSettings(func(env string) (string, bool) {
+			if env == "KINTFS_TIME_REQUESTS" && given != "" {
+				return given, true
+			}
+			return "", false
+		})
+		if got := timeRequests(set); got != want {
+			t.Errorf("KINTFS_TIME_REQUESTS=%q: %v, want %v", given, got, want)
+		}
+	}
+}
