@@ -14,7 +14,8 @@ import (
 	"kintfs/seal"
 )
 
-// openFetchTimeout bounds each fetch from the chain during an open: a start waits for it.
+// openFetchTimeout bounds each fetch from the chain during an open, of one epoch or of all a
+// repair wants at once: a start waits for it.
 const openFetchTimeout = 20 * time.Second
 
 // openSources gives the open after an unclean run the rows of the anchored epochs it needs
@@ -52,6 +53,40 @@ func (o *openSources) rows(info *vault.EpochInfo, journaled *store.PendingPush) 
 		return nil, fmt.Errorf("cache epoch %d: %w", info.Seq, err)
 	}
 	return o.r.anchoredRows(info, nil)
+}
+
+// want fetches at once, when the replica has a connection, every epoch a repair is about to
+// ask rows for that neither the cache nor the push journal holds, checked as a pull checks it,
+// and caches it, where rows then finds it: a start after a cut that took records from many
+// epochs waits for one batch of requests, not one request an epoch. A failed fetch is rows'
+// to report, and the chain is not asked again in this open.
+func (o *openSources) want(infos []vault.EpochInfo, journaled []*store.PendingPush) {
+	if o.r.opt.DEK == ([32]byte{}) || o.r.opt.Client == nil || o.chainErr != nil {
+		return
+	}
+	var evs []*chain.EpochEvent
+	for i := range infos {
+		if _, ok := o.r.cache.Blob(infos[i].Seq, infos[i].Digest); ok || journaled[i] != nil {
+			continue
+		}
+		evs = append(evs, o.r.epochEvent(&infos[i]))
+	}
+	if len(evs) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), openFetchTimeout)
+	defer cancel()
+	blobs, err := o.r.opt.Client.FetchBlobs(ctx, evs)
+	if err != nil {
+		o.chainErr = err
+		return
+	}
+	for i, blob := range blobs {
+		if err := o.r.cache.PutBlob(evs[i].Seq, blob); err != nil {
+			return // rows finds the epoch missing and fetches it alone, saying why if that fails
+		}
+		o.chain++
+	}
 }
 
 var errNotJournaled = errors.New("the push journal has no entry for it")

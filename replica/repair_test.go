@@ -391,7 +391,7 @@ func TestPowerCutOpenFetchesWhatTheCacheLacks(t *testing.T) {
 	refused("offline", "this command is offline")
 	online.Fault(func(f *memchain.Faults) { f.NoTx = map[uint64]bool{v.Anchor.Seq: true} })
 	opt.Client = online
-	refused("a node without the transaction", "fetching it from the chain failed")
+	refused("a node without the transaction", "from the chain failed")
 	online.Fault(func(f *memchain.Faults) { f.NoTx = nil })
 
 	var said logLines
@@ -425,5 +425,80 @@ func TestPowerCutOpenFetchesWhatTheCacheLacks(t *testing.T) {
 	}
 	if strings.Contains(log, "doc-mf") || strings.Contains(log, marker) {
 		t.Errorf("the log names the row or quotes its meta:\n%s", log)
+	}
+}
+
+// TestPowerCutOpenFetchesEpochsAtOnce: a cut took the records of rows anchored in three
+// epochs, all three trimmed from the cache. The open online fetches them in one round trip,
+// not one an epoch, and rebuilds every record.
+func TestPowerCutOpenFetchesEpochsAtOnce(t *testing.T) {
+	e := newChainEnv(t)
+	a := e.machine()
+	marker := "meta-batch-marker"
+	meta := `{"note":"` + strings.Repeat(marker+" ", 120) + `"}`
+	var keys []vault.Key
+	var seqs []uint64
+	for i := 0; i < 3; i++ {
+		key := vault.Key{Tier: "reference", Key: fmt.Sprintf("doc-b%d", i)}
+		if _, err := a.Write(key, []byte("the body of "+key.Key), time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.SetAttr(key, "meta", &meta); err != nil {
+			t.Fatal(err)
+		}
+		flushAll(t, a)
+		v, err := a.store.Get(key)
+		if err != nil || v.Anchor == nil {
+			t.Fatalf("%s after its flush: %+v, %v", key.Key, v, err)
+		}
+		keys, seqs = append(keys, key), append(seqs, v.Anchor.Seq)
+	}
+	if seqs[0] == seqs[1] || seqs[1] == seqs[2] {
+		t.Fatalf("the rows share epochs: %v", seqs)
+	}
+	opt := a.opt
+	online := connOf(t, a)
+	a.Close()
+
+	dbDir := filepath.Join(opt.Home.Dir, "db", opt.Vault.Space16())
+	lose(t, dbDir, []byte(marker))
+	if err := os.WriteFile(filepath.Join(dbDir, "kintfs-running"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cacheDir := opt.Home.Path("epochs", opt.Vault.Space16())
+	for _, seq := range seqs {
+		cached, _ := filepath.Glob(filepath.Join(cacheDir, fmt.Sprintf("%08d.*", seq)))
+		if len(cached) == 0 {
+			t.Fatalf("epoch %d is not in the cache", seq)
+		}
+		for _, f := range cached {
+			if err := os.Remove(f); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	before := online.Stats()
+	var said logLines
+	opt.Log = lineLog(said.logf(t))
+	b, err := Open(opt)
+	if err != nil {
+		t.Fatalf("the open with the chain at hand: %v", err)
+	}
+	defer b.Close()
+	after := online.Stats()
+	if calls, txs := after.Calls-before.Calls, after.Methods["eth_getTransactionByHash"]-before.Methods["eth_getTransactionByHash"]; calls != 1 || txs != 3 {
+		t.Errorf("the open made %d round trips for %d transactions; want the 3 epochs fetched in 1", calls, txs)
+	}
+	for _, key := range keys {
+		got, err := b.store.Get(key)
+		if err != nil || got.Row.Meta == nil || *got.Row.Meta != meta {
+			t.Fatalf("%s after the open: %+v, %v; want the anchored version with its meta", key.Key, got, err)
+		}
+	}
+	if rp := b.store.UncleanStart(); rp.RecordsLeft != 0 || len(rp.Missing) != 0 {
+		t.Errorf("the open's repair: %+v; want nothing left", rp)
+	}
+	if log := said.text(); !strings.Contains(log, "3 epochs it wanted were fetched from the chain") {
+		t.Errorf("the log of the open:\n%s", log)
 	}
 }

@@ -152,7 +152,7 @@ func Open(opt Options) (*Replica, error) {
 	}
 	r := &Replica{opt: opt, vault: opt.Vault, cache: homedir.NewEpochCache(opt.Home, opt.Vault.Space16())}
 	sources := &openSources{r: r}
-	st, err := store.OpenStoreWith(dir, sources.rows)
+	st, err := store.OpenStoreFrom(dir, sources.rows, sources.want)
 	if err != nil {
 		return nil, err
 	}

@@ -96,7 +96,11 @@ func OpenStore(dir string) (*Store, error) { return OpenStoreWith(dir, nil) }
 // OpenStoreWith is OpenStore with the rows of anchored epochs at hand, from which the open after
 // a run that ended without closing the store rebuilds the anchored records and bodies a power
 // cut took (see rebuildLostRecords and RepairBodies).
-func OpenStoreWith(dir string, rows EpochRows) (*Store, error) {
+func OpenStoreWith(dir string, rows EpochRows) (*Store, error) { return OpenStoreFrom(dir, rows, nil) }
+
+// OpenStoreFrom is OpenStoreWith, telling wants, when not nil, of the epochs each repair is
+// about to ask rows for, before it asks.
+func OpenStoreFrom(dir string, rows EpochRows, wants EpochWants) (*Store, error) {
 	release := startReleaser(dir)
 	bdb, err := openBadger(dir)
 	if err != nil {
@@ -116,7 +120,7 @@ func OpenStoreWith(dir string, rows EpochRows) (*Store, error) {
 	}
 	s := &Store{db: db, t: newTree(), anchors: map[uint64]*vault.Anchor{}, release: release, StagingCap: DefaultStagingCap, now: time.Now,
 		sealing: map[string]bool{}, trashDirs: map[string]bool{}, moved: map[vault.Key]movedAttrs{}}
-	epochs := &epochRowsByID{d: db, rows: rows}
+	epochs := &epochRowsByID{d: db, rows: rows, wants: wants}
 	if s.repair.Unclean, err = markRunning(dir); err == nil && s.repair.Unclean {
 		s.repair.LostChanges, err = dropLostStaged(db)
 		if err == nil {

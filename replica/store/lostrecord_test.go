@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -151,9 +152,27 @@ func TestUncleanStartRefusesUnrebuildableRecord(t *testing.T) {
 			t.Errorf("%s: the refusal names the row or its meta: %v", name, err)
 		}
 	}
-	s, err := OpenStoreWith(r.dir, func(info *vault.EpochInfo, _ *PendingPush) ([]seal.Row, error) { return epochs[info.Seq].Rows, nil })
+	// the source is told of every epoch, once and in order, before it is asked for their rows
+	var told, asked []uint64
+	s, err := OpenStoreFrom(r.dir, func(info *vault.EpochInfo, _ *PendingPush) ([]seal.Row, error) {
+		if !slices.Contains(told, info.Seq) {
+			t.Errorf("epoch %d asked for without the source told of it first (told %v)", info.Seq, told)
+		}
+		asked = append(asked, info.Seq)
+		return epochs[info.Seq].Rows, nil
+	}, func(infos []vault.EpochInfo, journaled []*PendingPush) {
+		for i := range infos {
+			if journaled[i] != nil {
+				t.Errorf("epoch %d told with a journal entry it has not", infos[i].Seq)
+			}
+			told = append(told, infos[i].Seq)
+		}
+	})
 	if err != nil {
 		t.Fatalf("the open with the epoch at hand: %v", err)
+	}
+	if !slices.IsSorted(told) || len(slices.Compact(slices.Clone(told))) != len(told) || !slices.Equal(told, slices.Compact(slices.Sorted(slices.Values(asked)))) {
+		t.Errorf("the source was told of epochs %v and asked for %v; want each asked epoch told once, in order", told, asked)
 	}
 	r.Store = s
 	t.Cleanup(func() { s.Close() })

@@ -233,6 +233,11 @@ func valueAsOf(txn *badger.Txn, key []byte, version uint64) ([]byte, error) {
 // none: its signed transaction carries the blob, a copy the state database keeps itself.
 type EpochRows func(info *vault.EpochInfo, journaled *PendingPush) ([]seal.Row, error)
 
+// EpochWants is told, before a repair asks EpochRows for epochs one at a time, every anchored
+// epoch it is about to ask for, in order of seq, each with the push journal's entry with its
+// digest (nil when none): a source that fetches epochs from the chain fetches them at once.
+type EpochWants func(infos []vault.EpochInfo, journaled []*PendingPush)
+
 // journaled is the push journal's entry for the epoch info names, when it has one with info's
 // digest; nil else.
 func (d *db) journaled(info *vault.EpochInfo) (*PendingPush, error) {
@@ -251,14 +256,42 @@ func (d *db) journaled(info *vault.EpochInfo) (*PendingPush, error) {
 // epochRowsByID gives the rows of one anchored epoch at a time, by id, as rows gives them,
 // with the epoch's record: asked in order of seq, it asks rows for each epoch once.
 type epochRowsByID struct {
-	d    *db
-	rows EpochRows
-	seq  uint64
-	info vault.EpochInfo
-	byID map[string]*seal.Row
-	err  error // why the epoch at seq gave no rows
+	d     *db
+	rows  EpochRows
+	wants EpochWants // nil: rows is asked one epoch at a time only
+	seq   uint64
+	info  vault.EpochInfo
+	byID  map[string]*seal.Row
+	err   error // why the epoch at seq gave no rows
 	// missing are the epochs, with their records, that rows could not give
 	missing []vault.EpochInfo
+}
+
+// want tells wants of the epochs seqs (in order, repeats allowed, 0 passed over) that a walk is
+// about to ask at for. An epoch whose record cannot be read is left to at, which says why.
+func (e *epochRowsByID) want(seqs []uint64) {
+	if e.wants == nil || e.rows == nil {
+		return
+	}
+	var infos []vault.EpochInfo
+	var journaled []*PendingPush
+	for i, seq := range seqs {
+		if seq == 0 || (i > 0 && seq == seqs[i-1]) {
+			continue
+		}
+		var info vault.EpochInfo
+		if err := e.d.View(func(txn *badger.Txn) error { return getEpochRecord(txn, seq, &info) }); err != nil {
+			continue
+		}
+		j, err := e.d.journaled(&info)
+		if err != nil {
+			continue
+		}
+		infos, journaled = append(infos, info), append(journaled, j)
+	}
+	if len(infos) > 0 {
+		e.wants(infos, journaled)
+	}
 }
 
 // at is the epoch seq's record and its rows by id, with why it has none.
@@ -328,6 +361,11 @@ func (s *Store) repairBodies(epochs *epochRowsByID) (repaired int, unrepaired []
 		return 0, nil, err
 	}
 	slices.SortFunc(lost, func(a, b lostBody) int { return cmp.Compare(a.seq, b.seq) })
+	seqs := make([]uint64, len(lost))
+	for i := range lost {
+		seqs[i] = lost[i].seq
+	}
+	epochs.want(seqs)
 	for _, l := range lost {
 		_, anchored, _ := epochs.at(l.seq)
 		row, ok := anchored[l.id]
@@ -401,6 +439,13 @@ func rebuildLostRecords(d *db, epochs *epochRowsByID) (rebuilt, unrebuilt int, e
 		return 0, 0, err
 	}
 	slices.SortStableFunc(lost, func(a, b lostRecord) int { return cmp.Compare(a.seq, b.seq) })
+	var seqs []uint64 // the epochs the loop below asks at for
+	for _, l := range lost {
+		if !(l.mirror && l.from != nil) {
+			seqs = append(seqs, l.seq)
+		}
+	}
+	epochs.want(seqs)
 	type rebuild struct {
 		l   lostRecord
 		rec histRec
