@@ -219,7 +219,7 @@ func (rp *report) ownPart(d map[string]any, rt float64) {
 			rest += us
 		}
 	}
-	if rest > 0 {
+	if rest >= 0.05 {
 		parts = append(parts, fmt.Sprintf("other kinds %.1f µs", rest))
 	}
 	rp.w("Where a new file's time through the mount goes (step durable, its median run; each mount counts its own time on"+
