@@ -243,13 +243,7 @@ func TestPowerCutDuringPushPutBackFromJournal(t *testing.T) {
 	// offline, and the node has pruned the transaction: only the journal has the blob
 	connOf(t, a).Fault(func(f *memchain.Faults) { f.NoTx = map[uint64]bool{v.Anchor.Seq: true} })
 	opt.Client = nil
-	var said logLines
-	opt.Log = lineLog(said.logf(t))
-	b, err := Open(opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b, said := openLogged(t, opt)
 	if got, err := b.store.Content(key); err != nil || !bytes.Equal(got, body) {
 		t.Fatalf("doc-pj after the power cut: %d bytes, %v; want it put back from the push journal", len(got), err)
 	}
@@ -340,36 +334,9 @@ func TestPowerCutOpenFetchesWhatTheCacheLacks(t *testing.T) {
 	key := vault.Key{Tier: "reference", Key: "doc-mf"}
 	marker := "meta-fetch-marker"
 	meta := `{"note":"` + strings.Repeat(marker+" ", 120) + `"}`
-	if _, err := a.Write(key, []byte("the body of doc-mf"), time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.SetAttr(key, "meta", &meta); err != nil {
-		t.Fatal(err)
-	}
-	flushAll(t, a)
-	v, err := a.store.Get(key)
-	if err != nil || v.Anchor == nil {
-		t.Fatalf("doc-mf after the flush: %+v, %v", v, err)
-	}
-	opt := a.opt
-	online := connOf(t, a)
-	a.Close()
-
-	dbDir := filepath.Join(opt.Home.Dir, "db", opt.Vault.Space16())
-	lose(t, dbDir, []byte(marker))
-	if err := os.WriteFile(filepath.Join(dbDir, "kintfs-running"), nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	v := anchorWithMeta(t, a, key, meta)
+	opt, online := cutAndTrim(t, a, marker, v.Anchor.Seq)
 	cacheDir := opt.Home.Path("epochs", opt.Vault.Space16())
-	cached, err := filepath.Glob(filepath.Join(cacheDir, fmt.Sprintf("%08d.*", v.Anchor.Seq)))
-	if err != nil || len(cached) == 0 {
-		t.Fatalf("epoch %d is not in the cache (%v)", v.Anchor.Seq, err)
-	}
-	for _, f := range cached {
-		if err := os.Remove(f); err != nil {
-			t.Fatal(err)
-		}
-	}
 	refused := func(why, cause string) {
 		t.Helper()
 		b, err := Open(opt)
@@ -394,13 +361,7 @@ func TestPowerCutOpenFetchesWhatTheCacheLacks(t *testing.T) {
 	refused("a node without the transaction", "from the chain failed")
 	online.Fault(func(f *memchain.Faults) { f.NoTx = nil })
 
-	var said logLines
-	opt.Log = lineLog(said.logf(t))
-	b, err := Open(opt)
-	if err != nil {
-		t.Fatalf("the open with the chain at hand: %v", err)
-	}
-	defer b.Close()
+	b, said := openLogged(t, opt)
 	for _, at := range []struct {
 		name string
 		get  func() (*vault.Version, error)
@@ -440,51 +401,14 @@ func TestPowerCutOpenFetchesEpochsAtOnce(t *testing.T) {
 	var seqs []uint64
 	for i := 0; i < 3; i++ {
 		key := vault.Key{Tier: "reference", Key: fmt.Sprintf("doc-b%d", i)}
-		if _, err := a.Write(key, []byte("the body of "+key.Key), time.Now()); err != nil {
-			t.Fatal(err)
-		}
-		if err := a.SetAttr(key, "meta", &meta); err != nil {
-			t.Fatal(err)
-		}
-		flushAll(t, a)
-		v, err := a.store.Get(key)
-		if err != nil || v.Anchor == nil {
-			t.Fatalf("%s after its flush: %+v, %v", key.Key, v, err)
-		}
-		keys, seqs = append(keys, key), append(seqs, v.Anchor.Seq)
+		keys, seqs = append(keys, key), append(seqs, anchorWithMeta(t, a, key, meta).Anchor.Seq)
 	}
 	if seqs[0] == seqs[1] || seqs[1] == seqs[2] {
 		t.Fatalf("the rows share epochs: %v", seqs)
 	}
-	opt := a.opt
-	online := connOf(t, a)
-	a.Close()
-
-	dbDir := filepath.Join(opt.Home.Dir, "db", opt.Vault.Space16())
-	lose(t, dbDir, []byte(marker))
-	if err := os.WriteFile(filepath.Join(dbDir, "kintfs-running"), nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cacheDir := opt.Home.Path("epochs", opt.Vault.Space16())
-	for _, seq := range seqs {
-		cached, _ := filepath.Glob(filepath.Join(cacheDir, fmt.Sprintf("%08d.*", seq)))
-		if len(cached) == 0 {
-			t.Fatalf("epoch %d is not in the cache", seq)
-		}
-		for _, f := range cached {
-			if err := os.Remove(f); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	opt, online := cutAndTrim(t, a, marker, seqs...)
 	before := online.Stats()
-	var said logLines
-	opt.Log = lineLog(said.logf(t))
-	b, err := Open(opt)
-	if err != nil {
-		t.Fatalf("the open with the chain at hand: %v", err)
-	}
-	defer b.Close()
+	b, said := openLogged(t, opt)
 	after := online.Stats()
 	if calls, txs := after.Calls-before.Calls, after.Methods["eth_getTransactionByHash"]-before.Methods["eth_getTransactionByHash"]; calls != 1 || txs != 3 {
 		t.Errorf("the open made %d round trips for %d transactions; want the 3 epochs fetched in 1", calls, txs)
@@ -501,4 +425,63 @@ func TestPowerCutOpenFetchesEpochsAtOnce(t *testing.T) {
 	if log := said.text(); !strings.Contains(log, "3 epochs it wanted were fetched from the chain") {
 		t.Errorf("the log of the open:\n%s", log)
 	}
+}
+
+// openLogged opens the replica of opt, failing the test if it cannot, with its log kept; it is
+// closed when the test ends.
+func openLogged(t *testing.T, opt Options) (*Replica, *logLines) {
+	t.Helper()
+	said := &logLines{}
+	opt.Log = lineLog(said.logf(t))
+	b, err := Open(opt)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b, said
+}
+
+// anchorWithMeta writes the row key with meta and flushes it into an epoch of its own; it
+// returns the anchored version.
+func anchorWithMeta(t *testing.T, a *Replica, key vault.Key, meta string) *vault.Version {
+	t.Helper()
+	if _, err := a.Write(key, []byte("the body of "+key.Key), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.SetAttr(key, "meta", &meta); err != nil {
+		t.Fatal(err)
+	}
+	flushAll(t, a)
+	v, err := a.store.Get(key)
+	if err != nil || v.Anchor == nil {
+		t.Fatalf("%s after its flush: %+v, %v", key.Key, v, err)
+	}
+	return v
+}
+
+// cutAndTrim closes a, then makes its state database look as a power cut left it: the pages
+// holding marker lost, and the run not closed. The epochs seqs are taken out of the epoch
+// cache. It returns a's options and its connection, to open the replica again with.
+func cutAndTrim(t *testing.T, a *Replica, marker string, seqs ...uint64) (Options, *memchain.Conn) {
+	t.Helper()
+	opt, online := a.opt, connOf(t, a)
+	a.Close()
+	dbDir := filepath.Join(opt.Home.Dir, "db", opt.Vault.Space16())
+	lose(t, dbDir, []byte(marker))
+	if err := os.WriteFile(filepath.Join(dbDir, "kintfs-running"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cacheDir := opt.Home.Path("epochs", opt.Vault.Space16())
+	for _, seq := range seqs {
+		cached, err := filepath.Glob(filepath.Join(cacheDir, fmt.Sprintf("%08d.*", seq)))
+		if err != nil || len(cached) == 0 {
+			t.Fatalf("epoch %d is not in the cache (%v)", seq, err)
+		}
+		for _, f := range cached {
+			if err := os.Remove(f); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return opt, online
 }
