@@ -44,9 +44,11 @@ func (o *openSources) rows(info *vault.EpochInfo, journaled *store.PendingPush) 
 	case o.chainErr != nil:
 		return nil, fmt.Errorf("%w; %w, and fetching an epoch from the chain failed: %w", err, jerr, o.chainErr)
 	default:
-		if blob, o.chainErr = o.fetch(info); o.chainErr != nil {
+		var blobs [][]byte
+		if blobs, o.chainErr = o.fetch([]*chain.EpochEvent{o.r.epochEvent(info)}); o.chainErr != nil {
 			return nil, fmt.Errorf("%w; %w, and fetching it from the chain failed: %w", err, jerr, o.chainErr)
 		}
+		blob = blobs[0]
 		o.chain++
 	}
 	if err := o.r.cache.PutBlob(info.Seq, blob); err != nil {
@@ -59,14 +61,15 @@ func (o *openSources) rows(info *vault.EpochInfo, journaled *store.PendingPush) 
 // ask rows for that neither the cache nor the push journal holds, checked as a pull checks it,
 // and caches it, where rows then finds it: a start after a cut that took records from many
 // epochs waits for one batch of requests, not one request an epoch. A failed fetch is rows'
-// to report, and the chain is not asked again in this open.
+// to report, and the chain is not asked again in this open. A cached blob is only looked for
+// here, not read: rows reads it and checks its digest, and fetches a damaged one alone.
 func (o *openSources) want(infos []vault.EpochInfo, journaled []*store.PendingPush) {
 	if o.r.opt.DEK == ([32]byte{}) || o.r.opt.Client == nil || o.chainErr != nil {
 		return
 	}
 	var evs []*chain.EpochEvent
 	for i := range infos {
-		if _, ok := o.r.cache.Blob(infos[i].Seq, infos[i].Digest); ok || journaled[i] != nil {
+		if o.r.cache.HasBlob(infos[i].Seq) || journaled[i] != nil {
 			continue
 		}
 		evs = append(evs, o.r.epochEvent(&infos[i]))
@@ -74,9 +77,7 @@ func (o *openSources) want(infos []vault.EpochInfo, journaled []*store.PendingPu
 	if len(evs) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), openFetchTimeout)
-	defer cancel()
-	blobs, err := o.r.opt.Client.FetchBlobs(ctx, evs)
+	blobs, err := o.fetch(evs)
 	if err != nil {
 		o.chainErr = err
 		return
@@ -99,16 +100,12 @@ func journaledEpoch(p *store.PendingPush) ([]byte, error) {
 	return journaledBlob(p)
 }
 
-// fetch reads the blob of the epoch info names from its push transaction, checked as a pull
-// checks it.
-func (o *openSources) fetch(info *vault.EpochInfo) ([]byte, error) {
+// fetch reads the blobs of the epochs evs name from their push transactions, checked as a
+// pull checks them, within openFetchTimeout.
+func (o *openSources) fetch(evs []*chain.EpochEvent) ([][]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), openFetchTimeout)
 	defer cancel()
-	blobs, err := o.r.opt.Client.FetchBlobs(ctx, []*chain.EpochEvent{o.r.epochEvent(info)})
-	if err != nil {
-		return nil, err
-	}
-	return blobs[0], nil
+	return o.r.opt.Client.FetchBlobs(ctx, evs)
 }
 
 // epochEvent is the Epoch event the state database's record of an anchored epoch stands for.

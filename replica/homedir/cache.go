@@ -83,6 +83,13 @@ func (c *EpochCache) Blob(seq uint64, digest common.Hash) ([]byte, bool) {
 	return b, true
 }
 
+// HasBlob reports whether a blob of seq is in the cache, without reading it: whether it holds
+// the digest asked for is Blob's to check.
+func (c *EpochCache) HasBlob(seq uint64) bool {
+	_, err := os.Stat(c.home.Path(c.dir, c.name(seq, ".bin")))
+	return err == nil
+}
+
 // PutBlob stores the blob of seq. It is put in place whole (renamed from a temporary file)
 // but not synced: a blob is read only when its keccak matches the chain's digest, so a blob a
 // machine crash left damaged or empty is only a miss, fetched again.
@@ -102,9 +109,8 @@ func (c *EpochCache) PutBlob(seq uint64, blob []byte) error {
 func (c *EpochCache) SyncBlobs(seqs []uint64) error {
 	var paths []string
 	for _, seq := range seqs {
-		p := c.home.Path(c.dir, c.name(seq, ".bin"))
-		if _, err := os.Stat(p); err == nil {
-			paths = append(paths, p)
+		if c.HasBlob(seq) {
+			paths = append(paths, c.home.Path(c.dir, c.name(seq, ".bin")))
 		}
 	}
 	if len(paths) == 0 {
