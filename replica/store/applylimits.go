@@ -168,8 +168,9 @@ func JournalFits(ids []string, blob int) error {
 	if err != nil {
 		return err
 	}
-	if n := len(names) + 4*(blob+1024)/3 + 4096; n > valueLogFileSize {
-		return fmt.Errorf("%w: the names of its %d rows take %d bytes, and the push journal holds at most about %d", ErrApplyLimit, len(ids), len(names), valueLogFileSize-4*(blob+1024)/3-4096)
+	tx := 4*(blob+1024)/3 + 4096 // the signed transaction, base64, and the rest of the entry
+	if len(names)+tx > valueLogFileSize {
+		return fmt.Errorf("%w: the names of its %d rows take %d bytes, and the push journal holds at most about %d", ErrApplyLimit, len(ids), len(names), valueLogFileSize-tx)
 	}
 	return nil
 }
