@@ -483,7 +483,7 @@ func (r *Replica) prepareSend(ctx context.Context, c Chain, se sealedEpoch, last
 		return nil, store.PendingPush{}, err
 	}
 	pend := store.PendingPush{Seq: p.Seq, Prev: p.Prev, Digest: sealed.Digest, Tx: prep.Hash, RawTx: raw,
-		IDs: store.JournalIDs(p), Bucket: sealed.Bucket, Stage: store.JournalSealed}
+		IDs: se.ids, Bucket: sealed.Bucket, Stage: store.JournalSealed}
 	return &inFlight{se: se, prep: prep, onChain: onChain}, pend, nil
 }
 
@@ -719,7 +719,8 @@ func (r *Replica) snapshotRows(staged []seal.Row, dels []seal.Deleted) ([]seal.R
 type sealedEpoch struct {
 	p        *seal.Plaintext
 	sealed   *seal.Sealed
-	raisedBy string // the chunk's RaisedBy: the row its bucket was raised for
+	ids      []string // the rows its push journal entry names (store.JournalIDs)
+	raisedBy string   // the chunk's RaisedBy: the row its bucket was raised for
 	changes  store.SealedChanges
 	err      error
 }
@@ -749,13 +750,14 @@ func (r *Replica) sealChunk(roots *store.RootView, chunk seal.Chunk, prior []sto
 	if err := store.CheckApplicable(p); err != nil {
 		return sealedEpoch{err: fmt.Errorf("refusing to seal epoch %d, this code could not apply it: %w", p.Seq, err)}
 	}
-	sealed, err := r.sealEpoch(p, prevBucket)
-	return sealedEpoch{p: p, sealed: sealed, raisedBy: chunk.RaisedBy, changes: changes, err: err}
+	ids := store.JournalIDs(p)
+	sealed, err := r.sealEpoch(p, ids, prevBucket)
+	return sealedEpoch{p: p, sealed: sealed, ids: ids, raisedBy: chunk.RaisedBy, changes: changes, err: err}
 }
 
 // sealEpoch seals p under the vault's data key, on top of the bucket ratchet (prevBucket), and
-// checks that its push journal entry fits.
-func (r *Replica) sealEpoch(p *seal.Plaintext, prevBucket int) (*seal.Sealed, error) {
+// checks that its push journal entry, naming ids, fits.
+func (r *Replica) sealEpoch(p *seal.Plaintext, ids []string, prevBucket int) (*seal.Sealed, error) {
 	wraps, err := r.vault.WrapList()
 	if err != nil {
 		return nil, err
@@ -768,7 +770,7 @@ func (r *Replica) sealEpoch(p *seal.Plaintext, prevBucket int) (*seal.Sealed, er
 	if err != nil {
 		return nil, fmt.Errorf("seal epoch %d: %w", p.Seq, err)
 	}
-	if err := store.JournalFits(store.JournalIDs(p), len(sealed.Blob)); err != nil {
+	if err := store.JournalFits(ids, len(sealed.Blob)); err != nil {
 		return nil, fmt.Errorf("refusing to send epoch %d: %w", p.Seq, err)
 	}
 	return sealed, nil
