@@ -270,13 +270,7 @@ func isErrorValue(e ast.Expr) bool {
 // value that is not a positive whole number as the default.
 func TestMaxCachedFiles(t *testing.T) {
 	for given, want := range map[string]int{"": 20000, "0": -1, "500": 500, "many": 20000, "-3": 20000} {
-		set := loadSettings(func(env string) (string, bool) {
-			if env == "KINTFS_MAX_CACHED_FILES" && given != "" {
-				return given, true
-			}
-			return "", false
-		})
-		if got := maxCachedFiles(set); got != want {
+		if got := maxCachedFiles(settingsGiving("KINTFS_MAX_CACHED_FILES", given)); got != want {
 			t.Errorf("KINTFS_MAX_CACHED_FILES=%q: %d, want %d", given, got, want)
 		}
 	}
@@ -286,14 +280,19 @@ func TestMaxCachedFiles(t *testing.T) {
 // 0 or anything else leaves it off.
 func TestTimeRequests(t *testing.T) {
 	for given, want := range map[string]bool{"": false, "1": true, "0": false, "yes": false} {
-		set := loadSettings(func(env string) (string, bool) {
-			if env == "KINTFS_TIME_REQUESTS" && given != "" {
-				return given, true
-			}
-			return "", false
-		})
-		if got := timeRequests(set); got != want {
+		if got := timeRequests(settingsGiving("KINTFS_TIME_REQUESTS", given)); got != want {
 			t.Errorf("KINTFS_TIME_REQUESTS=%q: %v, want %v", given, got, want)
 		}
 	}
+}
+
+// settingsGiving is the settings of an environment that gives env the value given, and
+// nothing else ("" leaves env unset too).
+func settingsGiving(env, given string) settings {
+	return loadSettings(func(name string) (string, bool) {
+		if name == env && given != "" {
+			return given, true
+		}
+		return "", false
+	})
 }
