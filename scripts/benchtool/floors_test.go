@@ -4,6 +4,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	mountfs "kintfs/fs"
 )
 
 // The floors of the write targets count the round trips a new file waits for with the native
@@ -35,8 +37,8 @@ func TestFloorsOfNewFiles(t *testing.T) {
 // from .kint/requests before and after, and their transport: RELEASE, which comes after close
 // returns, is left out, and each kind's time is per file.
 func TestOwnPartOfANewFile(t *testing.T) {
-	before := map[string]requestTime{"LOOKUP": {Count: 1, Nanos: 1_000}, "RELEASE": {Count: 1, Nanos: 500}}
-	after := map[string]requestTime{"LOOKUP": {Count: 1_001, Nanos: 11_001_000}, "CREATE": {Count: 1_000, Nanos: 50_000_000},
+	before := map[string]mountfs.RequestTime{"LOOKUP": {Count: 1, Nanos: 1_000}, "RELEASE": {Count: 1, Nanos: 500}}
+	after := map[string]mountfs.RequestTime{"LOOKUP": {Count: 1_001, Nanos: 11_001_000}, "CREATE": {Count: 1_000, Nanos: 50_000_000},
 		"RELEASE": {Count: 1_001, Nanos: 2_000_500}}
 	u := requestsBetween(before, after, 1_000)
 	if u.trips != 2 || math.Abs(u.seconds-61e-6) > 1e-12 || math.Abs(u.byKind["LOOKUP"]-11e-6) > 1e-12 || u.byKind["RELEASE"] != 0 {

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	mountfs "kintfs/fs"
 )
 
 // grepwRows and grepwFiles are the sizes the grep-under-writes comparison is defined by.
@@ -216,7 +218,7 @@ func (b *bench) durable() error {
 				args = append(args, "-fsync")
 			}
 			onMount := !side.fsync
-			var req0 map[string]requestTime
+			var req0 map[string]mountfs.RequestTime
 			if onMount {
 				var err error
 				if req0, err = readRequests(b.mnt); err != nil {
@@ -251,19 +253,13 @@ func (b *bench) durable() error {
 	return b.keep("durable", d)
 }
 
-// requestTime is one kind's line of a mount's .kint/requests.
-type requestTime struct {
-	Count int64 `json:"count"`
-	Nanos int64 `json:"nanos"`
-}
-
 // readRequests reads the mount's .kint/requests (its mounts run with KINTFS_TIME_REQUESTS=1).
-func readRequests(mnt string) (map[string]requestTime, error) {
+func readRequests(mnt string) (map[string]mountfs.RequestTime, error) {
 	data, err := os.ReadFile(filepath.Join(mnt, ".kint", "requests"))
 	if err != nil {
 		return nil, err
 	}
-	var rt map[string]requestTime
+	var rt map[string]mountfs.RequestTime
 	if err := json.Unmarshal(data, &rt); err != nil {
 		return nil, fmt.Errorf(".kint/requests: %w", err)
 	}
@@ -281,7 +277,7 @@ type requestsUsed struct {
 // requestsBetween is what the mount answered between the readings before and after, over
 // files files. The read of .kint/requests itself (its LOOKUP, OPEN, READ and FLUSH) is a few
 // requests among thousands.
-func requestsBetween(before, after map[string]requestTime, files int) requestsUsed {
+func requestsBetween(before, after map[string]mountfs.RequestTime, files int) requestsUsed {
 	u := requestsUsed{byKind: map[string]float64{}}
 	for kind, a := range after {
 		if kind == "RELEASE" {
