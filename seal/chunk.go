@@ -314,13 +314,17 @@ type chunker struct {
 	limit    int // for the gzip alone: BucketLimit(bucket)
 	plain    int // for the document uncompressed: MaxChunkPlain
 	doc      int // bytes of the document written to g
-	// est is g's estimate after its last item, when the document was estDoc bytes long
+	// est is g's estimate after its last item (or its bound, or its measure less the
+	// document's end), when the document was estDoc bytes long
 	est, estDoc int
-	t           *trees
-	g           *gzipStream // nil between chunks
-	cur         Chunk
-	emit        func(Chunk) error
-	buf         []byte
+	// near: an item of the current chunk came within chunkMargin of the limit, so the next
+	// is measured exactly without estimating first
+	near bool
+	t    *trees
+	g    *gzipStream // nil between chunks
+	cur  Chunk
+	emit func(Chunk) error
+	buf  []byte
 	// spare memory for the two clones an item near the limit is measured with (see add)
 	before, after *gzipStream
 	rows          bool // a row was added: no deletion may follow
@@ -359,6 +363,7 @@ func (c *chunker) add(it chunkItem) error {
 		c.g.write([]byte(chunkDocHead))
 		c.doc = len(chunkDocHead)
 		c.est, c.estDoc = c.g.estimate(c.t), c.doc
+		c.near = false
 	}
 	piece := c.piece(it)
 	tail := chunkDocTail
@@ -388,13 +393,22 @@ func (c *chunker) add(it chunkItem) error {
 		before = c.before
 	}
 	c.g.write(piece)
-	c.est, c.estDoc = c.g.estimate(c.t), c.doc
 	// Below the limit by more than the estimate can fall short, the item fits on the estimate
-	// alone; nearer, a clone closed with the document's end measures it exactly.
+	// alone; nearer, a clone closed with the document's end measures it exactly. Far below,
+	// the bound (never less than the estimate, and cheaper) says so first; once an item came
+	// near, the rest of the chunk is measured exactly at once: the estimate would only send
+	// it there too, and where the estimate falls short the measure is still right.
+	c.est, c.estDoc = c.g.bound(), c.doc
+	if c.est+len(tail)+chunkMargin > c.limit && !c.near {
+		c.est = c.g.estimate(c.t)
+	}
 	if c.est+len(tail)+chunkMargin > c.limit {
+		c.near = true
 		c.after = c.g.cloneInto(c.after)
 		c.after.write([]byte(tail))
-		if c.after.closedSize() > c.limit {
+		closed := c.after.closedSize()
+		c.est = closed - len(tail)
+		if closed > c.limit {
 			if len(c.cur.Rows) == 0 && len(c.cur.Deleted) == 0 {
 				if c.raise(it) {
 					c.g.free()

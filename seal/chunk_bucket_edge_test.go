@@ -1,6 +1,7 @@
 package seal
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -145,4 +146,39 @@ func TestChunkCutWhenCompressionChangesSharply(t *testing.T) {
 			checkOneShotCut(t, rows, nil, bucket, headroom)
 		}
 	}
+}
+
+// FuzzChunkCut: rows of any mix of sizes and compressibility, cut to any bucket, give exactly
+// the chunks of the plain greedy cut by one-shot measures. Each byte of plan makes a row: its
+// low bits its kind, the rest its size.
+func FuzzChunkCut(f *testing.F) {
+	f.Add([]byte{0x10, 0x21, 0x33, 0xff, 0x02, 0x80}, uint8(0), uint64(1))
+	f.Add(bytes.Repeat([]byte{0x41, 0xfe}, 40), uint8(1), uint64(2))
+	f.Add(bytes.Repeat([]byte{0xf3}, 60), uint8(2), uint64(3))
+	headroom := PlaintextHeadroom("t")
+	f.Fuzz(func(t *testing.T, plan []byte, bucket uint8, seed uint64) {
+		if len(plan) > 400 {
+			plan = plan[:400]
+		}
+		var rows []Row
+		for i, b := range plan {
+			size := int(b>>2) * 40
+			var body string
+			switch b & 3 {
+			case 0:
+				body = randomText(seed+uint64(i), size)
+			case 1:
+				body = proseText(seed+uint64(i), size)
+			case 2:
+				body = strings.Repeat("kint epoch ", size/11+1)
+			default:
+				body = fmt.Sprintf(`{"n":%d}`, i)
+			}
+			rows = append(rows, Row{Tier: TierState, Key: fmt.Sprintf("r%03d", i), Body: BodyString(body)})
+		}
+		if len(rows) == 0 {
+			return
+		}
+		checkOneShotCut(t, rows, nil, Buckets[int(bucket)%3], headroom)
+	})
 }

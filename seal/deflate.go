@@ -38,13 +38,23 @@ const (
 	zBlockSymbol = zLitBufSize - 1 // a block is flushed after this many symbols
 )
 
-// deflater holds the whole compressor state in fixed arrays so that a copy
-// of the struct is an independent snapshot (the chunker relies on that).
+// deflater holds the whole compressor state in fixed arrays, so that copying it (snapshotFrom)
+// makes an independent snapshot: the chunker measures a stream's size as if closed on one.
+//
+// As in zlib, only the hash heads start cleared. A byte of the window past highWater is
+// written or zeroed before anything reads it (fillWindow), a hash chain link is read only at a
+// position that was inserted, and a symbol only below syms.n: what a pooled compressor left
+// there from its last stream can never reach the output.
 type deflater struct {
 	window [zWindowSize]byte
 	prev   [zWSize]uint16
 	head   [zHashSize]uint16
+	syms   symbolBuffer
+	deflateState
+}
 
+// deflateState is the compressor's state apart from its arrays: small, copied whole.
+type deflateState struct {
 	highWater  int
 	strstart   int
 	lookahead  int
@@ -62,27 +72,50 @@ type deflater struct {
 	crc   uint32
 	total uint32
 
-	syms symbolBuffer
-	bw   bitWriter
-	t    *trees // scratch for building a block's trees
+	bw bitWriter
+	t  *trees // scratch for building a block's trees
 }
 
 // deflaters keeps compressors between uses: one is a few hundred KB of arrays, and a flush
 // seals an epoch or two a millisecond, each with a stream to cut it and one to seal it.
-var deflaters = sync.Pool{New: func() any { return &deflater{t: &trees{}} }}
+var deflaters = sync.Pool{New: func() any { return &deflater{deflateState: deflateState{t: &trees{}}} }}
 
-// newDeflater is a compressor in its initial state, from the pool when it has one: every
-// field as a new one has it but the block's scratch trees (rebuilt for each block) and the
-// capacity of its output buffer.
+// newDeflater is a compressor in its initial state, from the pool when it has one: its state
+// as a new one has it, the hash heads cleared, but the block's scratch trees (rebuilt for each
+// block) and the capacity of its output buffer kept, and the rest of its arrays as its last
+// stream left them (see deflater).
 func newDeflater() *deflater {
 	d := deflaters.Get().(*deflater)
-	t, out := d.t, d.bw.out[:0]
-	*d = deflater{t: t}
-	d.bw.out = out
+	d.reset()
+	return d
+}
+
+// reset puts d in its initial state, as newDeflater describes.
+func (d *deflater) reset() {
+	d.deflateState = deflateState{t: d.t, bw: bitWriter{out: d.bw.out[:0]}}
+	clear(d.head[:])
 	d.matchLength = zMinMatch - 1
 	d.prevLength = zMinMatch - 1
 	d.syms.reset()
-	return d
+}
+
+// snapshotFrom makes d an independent copy of s, copying of the arrays only what s can still
+// read (see deflater): the window to its high-water mark, the hash chains of the positions
+// below it (all of them once the window may have slid) and the open block's symbols. d keeps
+// its own scratch trees and output buffer, emptied: a snapshot holds none of s's output.
+func (d *deflater) snapshotFrom(s *deflater) {
+	t, out := d.t, d.bw.out[:0]
+	d.deflateState = s.deflateState
+	d.t, d.bw.out = t, out
+	hw := s.highWater
+	copy(d.window[:hw], s.window[:hw])
+	chains := zWSize // once the window may have slid, every link may be read
+	if hw <= zWSize {
+		chains = hw
+	}
+	copy(d.prev[:chains], s.prev[:chains])
+	d.head = s.head
+	d.syms.copyFrom(&s.syms)
 }
 
 // freeDeflater gives d back to the pool; nothing may use it, or the input it was given,

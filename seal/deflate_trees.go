@@ -146,6 +146,34 @@ func (s *symbolBuffer) reset() {
 	s.lfreq[zEndBlock] = 1
 }
 
+// copyFrom makes s a copy of o as far as o can be read: its symbols below o.n.
+func (s *symbolBuffer) copyFrom(o *symbolBuffer) {
+	copy(s.dist[:o.n], o.dist[:o.n])
+	copy(s.lc[:o.n], o.lc[:o.n])
+	s.n, s.lfreq, s.dfreq = o.n, o.lfreq, o.dfreq
+}
+
+// staticBytes is the size in bytes, header bits included, of the block in s coded with the
+// fixed trees: never less than blockBytes, which takes the smaller of that and its own trees,
+// and worked out from the frequencies alone, without building a tree.
+func (s *symbolBuffer) staticBytes() int {
+	bits := 0
+	for n, f := range s.lfreq {
+		if f != 0 {
+			bits += f * zt.staticLLen[n]
+			if n > zLiterals {
+				bits += f * zExtraLBits[n-zLiterals-1]
+			}
+		}
+	}
+	for n, f := range s.dfreq {
+		if f != 0 {
+			bits += f * (zt.staticDLen[n] + zExtraDBits[n])
+		}
+	}
+	return (bits + 3 + 7) >> 3
+}
+
 // tallyLit records a literal and reports whether the block is full.
 func (s *symbolBuffer) tallyLit(c byte) bool {
 	s.dist[s.n] = 0

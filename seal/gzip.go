@@ -17,7 +17,11 @@ var gzipHeader = [10]byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 2, 0x13}
 
 // Compress gzips plaintext exactly as kint does (zlib level 9, mtime 0).
 func Compress(plaintext []byte) []byte {
-	d := newDeflater()
+	return compressOn(newDeflater(), plaintext)
+}
+
+// compressOn is Compress on d, a compressor in its initial state, which it frees.
+func compressOn(d *deflater, plaintext []byte) []byte {
 	spare := d.bw.out
 	d.bw.out = make([]byte, 0, len(plaintext)/3+64)
 	d.bw.out = append(d.bw.out, gzipHeader[:]...)
@@ -88,11 +92,7 @@ func (g *gzipStream) free() {
 // clone snapshots the stream for measuring; it does not share mutable state
 // with g, and it keeps none of g's output bytes.
 func (g *gzipStream) clone() *gzipStream {
-	c := &deflater{}
-	*c = *g.d
-	c.t = &trees{}
-	c.bw.out = nil
-	return &gzipStream{d: c, outBase: g.outBase + len(g.d.bw.out)}
+	return g.cloneInto(nil)
 }
 
 // cloneInto is clone made in the memory of spare (a stream cloneInto or clone made before,
@@ -100,11 +100,9 @@ func (g *gzipStream) clone() *gzipStream {
 // nothing. spare must not be g.
 func (g *gzipStream) cloneInto(spare *gzipStream) *gzipStream {
 	if spare == nil {
-		return g.clone()
+		spare = &gzipStream{d: &deflater{deflateState: deflateState{t: &trees{}}}}
 	}
-	t, out := spare.d.t, spare.d.bw.out[:0]
-	*spare.d = *g.d
-	spare.d.t, spare.d.bw.out = t, out
+	spare.d.snapshotFrom(g.d)
 	spare.outBase = g.outBase + len(g.d.bw.out)
 	return spare
 }
@@ -125,6 +123,21 @@ func (g *gzipStream) estimate(t *trees) int {
 	n := g.outBase + d.bw.size() + 8
 	if d.syms.n > 0 {
 		n += t.blockBytes(&d.syms)
+	}
+	n += d.lookahead
+	if d.matchAvailable {
+		n++
+	}
+	return n
+}
+
+// bound is never less than estimate, worked out without building a tree: the open block is
+// costed with the fixed trees (see symbolBuffer.staticBytes).
+func (g *gzipStream) bound() int {
+	d := g.d
+	n := g.outBase + d.bw.size() + 8
+	if d.syms.n > 0 {
+		n += d.syms.staticBytes()
 	}
 	n += d.lookahead
 	if d.matchAvailable {

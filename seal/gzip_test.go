@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"math/rand/v2"
 	"strconv"
 	"testing"
 )
@@ -85,6 +86,42 @@ func TestCompressMatchesPythonGzip(t *testing.T) {
 	}
 }
 
+// dirtyDeflater is a compressor whose arrays hold what no stream would leave: a pooled one
+// is reset without clearing them (only its hash heads), so none of it may reach the output.
+func dirtyDeflater(seed uint64) *deflater {
+	d := &deflater{deflateState: deflateState{t: &trees{}}}
+	rng := rand.New(rand.NewPCG(seed, 7))
+	for i := range d.window {
+		d.window[i] = byte(rng.Uint32())
+	}
+	for i := range d.prev {
+		d.prev[i] = uint16(rng.Uint32())
+		d.head[i] = uint16(rng.Uint32())
+	}
+	for i := range d.syms.dist {
+		d.syms.dist[i], d.syms.lc[i] = uint16(rng.Uint32()), byte(rng.Uint32())
+	}
+	d.highWater, d.strstart, d.syms.n = zWindowSize, 12345, 77
+	return d
+}
+
+// A compressor reset over whatever its last stream left writes exactly kint's bytes.
+func TestResetCompressorLeavesNoTrace(t *testing.T) {
+	for _, kind := range []string{"text", "random", "low", "runs"} {
+		for i, n := range []int{0, 1, 300, 5000, 40000, 140000} {
+			in := lcgCorpus(kind, n, uint32(i+1))
+			fresh := &deflater{deflateState: deflateState{t: &trees{}}}
+			fresh.reset()
+			want := compressOn(fresh, in)
+			d := dirtyDeflater(uint64(i))
+			d.reset()
+			if got := compressOn(d, in); !bytes.Equal(got, want) {
+				t.Fatalf("%s of %d bytes: a reset compressor wrote %d bytes that differ from a new one's %d", kind, n, len(got), len(want))
+			}
+		}
+	}
+}
+
 func TestCompressHeaderAndEmpty(t *testing.T) {
 	gz := Compress(nil)
 	want, _ := hex.DecodeString("1f8b0800000000000213" + "0300" + "00000000" + "00000000")
@@ -128,8 +165,17 @@ func TestClosedSizeCountsTheLastBlock(t *testing.T) {
 			g := newGzipStream()
 			off, step := 0, 1
 			for {
-				if got, want := g.clone().closedSize(), len(Compress(in[:off])); got != want {
+				want := len(Compress(in[:off]))
+				if b, e := g.bound(), g.estimate(&trees{}); b < e {
+					t.Fatalf("%s of %d bytes, cut at %d: bound %d under the estimate %d", kind, n, off, b, e)
+				}
+				if got := g.clone().closedSize(); got != want {
 					t.Fatalf("%s of %d bytes, cut at %d: closedSize %d, Compress %d", kind, n, off, got, want)
+				}
+				// a clone made in the memory of another stream copies only what g can read
+				spare := &gzipStream{d: dirtyDeflater(uint64(off))}
+				if got := g.cloneInto(spare).closedSize(); got != want {
+					t.Fatalf("%s of %d bytes, cut at %d: closedSize of a clone made over another stream %d, Compress %d", kind, n, off, got, want)
 				}
 				if off == len(in) {
 					break
