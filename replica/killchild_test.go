@@ -29,6 +29,7 @@ type childSetup struct {
 	RPC        string `json:"rpc"`
 	Contract   string `json:"contract"`
 	SessionKey string `json:"session_key,omitempty"`
+	KillAt     uint64 `json:"kill_at,omitempty"` // the epoch a push child stops at, when it is told
 }
 
 // childSetupOf is the setup the parent handed this process; false when it is not a child.

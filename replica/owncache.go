@@ -21,14 +21,17 @@ const ownCacheEvery = 64
 // some disks creating a file costs more than sealing and applying an epoch. An epoch's journal
 // entry is cleared only once its files are durable, so a crash in between leaves the entry of
 // an epoch the mirror holds, and the next push's recovery writes the files from the entry
-// (recacheOwn). Every ownCacheEvery epochs, and when the push ends, the files written so far
-// are made durable together and the entries of the epochs they complete are cleared in one
-// synced commit.
+// (recacheOwn). Every ownCacheEvery epochs the files written so far are made durable together
+// and the entries of the epochs they complete are cleared in one synced commit, in the
+// background while the push lands the next epochs, one such commit at a time, in order; when
+// the push ends, the last of them is waited for and the rest committed.
 type ownCache struct {
 	r      *Replica
 	cw     *cacheWriter
 	landed []uint64   // epochs applied whose entries wait for their files
 	newest vault.Head // the newest of them
+	// the result of the commit under way in the background, nil when none is
+	committing chan error
 }
 
 func (r *Replica) newOwnCache() *ownCache {
@@ -37,39 +40,65 @@ func (r *Replica) newOwnCache() *ownCache {
 
 // putBlob caches the blob of an epoch about to be sent.
 func (o *ownCache) putBlob(seq uint64, blob []byte) {
-	o.cw.do(func() error { return o.r.cache.PutBlobIn(o.cw.batch, seq, blob) })
+	cw := o.cw
+	cw.do(func() error { return o.r.cache.PutBlobIn(cw.batch, seq, blob) })
 }
 
 // putOpened caches an epoch that landed and notes that its entry waits for the files.
 func (o *ownCache) putOpened(info *vault.EpochInfo, prevBlock uint64, plaintext []byte) {
 	meta := cacheMeta(info, prevBlock)
-	o.cw.do(func() error { return o.r.cache.PutOpenedIn(o.cw.batch, meta, plaintext) })
+	cw := o.cw
+	cw.do(func() error { return o.r.cache.PutOpenedIn(cw.batch, meta, plaintext) })
 	o.landed = append(o.landed, info.Seq)
 	o.newest = vault.Head{Seq: info.Seq, Digest: info.Digest, Block: info.Block}
 }
 
-// commitIfDue commits once ownCacheEvery epochs wait.
+// commitIfDue starts a commit in the background once ownCacheEvery epochs wait, after the one
+// before it ended; an error of that one is returned.
 func (o *ownCache) commitIfDue() error {
 	if len(o.landed) < ownCacheEvery {
 		return nil
 	}
-	return o.commit()
-}
-
-// commit makes the files written so far durable, then clears the entries of the epochs landed
-// since the last commit, recording the newest as the chain head seen.
-func (o *ownCache) commit() error {
-	if err := o.cw.commit(); err != nil {
-		return fmt.Errorf("cache the pushed epochs: %w", err)
-	}
-	if len(o.landed) == 0 {
-		return nil
-	}
-	if err := o.r.clearLanded(o.landed, o.newest); err != nil {
+	if err := o.wait(); err != nil {
 		return err
 	}
-	o.landed = nil
+	cw, landed, newest := o.cw, o.landed, o.newest
+	o.cw, o.landed = newCacheWriter(o.r.opt.Home.NewBatch()), nil
+	o.committing = make(chan error, 1)
+	go func(done chan<- error) { done <- o.r.commitOwn(cw, landed, newest) }(o.committing)
 	return nil
+}
+
+// wait waits for the commit under way, if any, and returns its error.
+func (o *ownCache) wait() error {
+	if o.committing == nil {
+		return nil
+	}
+	err := <-o.committing
+	o.committing = nil
+	return err
+}
+
+// commit waits for the commit under way, then commits what was written since.
+func (o *ownCache) commit() error {
+	err := o.wait()
+	if cerr := o.r.commitOwn(o.cw, o.landed, o.newest); err == nil {
+		err = cerr
+	}
+	o.landed = nil
+	return err
+}
+
+// commitOwn makes the files written through cw durable, then clears the entries of landed,
+// recording newest, the newest of them, as the chain head seen.
+func (r *Replica) commitOwn(cw *cacheWriter, landed []uint64, newest vault.Head) error {
+	if err := cw.commit(); err != nil {
+		return fmt.Errorf("cache the pushed epochs: %w", err)
+	}
+	if len(landed) == 0 {
+		return nil
+	}
+	return r.clearLanded(landed, newest)
 }
 
 // clearLanded clears the journal entries of epochs applied here as this machine's own, and

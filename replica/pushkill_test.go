@@ -19,7 +19,7 @@ const (
 )
 
 // TestPushKilledBeforeCacheChild is the process TestPushKilledBeforeCache kills: it pushes the
-// staged rows and stops dead once epoch pushKillAt is applied.
+// staged rows and stops dead once epoch KillAt is applied.
 func TestPushKilledBeforeCacheChild(t *testing.T) {
 	s, ok := childSetupOf(t)
 	if !ok {
@@ -27,7 +27,7 @@ func TestPushKilledBeforeCacheChild(t *testing.T) {
 	}
 	r := openChildMachine(t, s)
 	r.SetPushHook(func(stage PushStage, seq uint64) error {
-		if stage == StageApplied && seq == pushKillAt {
+		if stage == StageApplied && seq == s.KillAt {
 			fmt.Println("KILL ME")
 			time.Sleep(time.Hour)
 		}
@@ -42,19 +42,32 @@ func TestPushKilledBeforeCacheChild(t *testing.T) {
 // recovery writes every missing file from them, and the epoch cache then holds each epoch of
 // the vault, whole and verified, with the journal empty and nothing lost.
 func TestPushKilledBeforeCache(t *testing.T) {
+	pushKilledBeforeCache(t, pushKillEpochs, pushKillAt, false)
+}
+
+// TestPushKilledDuringCacheCommit: the same, killed once the push has started committing its
+// first ownCacheEvery epochs' files in the background and landed more after them: whether that
+// commit finished or not, the recovery leaves the cache and the journal as whole.
+func TestPushKilledDuringCacheCommit(t *testing.T) {
+	pushKilledBeforeCache(t, ownCacheEvery+12, ownCacheEvery+3, true)
+}
+
+// pushKilledBeforeCache pushes epochs epochs, one row each, in a child killed once epoch
+// killAt is applied; with someCached, the first ownCacheEvery epochs' files may be in place.
+func pushKilledBeforeCache(t *testing.T, epochs int, killAt uint64, someCached bool) {
 	e := newDevChainEnv(t)
 	a := e.machine()
 	w := &writer{t: t, r: a, m: model{}}
 	// 2.5 KB of noise: one row to a 4096 epoch, so the push cuts one epoch per row
-	for n := range pushKillEpochs {
-		w.write(fmt.Sprintf("state/r%02d", n), noiseText(uint64(n), 2500))
+	for n := range epochs {
+		w.write(fmt.Sprintf("state/r%03d", n), noiseText(uint64(n), 2500))
 	}
 	opt := a.opt
 	a.Close()
 
 	setup := childSetup{Home: opt.Home.Dir, RPC: e.rpc, Contract: e.contract.Hex(),
-		SessionKey: hex.EncodeToString(crypto.FromECDSA(opt.SessionKey))}
-	killChild(t, "TestPushKilledBeforeCacheChild", setup, fmt.Sprintf("epoch %d was applied", pushKillAt))
+		SessionKey: hex.EncodeToString(crypto.FromECDSA(opt.SessionKey)), KillAt: killAt}
+	killChild(t, "TestPushKilledBeforeCacheChild", setup, fmt.Sprintf("epoch %d was applied", killAt))
 
 	r, err := Open(opt)
 	if err != nil {
@@ -69,22 +82,33 @@ func TestPushKilledBeforeCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if head.Seq != pushKillAt || len(pend) < pushKillAt {
-		t.Fatalf("after the kill: mirror at seq %d with %d journal entries; want seq %d and every entry up to it kept", head.Seq, len(pend), pushKillAt)
+	// the entries of epochs whose files a finished commit made durable are cleared; every
+	// other entry up to killAt is kept
+	kept := killAt
+	if someCached && len(pend) > 0 && pend[0].Seq > 1 {
+		kept -= pend[0].Seq - 1
 	}
-	if _, err := r.cache.Meta(pushKillAt); err == nil {
-		t.Fatalf("epoch %d's cache files are in place although the push never made them durable", pushKillAt)
+	if head.Seq != killAt || uint64(len(pend)) < kept {
+		t.Fatalf("after the kill: mirror at seq %d with %d journal entries; want seq %d and every entry up to it kept but those a commit cleared", head.Seq, len(pend), killAt)
+	}
+	if _, err := r.cache.Meta(killAt); err == nil {
+		t.Fatalf("epoch %d's cache files are in place although the push never made them durable", killAt)
+	}
+	for _, p := range pend {
+		if _, err := r.cache.Meta(p.Seq); err == nil && p.Seq > ownCacheEvery {
+			t.Fatalf("epoch %d's cache files are in place although no commit covered it", p.Seq)
+		}
 	}
 
 	// the epochs the child sent after the one it was killed at are adopted, the rest pushed
 	flushAll(t, r)
-	if head, err := r.MirrorHead(); err != nil || head.Seq != pushKillEpochs {
-		t.Fatalf("after the flush: mirror at seq %d (%v), want %d", head.Seq, err, pushKillEpochs)
+	if head, err := r.MirrorHead(); err != nil || head.Seq != uint64(epochs) {
+		t.Fatalf("after the flush: mirror at seq %d (%v), want %d", head.Seq, err, epochs)
 	}
 	if pend, err := r.PendingPushes(); err != nil || len(pend) != 0 {
 		t.Fatalf("journal after the flush: %d entries, %v", len(pend), err)
 	}
-	for seq := uint64(1); seq <= pushKillEpochs; seq++ {
+	for seq := uint64(1); seq <= uint64(epochs); seq++ {
 		meta, err := r.cache.Meta(seq)
 		if err != nil {
 			t.Fatalf("epoch %d: no cache metadata: %v", seq, err)

@@ -82,6 +82,10 @@ type epochApply struct {
 	puts    map[string]*seal.Row
 	next    map[string]common.Hash
 	changes []leafChange // sorted by id: what the epoch does to each id
+	// had: the entity categories the mirror held a row of before the epoch, as its writes
+	// found them (nil when it finishes an apply a crash cut short: the mirror may then hold
+	// part of this epoch already)
+	had map[string]bool
 }
 
 // applyLocked applies an epoch; callers hold t.mu for writing. redo finishes an apply a
@@ -104,6 +108,9 @@ func (s *Store) applyLocked(info vault.EpochInfo, p *seal.Plaintext, opt ApplyOp
 		if err := s.checkRoot(e); err != nil {
 			return nil, nil, err
 		}
+	}
+	if !redo {
+		e.had = map[string]bool{}
 	}
 	batches := s.applyBatches(e)
 	if len(batches) <= 1 && !redo {
@@ -264,6 +271,13 @@ func (s *Store) prepareApply(info vault.EpochInfo, p *seal.Plaintext, opt ApplyO
 	return e
 }
 
+// noteHad notes the category of id as holding a row before the epoch when the mirror held id.
+func (e *epochApply) noteHad(id string, found bool) {
+	if c, isEntity := entityCategory(id); found && isEntity && e.had != nil {
+		e.had[c] = true
+	}
+}
+
 // applyBatch writes what the epoch does to the ids of batch: for each, all of its writes in
 // this one transaction. The writes depend only on the database as it stands, so a batch
 // applied again (a crash before the epoch was finished) finds its ids done and skips them:
@@ -308,6 +322,7 @@ func (s *Store) applyDelete(txn *badger.Txn, apply *[]func(), e *epochApply, id 
 	if err != nil || !found {
 		return nil, nil, err
 	}
+	e.noteHad(id, found)
 	if err := delMirror(txn, id); err != nil {
 		return nil, nil, err
 	}
@@ -330,6 +345,7 @@ func (s *Store) applyPut(txn *badger.Txn, apply *[]func(), e *epochApply, id str
 	if err != nil {
 		return nil, nil, err
 	}
+	e.noteHad(id, found)
 	if found && m.Leaf == e.next[id] && eqStrp(m.Row.Category, r.Category) {
 		return nil, nil, nil // a snapshot repeating a row unchanged, or a batch already applied
 	}
@@ -361,11 +377,7 @@ func (s *Store) applyPut(txn *badger.Txn, apply *[]func(), e *epochApply, id str
 // batched apply in the same transaction.
 func (s *Store) finishEpoch(txn *badger.Txn, e *epochApply, marked bool) error {
 	info := e.info
-	ids := make([]string, len(e.changes))
-	for i, ch := range e.changes {
-		ids[i] = ch.id
-	}
-	if err := s.recordCategoryCount(txn, info.Block, info.Seq, ids); err != nil {
+	if err := s.recordCategoryCount(txn, info.Block, info.Seq, e.changes, e.had); err != nil {
 		return err
 	}
 	s.untimed.noteEpochRecord(&info)

@@ -428,10 +428,11 @@ func (h *History) countCategories(txn *badger.Txn) (int, error) {
 }
 
 // recordCategoryCount records, in the transaction that applies an epoch (after its history
-// entries are written), the number of entity categories at its block. ids are the rows the
-// epoch changed; nil when they are not known, and the count is then made whole.
-func (s *Store) recordCategoryCount(txn *badger.Txn, block, seq uint64, ids []string) error {
-	n, ok, err := s.countFromPrevious(txn, block, seq, ids)
+// entries are written), the number of entity categories at its block. changes are the rows
+// the epoch changed, nil when they are not known (the count is then made whole); had, when not
+// nil, the categories the mirror held a row of before the epoch (see countFromPrevious).
+func (s *Store) recordCategoryCount(txn *badger.Txn, block, seq uint64, changes []leafChange, had map[string]bool) error {
+	n, ok, err := s.countFromPrevious(txn, block, seq, changes, had)
 	if err == nil && !ok {
 		n, err = s.At(block).countCategories(txn)
 	}
@@ -443,33 +444,46 @@ func (s *Store) recordCategoryCount(txn *badger.Txn, block, seq uint64, ids []st
 }
 
 // countFromPrevious counts the entity categories at the block from the count recorded by the
-// epoch just before (seq-1): only a category one of ids is in can have gained its first row or
-// lost its last, so only those are looked at, before and after. That keeps an epoch's apply
-// from walking every category of the vault. ok is false when there is no such record, or when
-// it shares the block (a view at that block would already show this epoch's rows).
-func (s *Store) countFromPrevious(txn *badger.Txn, block, seq uint64, ids []string) (n int, ok bool, err error) {
-	if ids == nil || seq <= 1 {
+// epoch just before (seq-1): only a category one of the changes is in can have gained its first
+// row or lost its last, so only those are looked at, before and after. That keeps an epoch's
+// apply from walking every category of the vault, and most need no walk at all: a category
+// the epoch puts a row in has one after it, and one in had had one before it. ok is false
+// when there is no such record, or when it shares the block (a view at that block would
+// already show this epoch's rows).
+func (s *Store) countFromPrevious(txn *badger.Txn, block, seq uint64, changes []leafChange, had map[string]bool) (n int, ok bool, err error) {
+	if changes == nil || seq <= 1 {
 		return 0, false, nil
 	}
 	prevBlock, prev, found, err := previousCategoryCount(txn, block, seq)
 	if err != nil || !found || prevBlock >= block {
 		return 0, false, err
 	}
-	entityPrefix := seal.TierEntity + "\x00"
-	seen := map[string]bool{}
-	for _, id := range ids {
-		c, _, isEntity := strings.Cut(strings.TrimPrefix(id, entityPrefix), "\x00")
-		if !isEntity || !strings.HasPrefix(id, entityPrefix) || seen[c] {
+	put := map[string]bool{} // the categories changed, and whether the epoch puts a row in each
+	var order []string
+	for _, ch := range changes {
+		c, isEntity := entityCategory(ch.id)
+		if !isEntity {
 			continue
 		}
-		seen[c] = true
-		before, err := s.At(prevBlock).hasCategory(txn, c)
-		if err != nil {
-			return 0, false, err
+		if _, seen := put[c]; !seen {
+			order = append(order, c)
 		}
-		after, err := s.At(block).hasCategory(txn, c)
-		if err != nil {
-			return 0, false, err
+		put[c] = put[c] || !ch.del
+	}
+	for _, c := range order {
+		// an entity without a category has "" there in its id too, and is in no category:
+		// whether category "" has a row is only ever looked up
+		before := had[c] && c != ""
+		if !before {
+			if before, err = s.At(prevBlock).hasCategory(txn, c); err != nil {
+				return 0, false, err
+			}
+		}
+		after := put[c] && c != ""
+		if !after {
+			if after, err = s.At(block).hasCategory(txn, c); err != nil {
+				return 0, false, err
+			}
 		}
 		switch {
 		case after && !before:
@@ -479,6 +493,16 @@ func (s *Store) countFromPrevious(txn *badger.Txn, block, seq uint64, ids []stri
 		}
 	}
 	return prev, true, nil
+}
+
+// entityCategory is the category of the row id, when it is an entity's.
+func entityCategory(id string) (category string, isEntity bool) {
+	rest, ok := strings.CutPrefix(id, seal.TierEntity+"\x00")
+	if !ok {
+		return "", false
+	}
+	c, _, ok := strings.Cut(rest, "\x00")
+	return c, ok
 }
 
 // previousCategoryCount reads the count recorded by epoch seq-1, when it is the newest record

@@ -331,18 +331,18 @@ var errStopScan = errors.New("stop")
 // the epoch's plaintext: the rows it changes let the count start from the epoch before's.
 func (s *Store) RecordHistory(info *vault.EpochInfo, p *seal.Plaintext) error {
 	defer s.holes.forget()
-	var ids []string // nil: counted whole, as for a snapshot, which changes every row
+	var changes []leafChange // nil: counted whole, as for a snapshot, which changes every row
 	if p != nil && !p.Snapshot {
-		ids = make([]string, 0, len(p.Rows)+len(p.Deleted))
+		changes = make([]leafChange, 0, len(p.Rows)+len(p.Deleted))
 		for i := range p.Rows {
-			ids = append(ids, p.Rows[i].ID())
+			changes = append(changes, leafChange{id: p.Rows[i].ID()})
 		}
 		for _, d := range p.Deleted {
-			ids = append(ids, d.ID())
+			changes = append(changes, leafChange{id: d.ID(), del: true})
 		}
 	}
 	return s.db.Update(func(txn *badger.Txn) error {
-		if err := s.recordCategoryCount(txn, info.Block, info.Seq, ids); err != nil {
+		if err := s.recordCategoryCount(txn, info.Block, info.Seq, changes, nil); err != nil {
 			return err
 		}
 		s.untimed.noteEpochRecord(info)
@@ -352,7 +352,7 @@ func (s *Store) RecordHistory(info *vault.EpochInfo, p *seal.Plaintext) error {
 
 // RecordBoundary writes the category count at the snapshot above a filled hole.
 func (s *Store) RecordBoundary(block, seq uint64) error {
-	return s.db.Update(func(txn *badger.Txn) error { return s.recordCategoryCount(txn, block, seq, nil) })
+	return s.db.Update(func(txn *badger.Txn) error { return s.recordCategoryCount(txn, block, seq, nil, nil) })
 }
 
 // HistorySkipped lists the epochs under a snapshot that the backfill could not open.

@@ -94,13 +94,9 @@ func (s *Store) collectStaged(mark, settled bool) (rows []seal.Row, dels []seal.
 func (s *Store) scanCollect(txn *badger.Txn, mark, settled bool, dels *[]seal.Deleted, held *[]vault.HeldRow, add func(st *stagedRec) error) error {
 	now := s.now()
 	return scanStaged(txn, true, func(id string, st *stagedRec) error {
-		if settled && !st.Del && st.Held == "" {
-			_, inMirror, err := getMirror(txn, id, false)
-			if err != nil {
+		if settled && st.Held == "" {
+			if wait, err := s.unsettled(txn, id, st, now); err != nil || wait > 0 {
 				return err
-			}
-			if s.unsettled(id, st, inMirror, now) > 0 {
-				return nil
 			}
 		}
 		if mark && st.Held == "" {

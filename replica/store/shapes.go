@@ -132,18 +132,26 @@ func (s *Store) openForWrite(id string) bool {
 	return s.writers.n[id] > 0
 }
 
-// unsettled is how long the staged row id (st, not anchored when inMirror is false) must
-// still wait before it may be sealed; 0 when it may be now.
-func (s *Store) unsettled(id string, st *stagedRec, inMirror bool, now time.Time) time.Duration {
-	if st.Del || inMirror || (st.Row.Tier != seal.TierState && st.Row.Tier != seal.TierReference) || s.full.Load() {
-		return 0 // in the full model an anchored temporary can still be removed
+// unsettled is how long the staged row id (st) must still wait before it may be sealed; 0
+// when it may be now. Only a state or reference row not anchored yet waits: the mirror is read,
+// to see whether it is, only for such a row still inside its quiet period.
+func (s *Store) unsettled(txn *badger.Txn, id string, st *stagedRec, now time.Time) (time.Duration, error) {
+	if st.Del || (st.Row.Tier != seal.TierState && st.Row.Tier != seal.TierReference) || s.full.Load() {
+		return 0, nil // in the full model an anchored temporary can still be removed
 	}
 	age := now.Sub(fromNanos(st.At))
 	wait := settleQuiet - age
 	if s.openForWrite(id) {
 		wait = settleOpen - age
 	}
-	return max(wait, 0)
+	if wait <= 0 {
+		return 0, nil
+	}
+	_, inMirror, err := getMirror(txn, id, false)
+	if err != nil || inMirror {
+		return 0, err
+	}
+	return wait, nil
 }
 
 // SettleWait is how long the newest of the new state and reference rows staged must still
@@ -153,15 +161,12 @@ func (s *Store) SettleWait() time.Duration {
 	var wait time.Duration
 	_ = s.db.View(func(txn *badger.Txn) error {
 		return scanStaged(txn, false, func(id string, st *stagedRec) error {
-			if st.Del || st.Held != "" || (st.Row.Tier != seal.TierState && st.Row.Tier != seal.TierReference) {
+			if st.Held != "" {
 				return nil
 			}
-			_, inMirror, err := getMirror(txn, id, false)
-			if err != nil {
-				return err
-			}
-			wait = max(wait, s.unsettled(id, st, inMirror, now))
-			return nil
+			w, err := s.unsettled(txn, id, st, now)
+			wait = max(wait, w)
+			return err
 		})
 	})
 	return wait
