@@ -78,7 +78,11 @@ type deflateState struct {
 
 // deflaters keeps compressors between uses: one is a few hundred KB of arrays, and a flush
 // seals an epoch or two a millisecond, each with a stream to cut it and one to seal it.
-var deflaters = sync.Pool{New: func() any { return &deflater{deflateState: deflateState{t: &trees{}}} }}
+var deflaters = sync.Pool{New: func() any { return bareDeflater() }}
+
+// bareDeflater is new memory for a compressor, with its scratch trees: reset or snapshotFrom
+// puts it in a state to use.
+func bareDeflater() *deflater { return &deflater{deflateState: deflateState{t: &trees{}}} }
 
 // newDeflater is a compressor in its initial state, from the pool when it has one: its state
 // as a new one has it, the hash heads cleared, but the block's scratch trees (rebuilt for each

@@ -157,21 +157,20 @@ func (s *symbolBuffer) copyFrom(o *symbolBuffer) {
 // fixed trees: never less than blockBytes, which takes the smaller of that and its own trees,
 // and worked out from the frequencies alone, without building a tree.
 func (s *symbolBuffer) staticBytes() int {
-	bits := 0
-	for n, f := range s.lfreq {
-		if f != 0 {
-			bits += f * zt.staticLLen[n]
-			if n > zLiterals {
-				bits += f * zExtraLBits[n-zLiterals-1]
-			}
-		}
-	}
-	for n, f := range s.dfreq {
-		if f != 0 {
-			bits += f * (zt.staticDLen[n] + zExtraDBits[n])
-		}
-	}
+	bits := zLDesc.staticBits(s.lfreq[:]) + zDDesc.staticBits(s.dfreq[:])
 	return (bits + 3 + 7) >> 3
+}
+
+// staticBits is what symbols of the frequencies freq cost coded with the tree's fixed code,
+// extra bits included.
+func (desc *treeDesc) staticBits(freq []int) int {
+	bits := 0
+	for n, f := range freq {
+		if f != 0 {
+			bits += f * (desc.staticLen[n] + desc.extraBits(n))
+		}
+	}
+	return bits
 }
 
 // tallyLit records a literal and reports whether the block is full.
@@ -217,6 +216,14 @@ var (
 	zDDesc  = treeDesc{elems: zDCodes, maxLength: zMaxBits, extra: zExtraDBits[:]}
 	zBLDesc = treeDesc{elems: zBLCodes, maxLength: zMaxBLBits, extra: zExtraBLBits[:]}
 )
+
+// extraBits is how many extra bits follow the code of symbol n.
+func (desc *treeDesc) extraBits(n int) int {
+	if n < desc.extraBase {
+		return 0
+	}
+	return desc.extra[n-desc.extraBase]
+}
 
 func init() {
 	zLDesc.staticLen = zt.staticLLen[:]
@@ -274,10 +281,7 @@ func (t *trees) genBitLen(tr *ctree, desc *treeDesc) {
 			continue
 		}
 		t.blCount[b]++
-		xbits := 0
-		if n >= desc.extraBase {
-			xbits = desc.extra[n-desc.extraBase]
-		}
+		xbits := desc.extraBits(n)
 		f := tr.freq[n]
 		t.optLen += f * (b + xbits)
 		if desc.staticLen != nil {

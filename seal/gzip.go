@@ -100,7 +100,7 @@ func (g *gzipStream) clone() *gzipStream {
 // nothing. spare must not be g.
 func (g *gzipStream) cloneInto(spare *gzipStream) *gzipStream {
 	if spare == nil {
-		spare = &gzipStream{d: &deflater{deflateState: deflateState{t: &trees{}}}}
+		spare = &gzipStream{d: bareDeflater()}
 	}
 	spare.d.snapshotFrom(g.d)
 	spare.outBase = g.outBase + len(g.d.bw.out)
@@ -119,27 +119,28 @@ func (g *gzipStream) closedSize() int {
 // hundred bytes high at most and only rarely a few bytes low; callers
 // confirm with a clone before relying on it near a limit.
 func (g *gzipStream) estimate(t *trees) int {
-	d := g.d
-	n := g.outBase + d.bw.size() + 8
-	if d.syms.n > 0 {
-		n += t.blockBytes(&d.syms)
+	block := 0
+	if g.d.syms.n > 0 {
+		block = t.blockBytes(&g.d.syms)
 	}
-	n += d.lookahead
-	if d.matchAvailable {
-		n++
-	}
-	return n
+	return g.closingWith(block)
 }
 
 // bound is never less than estimate, worked out without building a tree: the open block is
 // costed with the fixed trees (see symbolBuffer.staticBytes).
 func (g *gzipStream) bound() int {
-	d := g.d
-	n := g.outBase + d.bw.size() + 8
-	if d.syms.n > 0 {
-		n += d.syms.staticBytes()
+	block := 0
+	if g.d.syms.n > 0 {
+		block = g.d.syms.staticBytes()
 	}
-	n += d.lookahead
+	return g.closingWith(block)
+}
+
+// closingWith is the stream's size if closed now with its open block taking block bytes:
+// emitted bytes, that block, the unprocessed lookahead at a byte each, and the trailer.
+func (g *gzipStream) closingWith(block int) int {
+	d := g.d
+	n := g.outBase + d.bw.size() + 8 + block + d.lookahead
 	if d.matchAvailable {
 		n++
 	}

@@ -89,7 +89,7 @@ func TestCompressMatchesPythonGzip(t *testing.T) {
 // dirtyDeflater is a compressor whose arrays hold what no stream would leave: a pooled one
 // is reset without clearing them (only its hash heads), so none of it may reach the output.
 func dirtyDeflater(seed uint64) *deflater {
-	d := &deflater{deflateState: deflateState{t: &trees{}}}
+	d := bareDeflater()
 	rng := rand.New(rand.NewPCG(seed, 7))
 	for i := range d.window {
 		d.window[i] = byte(rng.Uint32())
@@ -110,7 +110,7 @@ func TestResetCompressorLeavesNoTrace(t *testing.T) {
 	for _, kind := range []string{"text", "random", "low", "runs"} {
 		for i, n := range []int{0, 1, 300, 5000, 40000, 140000} {
 			in := lcgCorpus(kind, n, uint32(i+1))
-			fresh := &deflater{deflateState: deflateState{t: &trees{}}}
+			fresh := bareDeflater()
 			fresh.reset()
 			want := compressOn(fresh, in)
 			d := dirtyDeflater(uint64(i))
