@@ -271,9 +271,9 @@ func (s *Store) prepareApply(info vault.EpochInfo, p *seal.Plaintext, opt ApplyO
 	return e
 }
 
-// noteHad notes the category of id as holding a row before the epoch when the mirror held id.
-func (e *epochApply) noteHad(id string, found bool) {
-	if c, isEntity := entityCategory(id); found && isEntity && e.had != nil {
+// noteHad notes the category of id, a row the mirror held, as holding a row before the epoch.
+func (e *epochApply) noteHad(id string) {
+	if c, isEntity := entityCategory(id); isEntity && e.had != nil {
 		e.had[c] = true
 	}
 }
@@ -322,7 +322,7 @@ func (s *Store) applyDelete(txn *badger.Txn, apply *[]func(), e *epochApply, id 
 	if err != nil || !found {
 		return nil, nil, err
 	}
-	e.noteHad(id, found)
+	e.noteHad(id)
 	if err := delMirror(txn, id); err != nil {
 		return nil, nil, err
 	}
@@ -345,7 +345,9 @@ func (s *Store) applyPut(txn *badger.Txn, apply *[]func(), e *epochApply, id str
 	if err != nil {
 		return nil, nil, err
 	}
-	e.noteHad(id, found)
+	if found {
+		e.noteHad(id)
+	}
 	if found && m.Leaf == e.next[id] && eqStrp(m.Row.Category, r.Category) {
 		return nil, nil, nil // a snapshot repeating a row unchanged, or a batch already applied
 	}

@@ -296,10 +296,9 @@ func (h *History) scan(idPrefix string, fn func(rec *histRec)) error {
 // stop. The category is read from the id; only the ids that cannot tell the "" category from
 // a null one are decoded.
 func (h *History) categories(txn *badger.Txn, idPrefix string, fn func(category string) bool) error {
-	entityPrefix := seal.TierEntity + "\x00"
 	return h.newestAt(txn, idPrefix, func(e histEntry) (string, bool, error) {
-		c, _, ok := strings.Cut(strings.TrimPrefix(e.id, entityPrefix), "\x00")
-		if !ok || !strings.HasPrefix(e.id, entityPrefix) {
+		c, ok := entityCategory(e.id)
+		if !ok {
 			return "", false, nil
 		}
 		if del, err := e.deleted(); err != nil || del {
@@ -316,7 +315,7 @@ func (h *History) categories(txn *badger.Txn, idPrefix string, fn func(category 
 		}
 		// Every id of the category starts with this (the null-category ones too when c
 		// is "", and those are not categories).
-		return entityPrefix + c + "\x00", false, nil
+		return seal.TierEntity + "\x00" + c + "\x00", false, nil
 	})
 }
 
