@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"math"
 	"strings"
 	"testing"
@@ -12,21 +13,34 @@ import (
 // durable write: at 14 µs a trip, 0.28 ms + 5 x 14 µs = 0.35 ms a file, and a native cp -r of
 // 1,000 files with fsync that took 0.3 s gains 1,000 x 70 µs.
 func TestFloorsOfNewFiles(t *testing.T) {
-	dir := t.TempDir()
-	writeResults(t, dir, map[string]string{
+	wantFloors(t, floorsWith(t, nil),
+		"| `cp -r` into the mount vs native with fsync per file: native plus 5 round trips per file | 1.23x | <= 1.5x |",
+		"| a new file durable at close: one durable write and the 5 round trips it waits for (GETATTR of its directory, LOOKUP, CREATE, WRITE, FLUSH) | 0.35 ms | <= 0.5 ms |",
+		"| writing many new rows, per file: the same | 0.35 ms | <= 0.3 ms |")
+}
+
+// floorsWith is the floors section made from a run of 1,000 copied files (14 µs a round trip,
+// a native durable write of 0.28 ms, cp -r with fsync 0.3 s) and the results files more.
+func floorsWith(t *testing.T, more map[string]string) string {
+	t.Helper()
+	files := map[string]string{
 		"params.json": `{"rows":10000,"row_bytes":1024,"cp_files":1000}`,
 		"floors.json": `{"roundtrip_us":14,"open_close_mount_us":29,"open_close_native_us":1,"fsync_ms":0.28}`,
 		"hf-cp.json":  `{"results":[{"command":"cp -r mount","median":0.65},{"command":"copy -fsync","median":0.3},{"command":"cp -r","median":0.08}]}`,
-	})
+	}
+	maps.Copy(files, more)
+	dir := t.TempDir()
+	writeResults(t, dir, files)
 	rp := &report{}
 	r := results{dir}
 	rp.floorsSection(r, r.json("params.json"))
-	text := strings.Join(rp.lines, "\n")
-	for _, want := range []string{
-		"| `cp -r` into the mount vs native with fsync per file: native plus 5 round trips per file | 1.23x | <= 1.5x |",
-		"| a new file durable at close: one durable write and the 5 round trips it waits for (GETATTR of its directory, LOOKUP, CREATE, WRITE, FLUSH) | 0.35 ms | <= 0.5 ms |",
-		"| writing many new rows, per file: the same | 0.35 ms | <= 0.3 ms |",
-	} {
+	return strings.Join(rp.lines, "\n")
+}
+
+// wantFloors fails t for each of wants the floors section text does not hold.
+func wantFloors(t *testing.T, text string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
 		if !strings.Contains(text, want) {
 			t.Errorf("the floors have no %q:\n%s", want, text)
 		}
@@ -54,24 +68,11 @@ func TestOwnPartOfANewFile(t *testing.T) {
 		t.Fatal("ownPart without the mount's counts made numbers up")
 	}
 
-	dir := t.TempDir()
-	writeResults(t, dir, map[string]string{
-		"params.json":  `{"rows":10000,"row_bytes":1024,"cp_files":1000}`,
-		"floors.json":  `{"roundtrip_us":14,"open_close_mount_us":29,"open_close_native_us":1,"fsync_ms":0.28}`,
-		"hf-cp.json":   `{"results":[{"command":"cp -r mount","median":0.65},{"command":"copy -fsync","median":0.3},{"command":"cp -r","median":0.08}]}`,
+	text := floorsWith(t, map[string]string{
 		"durable.json": `{"mount_per_file":0.00065,"own_run_per_file":0.00065,"own_per_file":0.0004,"trips_per_file":5,"transport_per_file":0.00025,"own_by_kind":{"FLUSH":0.00033,"CREATE":0.00005,"LOOKUP":0.00002,"MKDIR":0.0000004,"STATFS":0.0000002}}`,
 	})
-	rp := &report{}
-	r := results{dir}
-	rp.floorsSection(r, r.json("params.json"))
-	text := strings.Join(rp.lines, "\n")
-	for _, want := range []string{
+	wantFloors(t, text,
 		"| `cp -r` into the mount vs native with fsync per file: native plus each file's requests' transport as measured while the mount wrote (below) | 1.83x | <= 1.5x |",
 		"| a new file durable at close: one durable write and its requests' transport as measured while the mount wrote (below) | 0.53 ms | <= 0.5 ms |",
-		"650 µs a file, of which the mount's own 400 µs (FLUSH 330 µs, CREATE 50 µs, LOOKUP 20 µs, other kinds 0.6 µs) and the rest, the kernel's transport of its 5.0 requests with the copy's own few microseconds a file (reading its source), 250 µs, 50 µs a request, against 14.0 µs a round trip",
-	} {
-		if !strings.Contains(text, want) {
-			t.Errorf("the floors have no %q:\n%s", want, text)
-		}
-	}
+		"650 µs a file, of which the mount's own 400 µs (FLUSH 330 µs, CREATE 50 µs, LOOKUP 20 µs, other kinds 0.6 µs) and the rest, the kernel's transport of its 5.0 requests with the copy's own few microseconds a file (reading its source), 250 µs, 50 µs a request, against 14.0 µs a round trip")
 }
